@@ -1,0 +1,79 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Layout (see README "Project structure"):
+//   CLibPQ, CCurl            system libraries (libpq, libcurl) with tiny shims
+//   Postgres, HTTP           thin, domain-free Swift wrappers that own the C resources
+//   Reconciliation           the functional core: domain types, decision rules, report rows
+//   AppStore                 the verifyReceipt protocol: request, answer classes, parsing
+//   ReconcileJob             the night's stages wired to Postgres and the App Store
+//   iap-reconcile            the command
+//   AppStoreSimulator, iap-sim  the App Store test double (a real HTTP server) and data generator
+let v5: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+
+let package = Package(
+    name: "iap-reconcile",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "iap-reconcile", targets: ["iap-reconcile"]),
+        .executable(name: "iap-sim", targets: ["iap-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v5),
+        .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v5),
+        .target(name: "Reconciliation", swiftSettings: v5),
+        .target(name: "AppStore", dependencies: ["Reconciliation"], swiftSettings: v5),
+        .target(
+            name: "ReconcileJob",
+            dependencies: [
+                "Reconciliation", "AppStore", "Postgres", "HTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: v5
+        ),
+        .executableTarget(
+            name: "iap-reconcile",
+            dependencies: [
+                "ReconcileJob", "HTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: v5
+        ),
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: [
+                "Reconciliation", "Postgres",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: v5
+        ),
+        .executableTarget(
+            name: "iap-sim",
+            dependencies: [
+                "AppStoreSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: v5
+        ),
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v5),
+        .testTarget(
+            name: "AppStoreTests", dependencies: ["AppStore", "Reconciliation"],
+            resources: [.copy("Fixtures")], swiftSettings: v5
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation"],
+            swiftSettings: v5
+        ),
+    ]
+)

@@ -1,0 +1,135 @@
+// RFC 4180 CSV as contract §6 asks: UTF-8, CRLF, quoted when needed, formula guard.
+
+public enum CSV {
+    /// One record, CRLF-terminated.
+    public static func record(_ cells: [String]) -> String {
+        var line = ""
+        for (index, cell) in cells.enumerated() {
+            if index > 0 { line += "," }
+            line += field(cell)
+        }
+        return line + "\r\n"
+    }
+
+    /// One field: the formula guard first (a cell starting with `=`, `+`, `-`, `@`, tab or CR gets
+    /// a leading `'`, so a spreadsheet never runs it), then RFC 4180 quoting.
+    public static func field(_ raw: String) -> String {
+        var text = raw
+        if let first = text.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
+            text = "'" + text
+        }
+        if text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) {
+            return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
+        }
+        return text
+    }
+}
+
+extension String {
+    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
+        var out = ""
+        out.reserveCapacity(count + 2)
+        for ch in self {
+            if ch == target { out += replacement } else { out.append(ch) }
+        }
+        return out
+    }
+}
+
+/// ISO 8601 UTC times and dates without Foundation (exact, allocation-light, thread-safe).
+public enum UTC {
+    /// `2026-11-21T03:08:45Z` (whole seconds; milliseconds are dropped, as the contract's example shows).
+    public static func timestamp(_ ms: EpochMillis) -> String {
+        let seconds = floorDiv(ms, 1000)
+        let days = floorDiv(seconds, 86_400)
+        let secOfDay = seconds - days * 86_400
+        let (y, m, d) = civil(fromDays: days)
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay % 3600 / 60, 2)):\(pad(secOfDay % 60, 2))Z"
+    }
+
+    /// `2026-11-21`.
+    public static func date(_ ms: EpochMillis) -> String {
+        let (y, m, d) = civil(fromDays: floorDiv(floorDiv(ms, 1000), 86_400))
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))"
+    }
+
+    /// Milliseconds at 00:00:00Z of a civil date.
+    public static func millis(year: Int64, month: Int64, day: Int64, hour: Int64 = 0, minute: Int64 = 0,
+                              second: Int64 = 0) -> EpochMillis {
+        let y = month <= 2 ? year - 1 : year
+        let era = floorDiv(y, 400)
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return ((days * 86_400) + hour * 3600 + minute * 60 + second) * 1000
+    }
+
+    /// Parses `yyyy-MM-dd HH:mm:ss Etc/GMT` (Apple's `*_date`), `yyyy-MM-ddTHH:mm:ss[.fff]Z` and
+    /// `yyyy-MM-dd`. Returns nil for anything else.
+    public static func parse(_ text: String) -> EpochMillis? {
+        let s = Array(text.utf8)
+        func num(_ from: Int, _ count: Int) -> Int64? {
+            guard from + count <= s.count else { return nil }
+            var v: Int64 = 0
+            for i in from..<(from + count) {
+                let c = s[i]
+                guard c >= 48, c <= 57 else { return nil }
+                v = v * 10 + Int64(c - 48)
+            }
+            return v
+        }
+        guard s.count >= 10, s[4] == UInt8(ascii: "-"), s[7] == UInt8(ascii: "-"),
+              let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), (1...12).contains(mo), (1...31).contains(d)
+        else { return nil }
+        if s.count == 10 { return millis(year: y, month: mo, day: d) }
+        guard s.count >= 19, s[10] == UInt8(ascii: " ") || s[10] == UInt8(ascii: "T"),
+              s[13] == UInt8(ascii: ":"), s[16] == UInt8(ascii: ":"),
+              let h = num(11, 2), let mi = num(14, 2), let se = num(17, 2), h < 24, mi < 60, se < 61
+        else { return nil }
+        var ms = millis(year: y, month: mo, day: d, hour: h, minute: mi, second: se)
+        var rest = s[19...]
+        if rest.first == UInt8(ascii: ".") {
+            var digits = 0
+            var frac: Int64 = 0
+            rest = rest.dropFirst()
+            while let c = rest.first, c >= 48, c <= 57 {
+                if digits < 3 { frac = frac * 10 + Int64(c - 48) }
+                digits += 1
+                rest = rest.dropFirst()
+            }
+            guard digits > 0 else { return nil }
+            for _ in 0..<max(0, 3 - digits) { frac *= 10 }
+            ms += frac
+        }
+        let tail = String(decoding: rest, as: UTF8.self)
+        switch tail {
+        case "Z", " Etc/GMT", " GMT", " UTC", "", "+00:00", "+00": return ms
+        default: return nil
+        }
+    }
+
+    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+        let q = a / b
+        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+    }
+
+    /// Howard Hinnant's civil_from_days.
+    private static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = floorDiv(z, 146_097)
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
+    }
+
+    private static func pad(_ v: Int64, _ width: Int) -> String {
+        let s = String(v)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+}

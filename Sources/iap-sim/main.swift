@@ -1,0 +1,1 @@
+print("iap-sim")
