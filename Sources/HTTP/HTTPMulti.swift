@@ -1,0 +1,216 @@
+internal import CCurl
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// Process-wide libcurl set-up. Call once from `main`, before any thread starts.
+public enum HTTPGlobal {
+    public static func initialize() {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        // A peer that closes early must not kill the process; libcurl reports it as an error.
+        signal(SIGPIPE, SIG_IGN)
+    }
+}
+
+/// A POST to send. `tag` is the caller's handle to recognize the answer.
+public struct HTTPRequest: Sendable {
+    public var tag: Int
+    public var url: String
+    public var body: [UInt8]
+    public var headers: [String]
+    public var timeoutMs: Int
+
+    public init(tag: Int, url: String, body: [UInt8], headers: [String] = ["Content-Type: application/json"],
+                timeoutMs: Int) {
+        self.tag = tag
+        self.url = url
+        self.body = body
+        self.headers = headers
+        self.timeoutMs = timeoutMs
+    }
+}
+
+/// What came back: an HTTP answer, or a transport failure with libcurl's words.
+public struct HTTPCompletion: Sendable {
+    public enum Outcome: Sendable {
+        case response(status: Int, body: [UInt8])
+        /// `code` is the CURLcode; `message` names it and the (credential-free) URL.
+        case failure(code: Int, message: String, timedOut: Bool)
+    }
+    public var tag: Int
+    public var outcome: Outcome
+    /// Milliseconds from start to end of the transfer.
+    public var elapsedMs: Int
+}
+
+/// One transfer in flight: owns its easy handle's per-request C resources.
+private final class Transfer {
+    let tag: Int
+    let redactedURL: String
+    var body: [UInt8] = []
+    var truncatedAt: Int
+    var headers: UnsafeMutablePointer<curl_slist>?
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    let started: UInt64
+
+    init(tag: Int, redactedURL: String, maxBody: Int) {
+        self.tag = tag
+        self.redactedURL = redactedURL
+        self.truncatedAt = maxBody
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        started = monotonicMillis()
+    }
+
+    deinit {
+        if let headers { curl_slist_free_all(headers) }
+        errorBuffer.deallocate()
+    }
+}
+
+/// A libcurl multi handle driving many POSTs at once over kept-alive connections.
+///
+/// Concurrency: the object, its multi handle and every easy handle belong to the single thread
+/// that calls `add` and `poll`; nothing else touches them. The caller caps how many transfers
+/// are in flight (libcurl's timeout keeps running while a transfer waits for a connection, so
+/// queueing everything here would turn waiting into spurious timeouts).
+public final class HTTPMulti {
+    private let multi: UnsafeMutableRawPointer
+    private var idle: [UnsafeMutableRawPointer] = []   // easy handles ready for reuse (keep their connection cache)
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private let maxBodyBytes: Int
+    private var closed = false
+
+    public init(maxBodyBytes: Int = 4 << 20) {
+        multi = curl_multi_init()!
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    deinit { close() }
+
+    public var inFlight: Int { active.count }
+
+    /// Frees every handle. Transfers still in flight are abandoned.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        for (easy, _) in active {
+            curl_multi_remove_handle(multi, easy)
+            curl_easy_cleanup(easy)
+        }
+        active.removeAll()
+        for easy in idle { curl_easy_cleanup(easy) }
+        idle.removeAll()
+        curl_multi_cleanup(multi)
+    }
+
+    /// Starts a transfer. Throws only when libcurl cannot even set it up.
+    public func add(_ request: HTTPRequest) throws {
+        let easy = idle.popLast() ?? curl_easy_init()
+        guard let easy else { throw HTTPError(message: "curl_easy_init failed") }
+        curl_easy_reset(easy)
+        let transfer = Transfer(tag: request.tag, redactedURL: HTTPMulti.redact(request.url), maxBody: maxBodyBytes)
+        for header in request.headers { transfer.headers = curl_slist_append(transfer.headers, header) }
+        let me = Unmanaged.passUnretained(transfer).toOpaque()
+        var ok = true
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_URL, request.url) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, request.timeoutMs) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(request.timeoutMs, 10_000)) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
+        ok = ok && request.body.withUnsafeBytes { ccurl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) } == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headers) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, transfer.errorBuffer) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_write(easy, httpWriteBody) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1) == CURLE_OK
+        // Never CURLOPT_VERBOSE: request bodies carry the shared secret.
+        guard ok else {
+            curl_easy_cleanup(easy)
+            throw HTTPError(message: "libcurl refused the options for \(transfer.redactedURL)")
+        }
+        guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
+            curl_easy_cleanup(easy)
+            throw HTTPError(message: "curl_multi_add_handle failed for \(transfer.redactedURL)")
+        }
+        active[easy] = transfer
+    }
+
+    /// Drives the transfers, waiting at most `timeoutMs` for activity, and returns those that ended.
+    public func poll(timeoutMs: Int) -> [HTTPCompletion] {
+        var running: Int32 = 0
+        curl_multi_perform(multi, &running)
+        if running > 0 {
+            var fds: Int32 = 0
+            curl_multi_poll(multi, nil, 0, Int32(max(0, timeoutMs)), &fds)
+            curl_multi_perform(multi, &running)
+        }
+        var done: [HTTPCompletion] = []
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            curl_multi_remove_handle(multi, easy)
+            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            let elapsed = Int(monotonicMillis() - transfer.started)
+            if code == CURLE_OK {
+                var status = 0
+                ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+                done.append(HTTPCompletion(tag: transfer.tag, outcome: .response(status: status, body: transfer.body),
+                                           elapsedMs: elapsed))
+            } else {
+                let detail = String(cString: transfer.errorBuffer)
+                let name = String(cString: curl_easy_strerror(code))
+                let text = detail.isEmpty ? name : detail
+                done.append(HTTPCompletion(
+                    tag: transfer.tag,
+                    outcome: .failure(code: Int(code.rawValue), message: "\(text) (\(transfer.redactedURL))",
+                                      timedOut: code == CURLE_OPERATION_TIMEDOUT),
+                    elapsedMs: elapsed))
+            }
+            idle.append(easy)
+        }
+        return done
+    }
+
+    /// The URL without user information or query, for messages.
+    static func redact(_ url: String) -> String {
+        var text = Substring(url)
+        if let q = text.firstIndex(of: "?") { text = text[..<q] }
+        guard let colon = text.firstIndex(of: ":") else { return String(text) }
+        let afterScheme = text[colon...].dropFirst(3)   // "://"
+        let authorityEnd = afterScheme.firstIndex(of: "/") ?? text.endIndex
+        if let at = afterScheme[..<authorityEnd].lastIndex(of: "@") {
+            return String(text[..<afterScheme.startIndex]) + String(text[text.index(after: at)...])
+        }
+        return String(text)
+    }
+}
+
+public struct HTTPError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+private func httpWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                           _ user: UnsafeMutableRawPointer?) -> Int {
+    let total = size * count
+    guard let data, let user else { return total }
+    let transfer = Unmanaged<Transfer>.fromOpaque(user).takeUnretainedValue()
+    // A body past the cap aborts the transfer (libcurl reports a write error): garbage, not memory growth.
+    guard transfer.body.count + total <= transfer.truncatedAt else { return 0 }
+    data.withMemoryRebound(to: UInt8.self, capacity: total) {
+        transfer.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: total))
+    }
+    return total
+}
+
+func monotonicMillis() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+}

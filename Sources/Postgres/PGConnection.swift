@@ -1,0 +1,323 @@
+internal import CLibPQ
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// An error from libpq or the server, with what a person needs to act on it.
+/// Never carries the connection string (it may hold a password).
+public struct PGError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable { case connection, query, copy }
+    public var kind: Kind
+    public var sqlState: String?
+    public var message: String
+    public var detail: String?
+    public var hint: String?
+
+    public init(kind: Kind, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil) {
+        self.kind = kind
+        self.sqlState = sqlState
+        self.message = message
+        self.detail = detail
+        self.hint = hint
+    }
+
+    /// True when the server could not be reached or the connection broke: run again later.
+    public var isConnectionProblem: Bool {
+        kind == .connection || (sqlState?.hasPrefix("08") ?? false) || sqlState == "57P01" || sqlState == "57P03"
+    }
+
+    public var description: String {
+        var text = message
+        if let sqlState { text = "\(text) (SQLSTATE \(sqlState))" }
+        if let detail, !detail.isEmpty { text += "; detail: \(detail)" }
+        if let hint, !hint.isEmpty { text += "; hint: \(hint)" }
+        return text
+    }
+}
+
+/// One libpq connection (`PGconn`).
+///
+/// Concurrency: a connection is used by one thread at a time — whoever owns the object.
+/// The job gives each thread that talks to Postgres its own connection; nothing shares one.
+/// Calls block, so callers keep them off Swift's cooperative thread pool.
+public final class PGConnection {
+    private var conn: OpaquePointer?
+
+    /// Connects with `conninfo`, or when it is nil with `$DATABASE_URL`, or else with libpq's own
+    /// environment (`PGHOST`, `PGPORT`, `PGDATABASE`, `PGUSER`, `PGPASSWORD`, `PGPASSFILE`).
+    public init(conninfo: String? = nil) throws {
+        let info = conninfo ?? getenvString("DATABASE_URL") ?? ""
+        let c = PQconnectdb(info)
+        guard let c else { throw PGError(kind: .connection, message: "could not allocate a PostgreSQL connection") }
+        if PQstatus(c) != CONNECTION_OK {
+            let message = PGConnection.trimmed(PQerrorMessage(c))
+            PQfinish(c)
+            throw PGError(kind: .connection, message: "cannot connect to PostgreSQL: \(message)")
+        }
+        conn = c
+        // Server notices (e.g. "relation already exists, skipping") are not the job's output.
+        PQsetNoticeProcessor(c, { _, _ in }, nil)
+    }
+
+    deinit {
+        // Tripwire: connections are closed explicitly; finishing here keeps the C side clean anyway.
+        if let conn { PQfinish(conn) }
+    }
+
+    public func close() {
+        if let conn { PQfinish(conn) }
+        conn = nil
+    }
+
+    private func handle() throws -> OpaquePointer {
+        guard let conn else { throw PGError(kind: .connection, message: "the PostgreSQL connection is closed") }
+        return conn
+    }
+
+    /// Runs one or more statements without parameters (simple query protocol). Use for DDL and
+    /// fixed SQL only; values always travel through `query(_:_:)` parameters or COPY.
+    public func execute(_ sql: String) throws {
+        let c = try handle()
+        guard PQsendQuery(c, sql) == 1 else { throw connectionOrQueryError(c) }
+        var firstError: PGError?
+        while let r = PQgetResult(c) {
+            let status = PQresultStatus(r)
+            if firstError == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK, status != PGRES_EMPTY_QUERY {
+                firstError = PGConnection.error(from: r, connection: c, kind: .query)
+            }
+            PQclear(r)
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// Runs one statement with text parameters (`$1`, `$2`, … ; nil is SQL NULL) and returns its rows.
+    @discardableResult
+    public func query(_ sql: String, _ params: [String?] = []) throws -> PGResult {
+        let c = try handle()
+        let result = withCStrings(params) { pointers in
+            PQexecParams(c, sql, Int32(params.count), nil, pointers, nil, nil, 0)
+        }
+        guard let result else { throw connectionOrQueryError(c) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let error = PGConnection.error(from: result, connection: c, kind: .query)
+            PQclear(result)
+            throw error
+        }
+        return PGResult(owning: result)
+    }
+
+    /// `COPY … FROM STDIN` in text format; `body` writes the rows. Commits the COPY when `body`
+    /// returns, aborts it when `body` throws.
+    public func copyIn(_ sql: String, _ body: (PGCopyWriter) throws -> Void) throws {
+        let c = try handle()
+        guard let start = PQexec(c, sql) else { throw connectionOrQueryError(c) }
+        defer { PQclear(start) }
+        guard PQresultStatus(start) == PGRES_COPY_IN else {
+            throw PGConnection.error(from: start, connection: c, kind: .copy)
+        }
+        let writer = PGCopyWriter(connection: c)
+        do {
+            try body(writer)
+            try writer.flush()
+            guard PQputCopyEnd(c, nil) == 1 else { throw connectionOrQueryError(c) }
+        } catch {
+            _ = PQputCopyEnd(c, "aborted by the client")
+            drainResults(c)
+            throw error
+        }
+        var firstError: PGError?
+        while let r = PQgetResult(c) {
+            if firstError == nil, PQresultStatus(r) != PGRES_COMMAND_OK {
+                firstError = PGConnection.error(from: r, connection: c, kind: .copy)
+            }
+            PQclear(r)
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// `COPY … TO STDOUT` in text format: `onRow` gets each line (without its newline) as bytes
+    /// valid only during the call. Streams: memory does not grow with the number of rows.
+    public func copyOut(_ sql: String, _ onRow: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        let c = try handle()
+        guard let start = PQexec(c, sql) else { throw connectionOrQueryError(c) }
+        let startStatus = PQresultStatus(start)
+        guard startStatus == PGRES_COPY_OUT else {
+            let error = PGConnection.error(from: start, connection: c, kind: .copy)
+            PQclear(start)
+            throw error
+        }
+        PQclear(start)
+        var callbackError: Error?
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(c, &buffer, 0)
+            if length > 0, let buffer {
+                if callbackError == nil {
+                    let count = Int(length) - (buffer[Int(length) - 1] == 10 ? 1 : 0)
+                    buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) { bytes in
+                        do { try onRow(UnsafeBufferPointer(start: bytes, count: count)) } catch { callbackError = error }
+                    }
+                }
+                PQfreemem(buffer)
+                // On a callback error keep draining: libpq offers no way to cancel a COPY OUT cheaply
+                // besides PQcancel; the rows are discarded.
+                continue
+            }
+            if length == -1 { break }
+            throw connectionOrQueryError(c)
+        }
+        var firstError: PGError?
+        while let r = PQgetResult(c) {
+            if firstError == nil, PQresultStatus(r) != PGRES_COMMAND_OK {
+                firstError = PGConnection.error(from: r, connection: c, kind: .copy)
+            }
+            PQclear(r)
+        }
+        if let callbackError { throw callbackError }
+        if let firstError { throw firstError }
+    }
+
+    /// Runs `body` in a transaction: COMMIT when it returns, ROLLBACK when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func drainResults(_ c: OpaquePointer) {
+        while let r = PQgetResult(c) { PQclear(r) }
+    }
+
+    private func connectionOrQueryError(_ c: OpaquePointer) -> PGError {
+        let message = PGConnection.trimmed(PQerrorMessage(c))
+        let broken = PQstatus(c) != CONNECTION_OK
+        return PGError(kind: broken ? .connection : .query, message: message.isEmpty ? "unknown libpq error" : message)
+    }
+
+    fileprivate static func error(from r: OpaquePointer, connection c: OpaquePointer, kind: PGError.Kind) -> PGError {
+        func field(_ code: Int32) -> String? {
+            guard let p = PQresultErrorField(r, code) else { return nil }
+            return String(cString: p)
+        }
+        let primary = field(CLIBPQ_DIAG_MESSAGE_PRIMARY) ?? trimmed(PQresultErrorMessage(r))
+        let broken = PQstatus(c) != CONNECTION_OK
+        return PGError(
+            kind: broken ? .connection : kind, sqlState: field(CLIBPQ_DIAG_SQLSTATE),
+            message: primary.isEmpty ? trimmed(PQerrorMessage(c)) : primary,
+            detail: field(CLIBPQ_DIAG_MESSAGE_DETAIL), hint: field(CLIBPQ_DIAG_MESSAGE_HINT))
+    }
+
+    fileprivate static func trimmed(_ p: UnsafePointer<CChar>?) -> String {
+        guard let p else { return "" }
+        var s = String(cString: p)
+        while let last = s.last, last == "\n" || last == " " { s.removeLast() }
+        return s.replacingNewlines()
+    }
+}
+
+extension String {
+    fileprivate func replacingNewlines() -> String {
+        String(map { $0 == "\n" ? " " : $0 })
+    }
+}
+
+private func getenvString(_ name: String) -> String? {
+    guard let p = getenv(name) else { return nil }
+    let s = String(cString: p)
+    return s.isEmpty ? nil : s
+}
+
+/// Builds a C array of C strings that lives only for the duration of `body`.
+private func withCStrings<R>(_ values: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    var storage: [UnsafeMutablePointer<CChar>?] = values.map { $0.map { strdup($0) } ?? nil }
+    defer { for p in storage { free(p) } }
+    return body(storage.map { UnsafePointer($0) })
+}
+
+/// A query result (`PGresult`), freed once when the object goes.
+public final class PGResult {
+    private let result: OpaquePointer
+    public let rowCount: Int
+    public let columnCount: Int
+
+    fileprivate init(owning result: OpaquePointer) {
+        self.result = result
+        rowCount = Int(PQntuples(result))
+        columnCount = Int(PQnfields(result))
+    }
+
+    deinit { PQclear(result) }
+
+    public func value(_ row: Int, _ column: Int) -> String? {
+        precondition(row < rowCount && column < columnCount, "PGResult index out of range")
+        if PQgetisnull(result, Int32(row), Int32(column)) == 1 { return nil }
+        return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+    }
+
+    /// Rows affected by an INSERT/UPDATE/DELETE.
+    public var affectedRows: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+}
+
+/// Writes COPY text-format rows, buffered into large PQputCopyData chunks.
+public final class PGCopyWriter {
+    private let c: OpaquePointer
+    private var buffer: [UInt8] = []
+    private let chunk = 1 << 16
+
+    fileprivate init(connection: OpaquePointer) {
+        c = connection
+        buffer.reserveCapacity(chunk + 4096)
+    }
+
+    /// One row; nil is NULL (`\N`). Tabs, newlines, carriage returns and backslashes are escaped.
+    public func row(_ fields: [String?]) throws {
+        for (index, field) in fields.enumerated() {
+            if index > 0 { buffer.append(9) }
+            guard let field else {
+                buffer.append(92); buffer.append(78)
+                continue
+            }
+            for byte in field.utf8 {
+                switch byte {
+                case 92: buffer.append(92); buffer.append(92)
+                case 9: buffer.append(92); buffer.append(116)
+                case 10: buffer.append(92); buffer.append(110)
+                case 13: buffer.append(92); buffer.append(114)
+                default: buffer.append(byte)
+                }
+            }
+        }
+        buffer.append(10)
+        if buffer.count >= chunk { try flush() }
+    }
+
+    /// Raw, already escaped COPY text.
+    public func write(_ bytes: [UInt8]) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= chunk { try flush() }
+    }
+
+    fileprivate func flush() throws {
+        guard !buffer.isEmpty else { return }
+        let ok = buffer.withUnsafeBufferPointer { p in
+            p.withMemoryRebound(to: CChar.self) { PQputCopyData(c, $0.baseAddress, Int32($0.count)) }
+        }
+        guard ok == 1 else {
+            throw PGError(kind: .copy, message: "COPY failed: \(PGConnection.trimmedPublic(PQerrorMessage(c)))")
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+extension PGConnection {
+    fileprivate static func trimmedPublic(_ p: UnsafePointer<CChar>?) -> String { trimmed(p) }
+}
