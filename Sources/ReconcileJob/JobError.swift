@@ -1,0 +1,28 @@
+/// The exit codes of contract §5.
+public enum ExitCode: Int32, Sendable {
+    case done = 0
+    case failure = 1
+    case usage = 64
+    /// The source relations do not match contract §1.
+    case sourceMismatch = 65
+    /// The reports cannot be written.
+    case cannotWrite = 73
+    /// Temporary: database or App Store unreachable, or another run holds the lock.
+    case temporary = 75
+    /// Configuration: the App Store said 21004 (shared secret) or 21000 (our request).
+    case configuration = 78
+}
+
+/// An error that ends the run: its exit code and the one line printed on stderr.
+/// The line never contains a secret.
+public struct JobError: Error, CustomStringConvertible, Sendable {
+    public var code: ExitCode
+    public var message: String
+
+    public init(_ code: ExitCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

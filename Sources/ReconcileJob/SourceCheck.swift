@@ -1,0 +1,64 @@
+import Postgres
+
+/// Contract §1: the four source relations, their columns and the kinds of their types.
+public enum SourceCheck {
+    enum Kind: String { case text, integer, timestamp }
+
+    static let relations: [(name: String, columns: [(String, Kind)])] = [
+        ("iap_products", [("product_id", .text), ("product_type", .text), ("bundle_id", .text)]),
+        ("iap_orders", [("order_id", .text), ("user_id", .text), ("product_id", .text), ("quantity", .integer),
+                        ("status", .text), ("transaction_id", .text), ("created_at", .timestamp)]),
+        ("iap_receipts", [("receipt_id", .text), ("user_id", .text), ("order_id", .text), ("transaction_id", .text),
+                          ("receipt_data", .text), ("submitted_at", .timestamp), ("verify_status", .integer)]),
+        ("iap_grants", [("grant_id", .text), ("user_id", .text), ("order_id", .text), ("product_id", .text),
+                        ("transaction_id", .text), ("original_transaction_id", .text), ("quantity", .integer),
+                        ("granted_at", .timestamp), ("revoked_at", .timestamp)]),
+    ]
+
+    /// Throws exit 65 naming every missing relation or column, or a column of the wrong kind.
+    public static func verify(_ db: PGConnection, schema: String) throws {
+        let result = try db.query("""
+            SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
+            FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+              AND c.relname IN ('iap_products', 'iap_orders', 'iap_receipts', 'iap_grants')
+            """, [schema])
+        var found: [String: [String: String]] = [:]
+        for row in 0..<result.rowCount {
+            let relation = result.value(row, 0)!
+            var columns = found[relation] ?? [:]
+            if let column = result.value(row, 1) { columns[column] = result.value(row, 2) ?? "" }
+            found[relation] = columns
+        }
+        var problems: [String] = []
+        for relation in relations {
+            guard let columns = found[relation.name] else {
+                problems.append("relation \(schema).\(relation.name) is missing")
+                continue
+            }
+            for (column, kind) in relation.columns {
+                guard let type = columns[column] else {
+                    problems.append("\(schema).\(relation.name) has no column \(column)")
+                    continue
+                }
+                if !matches(type, kind) {
+                    problems.append("\(schema).\(relation.name).\(column) is \(type), expected \(kind.rawValue)")
+                }
+            }
+        }
+        if !problems.isEmpty {
+            throw JobError(.sourceMismatch, "source relations do not match the contract: "
+                + problems.joined(separator: "; ") + " (see docs/contract.md, 'Source relations')")
+        }
+    }
+
+    static func matches(_ type: String, _ kind: Kind) -> Bool {
+        switch kind {
+        case .text: return type == "text" || type.hasPrefix("character") || type == "name" || type == "citext"
+        case .integer: return ["integer", "bigint", "smallint"].contains(type) || type.hasPrefix("numeric")
+        case .timestamp: return type.hasPrefix("timestamp")
+        }
+    }
+}

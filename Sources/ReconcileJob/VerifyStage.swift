@@ -1,0 +1,563 @@
+import AppStore
+import Foundation
+import HTTP
+import Logging
+import Postgres
+import Reconciliation
+
+/// What the verification stage did, for the ledger, the summary and the tests.
+public struct VerifyCounts: Sendable, Codable, Equatable {
+    public var candidates = 0
+    public var sweep = 0
+    public var requests = 0
+    public var ok = 0
+    public var rejected = 0
+    public var switched = 0
+    public var retried = 0
+    public var unresolved = 0
+    public var config = 0
+    public var seconds = 0.0
+}
+
+/// One receipt on its way through the stage.
+struct VerifyJob {
+    let receiptID: String
+    let receiptData: String
+    let priorAttempts: Int
+    var failedRuns: Int
+    var runs21002: Int
+    let sweep: Bool
+    var environment: AppStoreEnvironment
+    var sends = 0
+    var httpAttemptsThisRun = 0
+    var switched = false
+    var counted21002 = false
+}
+
+/// Contract §2–§3: select the unresolved receipts and the refund sweep, ask the App Store
+/// concurrently, and persist every answer as it arrives.
+///
+/// Threads: a reader streams candidates from Postgres (its own connection) into a bounded
+/// queue; the calling thread owns the libcurl multi handle and keeps `concurrency` requests in
+/// flight; a writer (its own connection) commits answers in small groups, so a kill loses at
+/// most what was in flight or in the last group. Memory is bounded by the queues, not by rows.
+public final class VerifyStage {
+    let settings: JobSettings
+    let logger: Logger
+    let runID: Int64
+    let progress: Progress
+
+    public init(settings: JobSettings, runID: Int64, logger: Logger) {
+        self.settings = settings
+        self.runID = runID
+        self.logger = logger
+        progress = Progress(stage: "verify", enabled: settings.progress)
+    }
+
+    // MARK: Selection (contract §2)
+
+    /// Receipts submitted in the window, not resolved, eligible now, with decodable data.
+    /// One row per receipt_id (a duplicated key keeps its first row by submitted_at).
+    var candidateSQL: String {
+        let src = "\"\(settings.sourceSchema)\""
+        let job = settings.jobSchema.quoted
+        return """
+        SELECT r.receipt_id, r.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
+               coalesce(s.runs_21002, 0), coalesce(s.environment, 'production')
+        FROM (SELECT DISTINCT ON (receipt_id) * FROM \(src).iap_receipts
+              WHERE receipt_id IS NOT NULL
+              ORDER BY receipt_id, submitted_at, user_id, receipt_data) r
+        LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
+        WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
+          AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+          AND NOT coalesce(s.definitive, false)
+          AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
+                SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
+          AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())
+          AND \(Self.decodableBase64("r.receipt_data"))
+        ORDER BY r.submitted_at, r.receipt_id
+        """
+    }
+
+    /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
+    /// or subscriptions granted within the refund window, oldest-checked first. Receipts checked
+    /// within `sweepIntervalHours` are skipped, so a rerun after a crash does not ask again.
+    var sweepSQL: String {
+        let src = "\"\(settings.sourceSchema)\""
+        let job = settings.jobSchema.quoted
+        let refundStart = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        return """
+        WITH holders AS (
+            SELECT DISTINCT g.user_id FROM \(src).iap_grants g
+            JOIN \(src).iap_products p ON p.product_id = g.product_id
+            WHERE g.revoked_at IS NULL AND p.product_type IN ('non_consumable', 'auto_renewable', 'non_renewing')
+              AND g.granted_at >= to_timestamp(\(refundStart) / 1000.0)
+              AND g.granted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+        ), newest AS (
+            SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data
+            FROM \(src).iap_receipts r JOIN holders h ON h.user_id = r.user_id
+            WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+              AND \(Self.decodableBase64("r.receipt_data"))
+            ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
+        )
+        SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
+               coalesce(s.runs_21002, 0), coalesce(s.environment, 'production')
+        FROM newest n JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
+        WHERE s.definitive AND s.verdict = 'valid'
+          AND greatest(s.last_swept_at, s.last_attempt_at) < now() - interval '\(settings.sweepIntervalHours) hours'
+        ORDER BY greatest(s.last_swept_at, s.last_attempt_at), n.receipt_id
+        LIMIT \(settings.sweepLimit)
+        """
+    }
+
+    /// SQL predicate: the text is non-empty standard base64 (whitespace allowed, as clients send it).
+    static func decodableBase64(_ column: String) -> String {
+        "(\(column) IS NOT NULL AND length(regexp_replace(\(column), '\\s', '', 'g')) > 0 "
+            + "AND length(regexp_replace(\(column), '\\s', '', 'g')) % 4 = 0 "
+            + "AND regexp_replace(\(column), '\\s', '', 'g') ~ '^[A-Za-z0-9+/]*={0,2}$')"
+    }
+
+    // MARK: The stage
+
+    public func run(db: PGConnection) throws -> VerifyCounts {
+        let started = Date()
+        var counts = VerifyCounts()
+        let total = Int(try db.query("SELECT count(*) FROM (\(candidateSQL)) c").value(0, 0) ?? "0") ?? 0
+        let sweep = settings.sweepLimit > 0 ? try loadJobs(db, sql: sweepSQL, sweep: true) : []
+        counts.candidates = total
+        counts.sweep = sweep.count
+        progress.total = total + sweep.count
+        logger.info("verification starting", metadata: ["unresolved": "\(total)", "sweep": "\(sweep.count)"])
+        if total + sweep.count == 0 {
+            counts.seconds = Date().timeIntervalSince(started)
+            return counts
+        }
+
+        // Reader: streams candidates through a bounded queue.
+        let input = BlockingQueue<VerifyJob>(capacity: max(256, settings.concurrency * 8))
+        let readerError = ErrorBox()
+        let reader = Thread { [candidateSQL] in
+            do {
+                let rdb = try PGConnection()
+                defer { rdb.close() }
+                try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
+                    if let job = VerifyStage.job(fromCopyLine: line, sweep: false) { guard input.push(job) else { return } }
+                }
+            } catch {
+                readerError.set(error)
+            }
+            for job in sweep { guard input.push(job) else { break } }
+            input.close()
+        }
+        reader.stackSize = 1 << 20
+        reader.start()
+
+        // Writer: group commits.
+        let answers = BlockingQueue<String>(capacity: 50_000)
+        let writer = AnswerWriter(queue: answers, schema: settings.jobSchema, logger: logger)
+        writer.start()
+
+        var loopError: Error?
+        do {
+            try drive(input: input, answers: answers, counts: &counts)
+        } catch {
+            loopError = error
+        }
+        input.close()
+        answers.close()
+        writer.waitUntilDone()
+        progress.finish()
+        counts.seconds = Date().timeIntervalSince(started)
+        if let error = readerError.get() { throw JobError.from(error, doing: "reading receipts to verify") }
+        if let error = writer.error { throw JobError.from(error, doing: "recording App Store answers") }
+        if let loopError { throw loopError }
+        return counts
+    }
+
+    private func loadJobs(_ db: PGConnection, sql: String, sweep: Bool) throws -> [VerifyJob] {
+        var jobs: [VerifyJob] = []
+        try db.copyOut("COPY (\(sql)) TO STDOUT") { line in
+            if let job = VerifyStage.job(fromCopyLine: line, sweep: sweep) { jobs.append(job) }
+        }
+        return jobs
+    }
+
+    static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {
+        let f = CopyText.fields(line)
+        guard f.count == 6, let id = f[0], let data = f[1] else { return nil }
+        return VerifyJob(
+            receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0,
+            failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0, sweep: sweep,
+            environment: sweep ? (AppStoreEnvironment(rawValue: f[5] ?? "") ?? .production) : .production)
+    }
+
+    /// The request loop on the calling thread: owns the multi handle and every job in flight.
+    private func drive(input: BlockingQueue<VerifyJob>, answers: BlockingQueue<String>, counts: inout VerifyCounts) throws {
+        let http = HTTPMulti()
+        defer { http.close() }
+        var inFlight: [Int: VerifyJob] = [:]
+        var waiting = RetryHeap()
+        var nextTag = 0
+        var stopping: JobError?
+        var inputDone = false
+        var rng = SystemRandomNumberGenerator()
+        var sawResponse = false
+        var lastTransportError = ""
+
+        func send(_ job: VerifyJob) throws {
+            var job = job
+            job.sends += 1
+            nextTag += 1
+            let url = job.environment == .production ? settings.productionURL : settings.sandboxURL
+            let body = VerifyReceipt.requestBody(receiptData: job.receiptData, password: settings.sharedSecret)
+            try http.add(HTTPRequest(tag: nextTag, url: url, body: body, timeoutMs: settings.timeoutMs))
+            inFlight[nextTag] = job
+            counts.requests += 1
+        }
+
+        while true {
+            let now = Date().timeIntervalSince1970
+            if stopping == nil {
+                while inFlight.count < settings.concurrency {
+                    if let due = waiting.popDue(now: now) {
+                        try send(due)
+                    } else if !inputDone, let job = input.tryPop() {
+                        try send(job)
+                    } else {
+                        if !inputDone && input.isClosedAndEmpty { inputDone = true }
+                        break
+                    }
+                }
+            }
+            if inFlight.isEmpty {
+                if stopping != nil { break }
+                if inputDone && waiting.isEmpty { break }
+                if !inputDone && waiting.isEmpty {
+                    // Nothing to do until the reader delivers.
+                    if let job = input.pop(timeoutMs: 200) { try send(job) } else if input.isClosedAndEmpty { inputDone = true }
+                    continue
+                }
+            }
+            let wait = waiting.isEmpty ? 100 : max(0, min(100, Int((waiting.nextDue - now) * 1000)))
+            for completion in http.poll(timeoutMs: wait) {
+                guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
+                let answer: Answer
+                var httpStatus: Int?
+                if case .response = completion.outcome { sawResponse = true }
+                if case .failure(_, let message, _) = completion.outcome { lastTransportError = message }
+                switch completion.outcome {
+                case .response(let status, let body):
+                    httpStatus = status
+                    answer = VerifyReceipt.classify(httpStatus: status, body: body, environment: job.environment,
+                                                    allowedBundles: settings.bundleIDs)
+                case .failure(_, let message, _):
+                    answer = VerifyReceipt.transportFailure(message)
+                }
+                let outcome = decide(&job, answer: answer, rng: &rng)
+                if case .stop = outcome {
+                    counts.config += 1
+                    if stopping == nil {
+                        stopping = JobError(.configuration, "the App Store answered status \(answer.status ?? 0) "
+                            + "(\(answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")); "
+                            + "verification stopped, no receipt was blamed")
+                    }
+                    continue
+                }
+                let record = AnswerRecord(job: job, runID: runID, httpStatus: httpStatus, answer: answer,
+                                          outcome: outcome, elapsedMs: completion.elapsedMs,
+                                          retryDelayMinutes: settings.retryDelayMinutes)
+                guard answers.push(record.json) else {
+                    throw JobError(.failure, "recording App Store answers failed; verification stopped")
+                }
+                switch outcome {
+                case .final:
+                    if answer.answerClass == .ok { counts.ok += 1 } else { counts.rejected += 1 }
+                    progress.tick()
+                case .switchTo:
+                    counts.switched += 1
+                    if stopping == nil { try send(job) }
+                case .retryAt(let due):
+                    counts.retried += 1
+                    waiting.push(job, due: due)
+                case .unresolved:
+                    counts.unresolved += 1
+                    progress.tick()
+                case .stop:
+                    break
+                }
+                progress.note(retries: counts.retried)
+            }
+        }
+        if let stopping { throw stopping }
+        if counts.requests > 0 && !sawResponse {
+            throw JobError(.temporary, "the App Store is unreachable (\(lastTransportError)); "
+                + "\(counts.unresolved) receipts stay unresolved: run again later")
+        }
+    }
+
+    enum Outcome {
+        case final
+        case switchTo
+        case retryAt(TimeInterval)
+        case unresolved
+        case stop
+    }
+
+    /// Contract §3's table, plus the in-run retry budget and the 21002-after-three-runs rule.
+    private func decide(_ job: inout VerifyJob, answer: Answer, rng: inout SystemRandomNumberGenerator) -> Outcome {
+        switch answer.answerClass {
+        case .ok, .reject:
+            return .final
+        case .config:
+            return .stop
+        case .switchEnvironment where !job.switched:
+            job.switched = true
+            job.environment = job.environment == .production ? .sandbox : .production
+            return .switchTo
+        case .switchEnvironment, .retry:
+            if answer.status == 21002 && !job.counted21002 {
+                job.counted21002 = true
+                job.runs21002 += 1
+                if job.runs21002 >= 3 { return .final }
+            }
+            job.httpAttemptsThisRun += 1
+            if job.httpAttemptsThisRun < settings.maxAttempts {
+                // Exponential backoff with full jitter.
+                let cap = Double(settings.retryBaseMs) * pow(2, Double(job.httpAttemptsThisRun - 1))
+                let delay = Double.random(in: 0...max(1, cap), using: &rng) / 1000
+                return .retryAt(Date().timeIntervalSince1970 + delay)
+            }
+            job.failedRuns += 1
+            return .unresolved
+        }
+    }
+}
+
+/// A receipt's answer as the writer sends it to `record_answers` (one JSON object).
+struct AnswerRecord {
+    var json: String
+
+    init(job: VerifyJob, runID: Int64, httpStatus: Int?, answer: Answer, outcome: VerifyStage.Outcome,
+         elapsedMs: Int, retryDelayMinutes: Int) {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var o = JSONObject()
+        o["r"] = .string(job.receiptID)
+        o["n"] = .int(Int64(job.priorAttempts + job.sends))
+        o["run"] = .int(runID)
+        o["at"] = .int(now)
+        o["env"] = .string(job.environment.rawValue)
+        if let httpStatus { o["http"] = .int(Int64(httpStatus)) }
+        if let status = answer.status { o["st"] = .int(Int64(status)) }
+        o["ms"] = .int(Int64(elapsedMs))
+        o["sweep"] = .bool(job.sweep)
+        o["state"] = .bool(true)
+        o["failed_runs"] = .int(Int64(job.failedRuns))
+        o["runs_21002"] = .int(Int64(job.runs21002))
+        if let bundle = answer.bundleID { o["bundle"] = .string(bundle) }
+        switch outcome {
+        case .final where answer.answerClass == .ok:
+            o["cls"] = .string("ok")
+            o["final"] = .bool(true)
+            o["verdict"] = .string("valid")
+            o["txs"] = .raw(AnswerRecord.transactions(answer.transactions))
+        case .final:
+            o["cls"] = .string("reject")
+            o["final"] = .bool(true)
+            let reason = answer.rejection ?? .invalidReceipt
+            o["verdict"] = .string(reason.rawValue)
+            o["err"] = .string(answer.answerClass == .reject ? (answer.problem ?? reason.rawValue)
+                               : "status 21002 in 3 runs: malformed receipt")
+        case .unresolved:
+            o["cls"] = .string(answer.answerClass.rawValue)
+            o["final"] = .bool(false)
+            if let p = answer.problem { o["err"] = .string(p) }
+            // Across runs: wait longer after each failed run (capped at a day).
+            let minutes = min(24 * 60, retryDelayMinutes * (1 << min(10, max(0, job.failedRuns - 1))))
+            o["next"] = .int(now + Int64(minutes) * 60_000)
+        case .switchTo, .retryAt, .stop:
+            o["cls"] = .string(answer.answerClass.rawValue)
+            o["final"] = .bool(false)
+            if let p = answer.problem { o["err"] = .string(p) }
+        }
+        json = o.encoded
+    }
+
+    static func transactions(_ txs: [AppleTransaction]) -> String {
+        var out = "["
+        for (i, t) in txs.enumerated() {
+            if i > 0 { out += "," }
+            var o = JSONObject()
+            o["tid"] = .string(t.transactionID)
+            o["otid"] = .string(t.originalTransactionID)
+            o["pid"] = .string(t.productID)
+            o["q"] = .int(Int64(t.quantity))
+            o["pd"] = .int(t.purchaseDate)
+            if let v = t.originalPurchaseDate { o["opd"] = .int(v) }
+            if let v = t.expiresDate { o["exp"] = .int(v) }
+            if let v = t.cancellationDate { o["cd"] = .int(v) }
+            if let v = t.cancellationReason { o["cr"] = .string(v) }
+            if let v = t.isTrialPeriod { o["trial"] = .bool(v) }
+            if let v = t.webOrderLineItemID { o["wol"] = .string(v) }
+            if let v = t.bundleID { o["bundle"] = .string(v) }
+            out += o.encoded
+        }
+        return out + "]"
+    }
+}
+
+/// A tiny ordered JSON object writer (the job writes its own small JSON; it never parses here).
+struct JSONObject {
+    enum Value {
+        case string(String)
+        case int(Int64)
+        case bool(Bool)
+        case double(Double)
+        case raw(String)
+    }
+    private var pairs: [(String, Value)] = []
+
+    subscript(key: String) -> Value? {
+        get { pairs.first { $0.0 == key }?.1 }
+        set {
+            pairs.removeAll { $0.0 == key }
+            if let newValue { pairs.append((key, newValue)) }
+        }
+    }
+
+    var encoded: String {
+        var out = "{"
+        for (i, (k, v)) in pairs.enumerated() {
+            if i > 0 { out += "," }
+            out += JSONObject.quote(k) + ":"
+            switch v {
+            case .string(let s): out += JSONObject.quote(s)
+            case .int(let n): out += String(n)
+            case .bool(let b): out += b ? "true" : "false"
+            case .double(let d): out += d.isFinite ? String(format: "%.3f", d) : "null"
+            case .raw(let r): out += r
+            }
+        }
+        return out + "}"
+    }
+
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 || u.value == 0 {
+                    out += String(format: "\\u%04x", u.value)
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Jobs waiting for their backoff to pass, earliest first.
+struct RetryHeap {
+    private var items: [(due: TimeInterval, job: VerifyJob)] = []
+    var isEmpty: Bool { items.isEmpty }
+    var nextDue: TimeInterval { items.first?.due ?? .infinity }
+
+    mutating func push(_ job: VerifyJob, due: TimeInterval) {
+        items.append((due, job))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].due < items[parent].due else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func popDue(now: TimeInterval) -> VerifyJob? {
+        guard let first = items.first, first.due <= now else { return nil }
+        let last = items.removeLast()
+        if !items.isEmpty {
+            items[0] = last
+            var i = 0
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var m = i
+                if l < items.count && items[l].due < items[m].due { m = l }
+                if r < items.count && items[r].due < items[m].due { m = r }
+                if m == i { break }
+                items.swapAt(i, m)
+                i = m
+            }
+        }
+        return first.job
+    }
+}
+
+/// Commits answers in groups on its own connection and thread.
+final class AnswerWriter: @unchecked Sendable {
+    private let queue: BlockingQueue<String>
+    private let schema: JobSchema
+    private let logger: Logger
+    private let done = DispatchSemaphore(value: 0)
+    private(set) var error: Error?
+
+    init(queue: BlockingQueue<String>, schema: JobSchema, logger: Logger) {
+        self.queue = queue
+        self.schema = schema
+        self.logger = logger
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            defer { done.signal() }
+            do {
+                let db = try PGConnection()
+                defer { db.close() }
+                let sql = "SELECT \(schema.quoted).record_answers($1::jsonb)"
+                while true {
+                    let batch = queue.popAll(timeoutMs: 200)
+                    if batch.isEmpty {
+                        if queue.isClosedAndEmpty { break }
+                        continue
+                    }
+                    // Small groups: a kill loses at most one group besides what was in flight.
+                    var start = 0
+                    while start < batch.count {
+                        let end = min(batch.count, start + 64)
+                        try db.query(sql, ["[" + batch[start..<end].joined(separator: ",") + "]"])
+                        start = end
+                    }
+                }
+            } catch {
+                self.error = error
+                queue.close()
+            }
+        }
+        thread.start()
+    }
+
+    func waitUntilDone() { done.wait() }
+}
+
+final class ErrorBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: Error?
+    func set(_ e: Error) { lock.lock(); if error == nil { error = e }; lock.unlock() }
+    func get() -> Error? { lock.lock(); defer { lock.unlock() }; return error }
+}
+
+extension JobError {
+    /// Maps a lower-level error to the contract's exit codes: an unreachable database is temporary.
+    static func from(_ error: Error, doing what: String) -> JobError {
+        if let e = error as? JobError { return e }
+        if let e = error as? PGError {
+            return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
+        }
+        return JobError(.failure, "\(what): \(error)")
+    }
+}
