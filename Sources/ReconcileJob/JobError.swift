@@ -1,5 +1,5 @@
 /// The exit codes of contract §5.
-public enum ExitCode: Int32, Sendable {
+public enum ExitStatus: Int32, Sendable {
     case done = 0
     case failure = 1
     case usage = 64
@@ -16,10 +16,10 @@ public enum ExitCode: Int32, Sendable {
 /// An error that ends the run: its exit code and the one line printed on stderr.
 /// The line never contains a secret.
 public struct JobError: Error, CustomStringConvertible, Sendable {
-    public var code: ExitCode
+    public var code: ExitStatus
     public var message: String
 
-    public init(_ code: ExitCode, _ message: String) {
+    public init(_ code: ExitStatus, _ message: String) {
         self.code = code
         self.message = message
     }

@@ -1,1 +1,202 @@
-print("iap-reconcile")
+import ArgumentParser
+import Foundation
+import HTTP
+import Logging
+import ReconcileJob
+import Reconciliation
+
+/// Options shared by every stage. Each option's environment fallback is named in its help.
+struct CommonOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The run's 'now' (ISO 8601, e.g. 2026-11-21T03:00:00Z or 2026-11-21). Decides the windows and the report folder.",
+        valueName: "time"))
+    var asOf: String?
+
+    @Option(help: "Days back from --as-of: receipts submitted and transactions purchased in this window are checked.")
+    var windowDays = 30
+
+    @Option(help: "Days back from --as-of: users with non-consumable or subscription grants this recent get their newest receipt re-verified for refunds.")
+    var refundWindowDays = 90
+
+    @Option(help: "At most this many receipts re-verified by the refund sweep per run (0 turns the sweep off).")
+    var sweepLimit = 1000
+
+    @Option(help: "Hours before the sweep asks about the same receipt again (so a rerun after a crash does not).")
+    var sweepIntervalHours = 20
+
+    @Option(help: "App Store requests in flight at once.")
+    var concurrency = 16
+
+    @Option(help: "Per-request timeout in milliseconds.")
+    var timeoutMs = 15_000
+
+    @Option(help: "Requests per receipt within one run before it is left unresolved for the next run (environment switches not counted).")
+    var maxAttempts = 4
+
+    @Option(help: "Base of the in-run exponential backoff with full jitter, in milliseconds.")
+    var retryBaseMs = 500
+
+    @Option(help: "A receipt still failing after a run waits this many minutes, doubled per failed run (max one day), before it is sent again.")
+    var retryDelayMinutes = 10
+
+    @Option(help: "Schema of the four source relations (iap_products, iap_orders, iap_receipts, iap_grants).")
+    var sourceSchema = "public"
+
+    @Option(help: "The job's own schema: verification state, learned transactions, findings history, runs.")
+    var jobSchema = "recon"
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "notice"
+
+    @Flag(help: "No progress lines on stderr.")
+    var noProgress = false
+
+    func settings() throws -> JobSettings {
+        let env = ProcessInfo.processInfo.environment
+        let asOfMillis: EpochMillis
+        if let asOf {
+            guard let parsed = UTC.parse(asOf) else {
+                throw ValidationError("--as-of '\(asOf)' is not an ISO 8601 time (e.g. 2026-11-21T03:00:00Z)")
+            }
+            asOfMillis = parsed
+        } else {
+            asOfMillis = EpochMillis(Date().timeIntervalSince1970 * 1000)
+        }
+        for (name, value, minimum) in [("--window-days", windowDays, 1), ("--refund-window-days", refundWindowDays, 1),
+                                       ("--sweep-limit", sweepLimit, 0), ("--concurrency", concurrency, 1),
+                                       ("--timeout-ms", timeoutMs, 1), ("--max-attempts", maxAttempts, 1),
+                                       ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
+                                       ("--sweep-interval-hours", sweepIntervalHours, 0)]
+        where value < minimum {
+            throw ValidationError("\(name) must be at least \(minimum)")
+        }
+        guard concurrency <= 1024 else { throw ValidationError("--concurrency must be at most 1024") }
+        var s: JobSettings
+        do {
+            s = JobSettings(asOf: asOfMillis, jobSchema: try JobSchema(jobSchema))
+            _ = try JobSchema(sourceSchema)
+        } catch let e as JobError {
+            throw ValidationError(e.message)
+        }
+        s.windowDays = windowDays
+        s.refundWindowDays = refundWindowDays
+        s.sweepLimit = sweepLimit
+        s.sweepIntervalHours = sweepIntervalHours
+        s.concurrency = concurrency
+        s.timeoutMs = timeoutMs
+        s.maxAttempts = maxAttempts
+        s.retryBaseMs = retryBaseMs
+        s.retryDelayMinutes = retryDelayMinutes
+        s.sourceSchema = sourceSchema
+        s.progress = !noProgress
+        if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
+        if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
+        if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }
+        if let v = env["IAP_BUNDLE_IDS"] {
+            s.bundleIDs = Set(v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        return s
+    }
+
+    func logger() -> Logger {
+        let level = Logger.Level(rawValue: logLevel) ?? .notice
+        var logger = Logger(label: "iap-reconcile") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = level
+        return logger
+    }
+}
+
+let environmentHelp = """
+    ENVIRONMENT
+      DATABASE_URL, or PGHOST PGPORT PGDATABASE PGUSER PGPASSWORD PGPASSFILE
+                                 where the source relations and the job schema live (libpq's own variables)
+      IAP_SHARED_SECRET          the app's shared secret, sent as "password" (never logged or reported)
+      IAP_VERIFY_URL_PRODUCTION  default https://buy.itunes.apple.com/verifyReceipt
+      IAP_VERIFY_URL_SANDBOX     default https://sandbox.itunes.apple.com/verifyReceipt
+      IAP_BUNDLE_IDS             comma list of your bundle ids; a valid receipt of another bundle is rejected (wrong_bundle)
+
+    EXIT CODES
+      0 done (findings are not errors)   64 bad usage   65 source relations do not match the contract
+      73 reports cannot be written       75 temporary: database or App Store unreachable, or another run holds the lock
+      78 configuration: App Store status 21004 (shared secret) or 21000   1 anything else
+    """
+
+struct IAPReconcile: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "iap-reconcile",
+        abstract: "Find the money mistakes of iOS in-app purchases: missed orders, duplicate grants, refunds to claw back.",
+        discussion: """
+            A nightly batch job. It reads orders, receipts and grants from PostgreSQL, re-verifies with the \
+            App Store every receipt still unresolved, matches Apple's transactions to orders and grants, \
+            and writes CSV reports to <out>/<as-of date>/. Safe to run again: answers are kept, no receipt \
+            with a definitive answer is sent twice, and a rerun for the same date replaces its reports whole.
+
+            \(environmentHelp)
+            """,
+        subcommands: [Run.self, Verify.self, Migrate.self],
+        defaultSubcommand: Run.self)
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The whole night: migrate, verify, decide, write the reports (the default).",
+        discussion: environmentHelp)
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Folder for the reports; each run writes <out>/<as-of UTC date>/.")
+    var out = "reports"
+
+    @Flag(help: "Decide from the stored App Store answers only: send nothing.")
+    var noVerify = false
+
+    func run() throws {
+        var settings = try common.settings()
+        settings.out = out
+        try execute(settings: settings, logger: common.logger(), stages: .full(verify: !noVerify), command: "run")
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Only the verification stage: ask the App Store about every unresolved receipt and the refund sweep.",
+        discussion: environmentHelp)
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try execute(settings: common.settings(), logger: common.logger(), stages: .verifyOnly, command: "verify")
+    }
+}
+
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create or update the job's own schema (run does this first).",
+        discussion: environmentHelp)
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try execute(settings: common.settings(), logger: common.logger(), stages: .migrateOnly, command: "migrate")
+    }
+}
+
+/// Runs the stages and turns a `JobError` into its one line and exit code.
+func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, command: String) throws {
+    do {
+        let summary = try Night(settings: settings, logger: logger).run(stages, command: command)
+        if case .full = stages {
+            FileHandle.standardError.write(Data(RunReport.text(summary).utf8))
+        } else if case .verifyOnly = stages {
+            let v = summary.verification
+            FileHandle.standardError.write(Data(
+                "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests in \(String(format: "%.1f", v.seconds)) s\n".utf8))
+        }
+    } catch let error as JobError {
+        FileHandle.standardError.write(Data("iap-reconcile: \(error.message)\n".utf8))
+        throw ExitCode(error.code.rawValue)
+    }
+}
+
+HTTPGlobal.initialize()
+IAPReconcile.main()

@@ -1,0 +1,58 @@
+# iap-reconcile — targets:
+#   make demo          the night end to end on generated data: throwaway Postgres, simulator, reports
+#   make test          unit + integration + end-to-end tests against a real Postgres and the simulator
+#   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS
+#   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
+#   make build         debug build;  make release  optimized build
+#   make deps          install what is missing (apt, as root) or say what to install
+#   make pg-start / pg-stop   the throwaway Postgres cluster (.pg/)
+#   make clean         remove build output, the cluster and generated reports
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+SWIFT ?= swift
+APT_PACKAGES := libcurl4-openssl-dev libpq-dev postgresql pkg-config
+
+.PHONY: demo test bench bench-verify build release deps pg-start pg-stop clean
+
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/tmp/iap-reconcile-apt.log 2>&1 \
+	      || { tail -20 /tmp/iap-reconcile-apt.log; exit 1; }; \
+	  else \
+	    echo "missing packages:$$missing"; echo "install them with: sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+pg-start: deps
+	@scripts/pg.sh start
+
+pg-stop:
+	@scripts/pg.sh stop
+
+test: build
+	@scripts/pg.sh start
+	@status=0; eval "$$(scripts/pg.sh env)"; \
+	  IAP_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test $(TEST_FLAGS) || status=$$?; \
+	  scripts/pg.sh stop; exit $$status
+
+demo: release
+	@scripts/demo.sh
+
+bench: release
+	@scripts/bench.sh
+
+bench-verify: release
+	@scripts/bench-verify.sh
+
+clean:
+	scripts/pg.sh stop || true
+	rm -rf .build .run reports/20*

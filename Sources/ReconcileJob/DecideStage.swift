@@ -1,0 +1,378 @@
+import Foundation
+import Logging
+import Postgres
+import Reconciliation
+
+/// Contract §4 at scale. Postgres does the joins (set-based, on cleaned copies of the source
+/// relations) and streams *families* sorted by key; the core (`Decide`) applies the rules to
+/// one family at a time; findings stream back into `{S}.current_findings` on a second
+/// connection. Memory holds one family plus the compensation candidates (for the inferred
+/// order match, which crosses families), never the input rows.
+public final class DecideStage {
+    let settings: JobSettings
+    let logger: Logger
+    let runID: Int64
+    var S: String { settings.jobSchema.quoted }
+    var src: String { "\"\(settings.sourceSchema)\"" }
+
+    public struct Result {
+        public var counts: [String: Int] = [:]
+        public var reasons: [String: [String: Int]] = [:]
+        public var folder: String?
+        public var families = 0
+    }
+
+    public init(settings: JobSettings, runID: Int64, logger: Logger) {
+        self.settings = settings
+        self.runID = runID
+        self.logger = logger
+    }
+
+    static let productTypes = "('consumable', 'non_consumable', 'auto_renewable', 'non_renewing')"
+
+    // MARK: Input errors (contract: a bad row is recorded with its reason; the run goes on)
+
+    var inputErrorSQL: String {
+        func dup(_ relation: String, _ key: String) -> String {
+            "SELECT '\(relation)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)' FROM \(src).\(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
+        }
+        func nullKey(_ relation: String, _ key: String) -> String {
+            "SELECT '\(relation)', '', '\(key)', '\(key) is null' FROM \(src).\(relation) WHERE \(key) IS NULL"
+        }
+        func nullUser(_ relation: String, _ key: String) -> String {
+            "SELECT '\(relation)', \(key), 'user_id', 'user_id is null' FROM \(src).\(relation) WHERE \(key) IS NOT NULL AND user_id IS NULL"
+        }
+        func unknownProduct(_ relation: String, _ key: String) -> String {
+            "SELECT '\(relation)', \(key), 'product_id', coalesce('unknown product_id ' || x.product_id, 'product_id is null') FROM \(src).\(relation) x WHERE \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(src).iap_products p WHERE p.product_id = x.product_id)"
+        }
+        func quantity(_ relation: String, _ key: String) -> String {
+            "SELECT '\(relation)', \(key), 'quantity', coalesce('quantity ' || quantity || ' is below 1', 'quantity is null') FROM \(src).\(relation) WHERE \(key) IS NOT NULL AND (quantity IS NULL OR quantity < 1)"
+        }
+        let parts = [
+            nullKey("iap_products", "product_id"),
+            "SELECT 'iap_products', product_id, 'product_type', 'product_type ' || coalesce(product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' FROM \(src).iap_products WHERE product_id IS NOT NULL AND (product_type IS NULL OR product_type NOT IN \(Self.productTypes))",
+            dup("iap_products", "product_id"),
+            nullKey("iap_orders", "order_id"), nullUser("iap_orders", "order_id"), unknownProduct("iap_orders", "order_id"),
+            quantity("iap_orders", "order_id"), dup("iap_orders", "order_id"),
+            nullKey("iap_receipts", "receipt_id"), nullUser("iap_receipts", "receipt_id"),
+            "SELECT 'iap_receipts', receipt_id, 'receipt_data', CASE WHEN receipt_data IS NULL THEN 'receipt_data is null' ELSE 'receipt_data is not base64' END FROM \(src).iap_receipts r WHERE receipt_id IS NOT NULL AND NOT \(VerifyStage.decodableBase64("r.receipt_data"))",
+            dup("iap_receipts", "receipt_id"),
+            nullKey("iap_grants", "grant_id"), nullUser("iap_grants", "grant_id"), unknownProduct("iap_grants", "grant_id"),
+            quantity("iap_grants", "grant_id"),
+            "SELECT 'iap_grants', grant_id, 'transaction_id', 'transaction_id is null' FROM \(src).iap_grants WHERE grant_id IS NOT NULL AND transaction_id IS NULL",
+            dup("iap_grants", "grant_id"),
+        ]
+        return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("
+            + parts.joined(separator: "\nUNION ALL ") + ") e"
+    }
+
+    // MARK: Clean copies of the source relations (one row per key, valid rows only)
+
+    var prepareSQL: String {
+        func ms(_ c: String) -> String { "(extract(epoch FROM \(c)) * 1000)::bigint" }
+        return """
+        DROP TABLE IF EXISTS pg_temp.p, pg_temp.o, pg_temp.r, pg_temp.g;
+        CREATE TEMP TABLE p AS
+            SELECT DISTINCT ON (product_id) product_id, product_type FROM \(src).iap_products
+            WHERE product_id IS NOT NULL
+            ORDER BY product_id, product_type, bundle_id;
+        DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(Self.productTypes);
+        CREATE TEMP TABLE o AS SELECT * FROM (
+            SELECT DISTINCT ON (order_id) order_id, user_id, product_id, quantity, status, transaction_id,
+                   \(ms("created_at")) AS created_ms
+            FROM \(src).iap_orders WHERE order_id IS NOT NULL
+            ORDER BY order_id, user_id, product_id, quantity, status, transaction_id, created_at) d
+            WHERE user_id IS NOT NULL AND quantity >= 1 AND product_id IN (SELECT product_id FROM p);
+        CREATE TEMP TABLE r AS SELECT * FROM (
+            SELECT DISTINCT ON (receipt_id) receipt_id, user_id, order_id, transaction_id, \(ms("submitted_at")) AS submitted_ms
+            FROM \(src).iap_receipts WHERE receipt_id IS NOT NULL
+            ORDER BY receipt_id, submitted_at, user_id, receipt_data) d
+            WHERE user_id IS NOT NULL;
+        CREATE TEMP TABLE g AS SELECT * FROM (
+            SELECT DISTINCT ON (grant_id) grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id,
+                   quantity, \(ms("granted_at")) AS granted_ms, \(ms("revoked_at")) AS revoked_ms
+            FROM \(src).iap_grants WHERE grant_id IS NOT NULL
+            ORDER BY grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at) d
+            WHERE user_id IS NOT NULL AND quantity >= 1 AND transaction_id IS NOT NULL
+              AND product_id IN (SELECT product_id FROM p);
+        CREATE INDEX ON o (transaction_id);
+        CREATE INDEX ON r (order_id);
+        CREATE INDEX ON r (transaction_id);
+        ANALYZE p; ANALYZE o; ANALYZE r; ANALYZE g;
+        """
+    }
+
+    /// Every family, sorted by key: `T` rows (Apple transactions with their receipt and exact
+    /// order) and `G` rows (grants with what their linked receipts say). 22 text columns each.
+    var familySQL: String {
+        """
+        WITH first_receipt AS (
+            SELECT DISTINCT ON (rt.transaction_id, rt.environment) rt.transaction_id, rt.environment, r.receipt_id, r.user_id
+            FROM \(S).receipt_transactions rt JOIN r ON r.receipt_id = rt.receipt_id
+            ORDER BY rt.transaction_id, rt.environment, r.submitted_ms, r.receipt_id
+        ), exact_by_transaction AS (
+            SELECT DISTINCT ON (transaction_id) transaction_id, order_id, user_id, product_id, created_ms
+            FROM o WHERE transaction_id IS NOT NULL
+            ORDER BY transaction_id, created_ms, order_id
+        ), exact_by_receipt AS (
+            SELECT DISTINCT ON (rt.transaction_id, rt.environment) rt.transaction_id, rt.environment,
+                   o.order_id, o.user_id, o.product_id, o.created_ms
+            FROM \(S).receipt_transactions rt
+            JOIN r ON r.receipt_id = rt.receipt_id
+            JOIN o ON o.order_id = r.order_id
+            JOIN \(S).apple_transactions t ON t.transaction_id = rt.transaction_id AND t.environment = rt.environment
+            WHERE o.transaction_id IS NULL AND o.status <> 'delivered' AND o.product_id = t.product_id
+            ORDER BY rt.transaction_id, rt.environment, r.submitted_ms, r.receipt_id
+        ), grant_family AS (
+            SELECT g.*, coalesce(tp.original_transaction_id, ts.original_transaction_id, g.original_transaction_id,
+                                 g.transaction_id) AS fkey
+            FROM g
+            LEFT JOIN \(S).apple_transactions tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
+            LEFT JOIN \(S).apple_transactions ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
+        ), linked AS (
+            SELECT g.grant_id, g.transaction_id, r.receipt_id FROM g JOIN r ON r.transaction_id = g.transaction_id
+            UNION
+            SELECT g.grant_id, g.transaction_id, r.receipt_id FROM g JOIN r ON r.order_id = g.order_id
+        ), links AS (
+            SELECT l.grant_id,
+                   count(*) AS linked,
+                   count(*) FILTER (WHERE s.verdict = 'invalid_receipt') AS invalid,
+                   count(*) FILTER (WHERE s.verdict = 'wrong_bundle') AS wrong_bundle,
+                   count(*) FILTER (WHERE s.verdict = 'valid' AND NOT EXISTS (
+                       SELECT 1 FROM \(S).receipt_transactions rt
+                       WHERE rt.receipt_id = l.receipt_id AND rt.transaction_id = l.transaction_id)) AS without_tx
+            FROM linked l LEFT JOIN \(S).receipt_state s ON s.receipt_id = l.receipt_id
+            GROUP BY l.grant_id
+        )
+        SELECT * FROM (
+            SELECT t.original_transaction_id AS fkey, 'T' AS kind, t.transaction_id AS id, t.environment,
+                   t.product_id, t.quantity::text, t.purchase_date_ms::text, t.original_purchase_date_ms::text,
+                   t.expires_date_ms::text, t.cancellation_date_ms::text, t.cancellation_reason,
+                   t.is_trial_period::text, t.web_order_line_item_id, t.bundle_id, p.product_type,
+                   f.receipt_id, f.user_id, coalesce(e1.order_id, e2.order_id),
+                   CASE WHEN e1.order_id IS NOT NULL THEN e1.user_id ELSE e2.user_id END,
+                   CASE WHEN e1.order_id IS NOT NULL THEN e1.product_id ELSE e2.product_id END,
+                   CASE WHEN e1.order_id IS NOT NULL THEN e1.created_ms ELSE e2.created_ms END::text,
+                   NULL::text
+            FROM \(S).apple_transactions t
+            LEFT JOIN p ON p.product_id = t.product_id
+            LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
+            LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
+            LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
+            UNION ALL
+            SELECT gf.fkey, 'G', gf.grant_id, gf.user_id, gf.order_id, gf.product_id, gf.transaction_id,
+                   gf.original_transaction_id, gf.quantity::text, gf.granted_ms::text, gf.revoked_ms::text,
+                   p.product_type, coalesce(k.linked, 0)::text, coalesce(k.invalid, 0)::text,
+                   coalesce(k.wrong_bundle, 0)::text, coalesce(k.without_tx, 0)::text,
+                   NULL, NULL, NULL, NULL, NULL, NULL
+            FROM grant_family gf
+            LEFT JOIN p ON p.product_id = gf.product_id
+            LEFT JOIN links k ON k.grant_id = gf.grant_id
+        ) rows
+        ORDER BY fkey COLLATE "C", kind DESC, id COLLATE "C"
+        """
+    }
+
+    // MARK: The stage
+
+    /// `databaseOnly`: run exactly the same SQL and read every row, but apply no rule and write
+    /// nothing (the benchmark's measure of what Postgres itself needs).
+    public func run(db: PGConnection, databaseOnly: Bool = false) throws -> Result {
+        let progress = Progress(stage: "decide", enabled: settings.progress)
+        var result = Result()
+        try db.execute("SET work_mem = '128MB'")
+        if !databaseOnly {
+            try db.execute("DELETE FROM \(S).input_errors")
+            try db.execute(inputErrorSQL)
+        }
+        try db.execute(prepareSQL)
+        if databaseOnly {
+            var n = 0
+            try db.copyOut("COPY (\(familySQL)) TO STDOUT") { _ in n += 1 }
+            result.families = n
+            return result
+        }
+
+        // Findings go to a second connection while the first streams families.
+        let sink = try FindingSink(schema: settings.jobSchema)
+        defer { sink.close() }
+        let decisions = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
+        var candidates: [CompensationCandidate] = []
+        var current = Family(key: "")
+        var rows = 0
+        var parseProblems = 0
+        func flush() throws {
+            guard !current.key.isEmpty else { return }
+            let decided = Decide.family(current, settings: decisions)
+            candidates.append(contentsOf: decided.compensations)
+            for d in decided.duplicates { try sink.add(report: .duplicateGrants, key: d.findingKey, cells: d.cells) }
+            for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
+            result.families += 1
+        }
+        try sink.begin()
+        try db.copyOut("COPY (\(familySQL)) TO STDOUT") { line in
+            let f = CopyText.fields(line)
+            rows += 1
+            if rows % 50_000 == 0 { progress.rows(rows) }
+            guard f.count == 22, let key = f[0] else { parseProblems += 1; return }
+            if key != current.key {
+                try flush()
+                current = Family(key: key)
+            }
+            if f[1] == "T", let t = FamilyRow.transaction(f) {
+                current.transactions.append(t)
+            } else if f[1] == "G", let g = FamilyRow.grant(f) {
+                current.grants.append(g)
+            } else {
+                parseProblems += 1
+            }
+        }
+        try flush()
+        if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
+
+        // The inferred order match crosses families: open orders of the users and products concerned.
+        let openOrders = try loadOpenOrders(db, for: candidates)
+        for row in Decide.matchOrders(candidates, openOrders: openOrders) {
+            try sink.add(report: .compensate, key: row.findingKey, cells: row.cells)
+        }
+        try sink.commit()
+        progress.finish()
+        try updateHistory(db)
+        logger.info("decided", metadata: ["families": "\(result.families)", "rows": "\(rows)"])
+        return result
+    }
+
+    private func loadOpenOrders(_ db: PGConnection, for candidates: [CompensationCandidate]) throws -> [Order] {
+        let needing = candidates.filter { $0.exactOrder == nil }
+        guard !needing.isEmpty else { return [] }
+        try db.execute("DROP TABLE IF EXISTS pg_temp.wanted; CREATE TEMP TABLE wanted (user_id text, product_id text, from_ms bigint, to_ms bigint)")
+        try db.copyIn("COPY wanted FROM STDIN") { w in
+            for c in needing {
+                try w.row([c.userID, c.transaction.productID, String(c.transaction.purchaseDate - 86_400_000),
+                           String(c.transaction.purchaseDate + 300_000)])
+            }
+        }
+        var orders: [Order] = []
+        try db.copyOut("""
+            COPY (SELECT DISTINCT o.order_id, o.user_id, o.product_id, o.quantity, o.status, o.created_ms
+                  FROM o JOIN wanted w ON w.user_id = o.user_id AND w.product_id = o.product_id
+                  WHERE o.transaction_id IS NULL AND o.status <> 'delivered'
+                    AND o.created_ms BETWEEN w.from_ms AND w.to_ms) TO STDOUT
+            """) { line in
+            let f = CopyText.fields(line)
+            guard f.count == 6, let id = f[0], let user = f[1], let product = f[2], let created = f[5].flatMap({ Int64($0) })
+            else { return }
+            orders.append(Order(orderID: id, userID: user, productID: product, quantity: Int(f[3] ?? "1") ?? 1,
+                                status: f[4] ?? "", transactionID: nil, createdAt: created))
+        }
+        return orders
+    }
+
+    /// `first_seen` survives: a finding keeps the date it first appeared; one that disappears is
+    /// closed, and reopens with its old first_seen if it comes back.
+    private func updateHistory(_ db: PGConnection) throws {
+        let day = UTC.date(settings.asOf)
+        try db.transaction {
+            try db.query("""
+                INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
+                SELECT finding_key, report, $1::date, $1::date, NULL FROM \(S).current_findings
+                ON CONFLICT (finding_key) DO UPDATE SET
+                    first_seen = least(f.first_seen, EXCLUDED.first_seen),
+                    last_seen = greatest(f.last_seen, EXCLUDED.last_seen),
+                    closed_on = NULL
+                """, [day])
+            try db.query("""
+                UPDATE \(S).findings f SET closed_on = $1::date
+                WHERE closed_on IS NULL AND first_seen <= $1::date
+                  AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
+                """, [day])
+        }
+    }
+}
+
+/// Turns the 22 text columns of a family row into the core's types.
+enum FamilyRow {
+    static func transaction(_ f: [String?]) -> KnownTransaction? {
+        guard let tid = f[2], let env = f[3].flatMap(AppStoreEnvironment.init(rawValue:)), let pid = f[4],
+              let qty = f[5].flatMap({ Int($0) }), let pd = f[6].flatMap({ Int64($0) }), let otid = f[0]
+        else { return nil }
+        let t = AppleTransaction(
+            transactionID: tid, originalTransactionID: otid, productID: pid, quantity: qty, purchaseDate: pd,
+            originalPurchaseDate: f[7].flatMap { Int64($0) }, expiresDate: f[8].flatMap { Int64($0) },
+            cancellationDate: f[9].flatMap { Int64($0) }, cancellationReason: f[10],
+            isTrialPeriod: f[11].map { $0 == "true" }, webOrderLineItemID: f[12], environment: env, bundleID: f[13])
+        var order: OrderRef?
+        if let oid = f[17], let ouser = f[18], let oproduct = f[19], let created = f[20].flatMap({ Int64($0) }) {
+            order = OrderRef(orderID: oid, userID: ouser, productID: oproduct, createdAt: created)
+        }
+        return KnownTransaction(transaction: t, productType: f[14].flatMap(ProductType.init(rawValue:)),
+                                receiptID: f[15], userID: f[16], exactOrder: order)
+    }
+
+    static func grant(_ f: [String?]) -> GrantFacts? {
+        guard let gid = f[2], let user = f[3], let pid = f[5], let tid = f[6], let qty = f[8].flatMap({ Int($0) }),
+              let granted = f[9].flatMap({ Int64($0) })
+        else { return nil }
+        let grant = Grant(grantID: gid, userID: user, orderID: f[4], productID: pid, transactionID: tid,
+                          originalTransactionID: f[7], quantity: qty, grantedAt: granted,
+                          revokedAt: f[10].flatMap { Int64($0) })
+        let links = ReceiptLinks(linked: Int(f[12] ?? "0") ?? 0, rejectedInvalid: Int(f[13] ?? "0") ?? 0,
+                                 rejectedWrongBundle: Int(f[14] ?? "0") ?? 0,
+                                 verifiedWithoutTransaction: Int(f[15] ?? "0") ?? 0)
+        return GrantFacts(grant: grant, productType: f[11].flatMap(ProductType.init(rawValue:)), links: links)
+    }
+}
+
+/// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
+final class FindingSink {
+    static let maxCells = 13
+    private let db: PGConnection
+    private let schema: JobSchema
+    private var pending: [[String?]] = []
+    private var started = false
+
+    init(schema: JobSchema) throws {
+        self.schema = schema
+        db = try PGConnection()
+    }
+
+    func begin() throws {
+        try db.execute("""
+            CREATE UNLOGGED TABLE IF NOT EXISTS \(schema.quoted).current_findings (
+                report text NOT NULL, finding_key text NOT NULL,
+                c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text, c9 text, c10 text,
+                c11 text, c12 text, c13 text);
+            BEGIN;
+            TRUNCATE \(schema.quoted).current_findings;
+            """)
+        started = true
+    }
+
+    func add(report: ReportFile, key: String, cells: [String]) throws {
+        var row: [String?] = [report.rawValue, key]
+        row.append(contentsOf: cells.map { Optional($0) })
+        while row.count < 2 + FindingSink.maxCells { row.append(nil) }
+        pending.append(row)
+        if pending.count >= 2000 { try flushPending() }
+    }
+
+    private func flushPending() throws {
+        guard !pending.isEmpty else { return }
+        let rows = pending
+        pending.removeAll(keepingCapacity: true)
+        try db.copyIn("COPY \(schema.quoted).current_findings FROM STDIN") { w in
+            for row in rows { try w.row(row) }
+        }
+    }
+
+    func commit() throws {
+        try flushPending()
+        try db.execute("COMMIT")
+        started = false
+    }
+
+    func close() {
+        if started { try? db.execute("ROLLBACK") }
+        db.close()
+    }
+}

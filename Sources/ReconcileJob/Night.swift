@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import Postgres
+import Reconciliation
+
+/// The stages of a night, in order, with the lock and the ledger around them.
+public final class Night {
+    public enum Stages: Sendable { case migrateOnly, verifyOnly, full(verify: Bool) }
+
+    let settings: JobSettings
+    let logger: Logger
+
+    public init(settings: JobSettings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Runs the stages; returns the summary. Throws `JobError` with the contract's exit code.
+    public func run(_ stages: Stages, command: String) throws -> RunSummary {
+        let db: PGConnection
+        do { db = try PGConnection() } catch { throw JobError.from(error, doing: "connecting to the database") }
+        defer { db.close() }
+        var summary = RunSummary(asOf: settings.asOf, windowDays: settings.windowDays)
+        do {
+            try acquireLock(db)
+            var clock = StageClock()
+            try Migrations.apply(db, schema: settings.jobSchema)
+            summary.stageSeconds["migrate"] = clock.lap()
+            if case .migrateOnly = stages { return summary }
+
+            try SourceCheck.verify(db, schema: settings.sourceSchema)
+            summary.runID = try startLedger(db, command: command)
+            defer { _ = try? finishLedger(db, summary: summary) }
+
+            let verify: Bool
+            switch stages {
+            case .verifyOnly: verify = true
+            case .full(let v): verify = v
+            case .migrateOnly: verify = false
+            }
+            if verify {
+                do {
+                    summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
+                } catch let error as JobError {
+                    summary.exitCode = error.code.rawValue
+                    throw error
+                }
+                summary.stageSeconds["verify"] = clock.lap()
+            }
+            if case .full = stages {
+                _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
+                summary.stageSeconds["decide"] = clock.lap()
+                summary.exitCode = 0
+                try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary,
+                                                                            stagesSoFar: clock)
+                summary.stageSeconds["write"] = clock.lap()
+            }
+            summary.exitCode = 0
+            return summary
+        } catch let error as JobError {
+            summary.exitCode = error.code.rawValue
+            throw error
+        } catch {
+            throw JobError.from(error, doing: "the run")
+        }
+    }
+
+    /// One run at a time per job schema: a session advisory lock held on this connection until it closes.
+    private func acquireLock(_ db: PGConnection) throws {
+        let got = try db.query("SELECT pg_try_advisory_lock(hashtext($1))", ["iap-reconcile " + settings.jobSchema.name])
+        guard got.value(0, 0) == "t" else {
+            throw JobError(.temporary, "another iap-reconcile run holds the lock on schema \(settings.jobSchema.name); "
+                + "not starting (run again when it has finished)")
+        }
+    }
+
+    private func startLedger(_ db: PGConnection, command: String) throws -> Int64 {
+        let r = try db.query("""
+            INSERT INTO \(settings.jobSchema.quoted).runs (command, as_of) VALUES ($1, to_timestamp($2::bigint / 1000.0))
+            RETURNING run_id
+            """, [command, String(settings.asOf)])
+        return Int64(r.value(0, 0)!)!
+    }
+
+    private func finishLedger(_ db: PGConnection, summary: RunSummary) throws {
+        try db.query("""
+            UPDATE \(settings.jobSchema.quoted).runs SET finished_at = now(), exit_code = $2, summary = $3::jsonb
+            WHERE run_id = $1
+            """, [String(summary.runID), summary.exitCode.map(String.init), summary.json])
+    }
+}
+
+/// Seconds per stage.
+struct StageClock {
+    private var last = Date()
+    mutating func lap() -> Double {
+        let now = Date()
+        defer { last = now }
+        return (now.timeIntervalSince(last) * 1000).rounded() / 1000
+    }
+}
+
+/// What a run did: the ledger row and `summary.json`.
+public struct RunSummary: Sendable {
+    public var runID: Int64 = 0
+    public var asOf: EpochMillis
+    public var windowDays: Int
+    public var verification = VerifyCounts()
+    public var counts: [String: Int] = [:]
+    public var reasons: [String: [String: Int]] = [:]
+    public var stageSeconds: [String: Double] = [:]
+    public var exitCode: Int32?
+    public var reportFolder: String?
+
+    public init(asOf: EpochMillis, windowDays: Int) {
+        self.asOf = asOf
+        self.windowDays = windowDays
+    }
+
+    /// Keys sorted, so the same run gives the same bytes.
+    public var json: String {
+        func object(_ pairs: [(String, String)]) -> String {
+            "{" + pairs.map { JSONObject.quote($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+        }
+        func ints(_ d: [String: Int]) -> String { object(d.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) }) }
+        let v = verification
+        let verificationJSON = object([
+            ("candidates", String(v.candidates)), ("sweep", String(v.sweep)), ("requests", String(v.requests)),
+            ("ok", String(v.ok)), ("reject", String(v.rejected)), ("switch", String(v.switched)),
+            ("retry", String(v.retried)), ("unresolved", String(v.unresolved)), ("config", String(v.config)),
+        ])
+        return object([
+            ("run_id", String(runID)),
+            ("as_of", JSONObject.quote(UTC.timestamp(asOf))),
+            ("window", object([("days", String(windowDays)),
+                               ("from", JSONObject.quote(UTC.timestamp(asOf - EpochMillis(windowDays) * 86_400_000))),
+                               ("to", JSONObject.quote(UTC.timestamp(asOf)))])),
+            ("counts", ints(counts)),
+            ("reasons", object(reasons.sorted { $0.key < $1.key }.map { ($0.key, ints($0.value)) })),
+            ("verification", verificationJSON),
+            ("seconds", object(stageSeconds.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) })),
+            ("exit_code", exitCode.map { String($0) } ?? "null"),
+        ])
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Logging
+import Postgres
+import Reconciliation
+
+/// Contract §6: the five CSV files and summary.json, written into a temporary folder and
+/// renamed into `<out>/<as_of UTC date>/`, so a reader never sees a half-written set and a
+/// rerun for the same date replaces it whole. Rows stream from Postgres already sorted
+/// (byte order, `COLLATE "C"`), so memory does not grow with the number of rows.
+struct ReportWriter {
+    let settings: JobSettings
+    let logger: Logger
+    var S: String { settings.jobSchema.quoted }
+
+    /// Column of each findings report that counts "per reason/kind" in the summary.
+    static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
+
+    func write(db: PGConnection, summary: inout RunSummary, stagesSoFar: StageClock) throws {
+        let day = UTC.date(settings.asOf)
+        let out = URL(fileURLWithPath: settings.out)
+        let final = out.appendingPathComponent(day)
+        let temp = out.appendingPathComponent(".\(day).tmp-\(getpid())")
+        let fm = FileManager.default
+        do {
+            try fm.createDirectory(at: out, withIntermediateDirectories: true)
+            if fm.fileExists(atPath: temp.path) { try fm.removeItem(at: temp) }
+            try fm.createDirectory(at: temp, withIntermediateDirectories: false)
+        } catch {
+            throw JobError(.cannotWrite, "reports cannot be written to \(out.path): \(Self.reason(error)); "
+                + "check that the folder exists and is writable, or pass --out")
+        }
+
+        var counts: [String: Int] = [:]
+        var reasons: [String: [String: Int]] = [:]
+        for file in ReportFile.allCases {
+            let (n, perReason) = try writeCSV(file, db: db, to: temp.appendingPathComponent(file.rawValue), day: day)
+            let name = String(file.rawValue.dropLast(4))
+            counts[name] = n
+            if Self.reasonColumn[file] != nil { reasons[name] = perReason }
+        }
+        summary.counts = counts
+        summary.reasons = reasons
+        summary.reportFolder = final.path
+        summary.exitCode = 0
+        try writeFile(temp.appendingPathComponent("summary.json"), Data((summary.json + "\n").utf8))
+
+        // Swap into place: the old set (if any) moves aside first, then goes.
+        let old = out.appendingPathComponent(".\(day).old-\(getpid())")
+        do {
+            if fm.fileExists(atPath: final.path) { try fm.moveItem(at: final, to: old) }
+            try fm.moveItem(at: temp, to: final)
+            if fm.fileExists(atPath: old.path) { try fm.removeItem(at: old) }
+        } catch {
+            throw JobError(.cannotWrite, "reports cannot be moved into \(final.path): \(Self.reason(error))")
+        }
+    }
+
+    private func query(for file: ReportFile, day: String) -> String {
+        let width = file.columns.count
+        switch file {
+        case .compensate, .duplicateGrants, .clawback:
+            let cells = (1..<width).map { "c\($0)" }
+            return """
+                SELECT \(cells.joined(separator: ", ")), to_char(f.first_seen, 'YYYY-MM-DD')
+                FROM \(S).current_findings c JOIN \(S).findings f ON f.finding_key = c.finding_key
+                WHERE c.report = '\(file.rawValue)'
+                ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
+                """
+        case .unresolved:
+            let src = "\"\(settings.sourceSchema)\""
+            return """
+                SELECT r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
+                       s.last_status::text, s.last_error,
+                       to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                FROM (SELECT DISTINCT ON (receipt_id) * FROM \(src).iap_receipts WHERE receipt_id IS NOT NULL
+                      ORDER BY receipt_id, submitted_at, user_id, receipt_data) r
+                LEFT JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id
+                WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
+                  AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+                  AND NOT coalesce(s.definitive, false)
+                  AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
+                      SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
+                  AND \(VerifyStage.decodableBase64("r.receipt_data"))
+                ORDER BY r.receipt_id COLLATE "C"
+                """
+        case .inputErrors:
+            return """
+                SELECT relation, key, column_name, problem FROM \(S).input_errors
+                ORDER BY relation COLLATE "C", key COLLATE "C", column_name COLLATE "C", problem COLLATE "C"
+                """
+        }
+    }
+
+    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL, day: String) throws -> (Int, [String: Int]) {
+        guard let handle = fopen(url.path, "w") else {
+            throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(String(cString: strerror(errno)))")
+        }
+        var closed = false
+        defer { if !closed { fclose(handle) } }
+        func put(_ s: String) throws {
+            var s = s
+            let ok = s.withUTF8 { fwrite($0.baseAddress, 1, $0.count, handle) == $0.count }
+            if !ok { throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))") }
+        }
+        try put(CSV.record(file.columns))
+        var n = 0
+        var perReason: [String: Int] = [:]
+        let reasonIndex = Self.reasonColumn[file].flatMap { file.columns.firstIndex(of: $0) }
+        try db.copyOut("COPY (\(query(for: file, day: day))) TO STDOUT") { line in
+            let cells = CopyText.fields(line).map { $0 ?? "" }
+            try put(CSV.record(cells))
+            n += 1
+            if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
+        }
+        closed = true
+        guard fclose(handle) == 0 else {
+            throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
+        }
+        return (n, perReason)
+    }
+
+    private func writeFile(_ url: URL, _ data: Data) throws {
+        do { try data.write(to: url) } catch {
+            throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(Self.reason(error))")
+        }
+    }
+
+    static func reason(_ error: Error) -> String {
+        let ns = error as NSError
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        return ns.localizedDescription
+    }
+}
+
+/// The short table printed at the end of a run.
+public enum RunReport {
+    public static func text(_ s: RunSummary) -> String {
+        var lines: [String] = []
+        lines.append("iap-reconcile: run \(s.runID) for \(UTC.date(s.asOf)) done")
+        let v = s.verification
+        lines.append("  verification    \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests)")
+        for file in ["compensate", "duplicate_grants", "clawback", "unresolved", "input_errors"] {
+            var line = "  " + file.padding(toLength: 16, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
+            if let r = s.reasons[file], !r.isEmpty {
+                line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+            }
+            lines.append(line)
+        }
+        if let folder = s.reportFolder { lines.append("  reports in      \(folder)/") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
