@@ -108,17 +108,26 @@ struct CommonOptions: ParsableArguments {
 
 let environmentHelp = """
     ENVIRONMENT
-      DATABASE_URL, or PGHOST PGPORT PGDATABASE PGUSER PGPASSWORD PGPASSFILE
-                                 where the source relations and the job schema live (libpq's own variables)
-      IAP_SHARED_SECRET          the app's shared secret, sent as "password" (never logged or reported)
-      IAP_VERIFY_URL_PRODUCTION  default https://buy.itunes.apple.com/verifyReceipt
-      IAP_VERIFY_URL_SANDBOX     default https://sandbox.itunes.apple.com/verifyReceipt
-      IAP_BUNDLE_IDS             comma list of your bundle ids; a valid receipt of another bundle is rejected (wrong_bundle)
+      DATABASE_URL               libpq URL of the database; else libpq's own
+      PGHOST PGPORT PGDATABASE   variables. The source relations and the job
+      PGUSER PGPASSWORD          schema live there.
+      PGPASSFILE
+      IAP_SHARED_SECRET          the app's shared secret, sent as "password";
+                                 never logged, reported or printed
+      IAP_VERIFY_URL_PRODUCTION  https://buy.itunes.apple.com/verifyReceipt
+      IAP_VERIFY_URL_SANDBOX     https://sandbox.itunes.apple.com/verifyReceipt
+      IAP_BUNDLE_IDS             comma list of your bundle ids: a valid receipt
+                                 of another bundle is rejected (wrong_bundle)
 
     EXIT CODES
-      0 done (findings are not errors)   64 bad usage   65 source relations do not match the contract
-      73 reports cannot be written       75 temporary: database or App Store unreachable, or another run holds the lock
-      78 configuration: App Store status 21004 (shared secret) or 21000   1 anything else
+      0   done (findings are not errors)
+      64  bad usage
+      65  the source relations do not match the contract
+      73  the reports cannot be written
+      75  temporary: database or App Store unreachable, or another run holds
+          the lock; run again later
+      78  configuration: App Store status 21004 (shared secret) or 21000
+      1   anything else
     """
 
 struct IAPReconcile: ParsableCommand {
