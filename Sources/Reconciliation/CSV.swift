@@ -53,7 +53,7 @@ public enum UTC {
         return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))"
     }
 
-    /// Milliseconds at 00:00:00Z of a civil date.
+    /// Milliseconds at a UTC civil date and time (00:00:00Z unless given).
     public static func millis(year: Int64, month: Int64, day: Int64, hour: Int64 = 0, minute: Int64 = 0,
                               second: Int64 = 0) -> EpochMillis {
         let y = month <= 2 ? year - 1 : year
@@ -66,8 +66,9 @@ public enum UTC {
         return ((days * 86_400) + hour * 3600 + minute * 60 + second) * 1000
     }
 
-    /// Parses `yyyy-MM-dd HH:mm:ss Etc/GMT` (Apple's `*_date`), `yyyy-MM-ddTHH:mm:ss[.fff]Z` and
-    /// `yyyy-MM-dd`. Returns nil for anything else.
+    /// Parses `yyyy-MM-dd HH:mm:ss Etc/GMT` (Apple's `*_date`; also ` GMT`, ` UTC`), ISO 8601
+    /// `yyyy-MM-ddTHH:mm:ss[.fff](Z|±HH:MM|±HHMM|±HH)` (no zone = UTC) and `yyyy-MM-dd` (00:00Z).
+    /// Returns nil for anything else, including dates that do not exist (`2026-02-30`).
     public static func parse(_ text: String) -> EpochMillis? {
         let s = Array(text.utf8)
         func num(_ from: Int, _ count: Int) -> Int64? {
@@ -81,7 +82,8 @@ public enum UTC {
             return v
         }
         guard s.count >= 10, s[4] == UInt8(ascii: "-"), s[7] == UInt8(ascii: "-"),
-              let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), (1...12).contains(mo), (1...31).contains(d)
+              let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), (1...12).contains(mo),
+              (1...daysIn(month: mo, year: y)).contains(d)
         else { return nil }
         if s.count == 10 { return millis(year: y, month: mo, day: d) }
         guard s.count >= 19, s[10] == UInt8(ascii: " ") || s[10] == UInt8(ascii: "T"),
@@ -105,8 +107,34 @@ public enum UTC {
         }
         let tail = String(decoding: rest, as: UTF8.self)
         switch tail {
-        case "Z", " Etc/GMT", " GMT", " UTC", "", "+00:00", "+00": return ms
+        case "Z", "z", " Etc/GMT", " GMT", " UTC", "": return ms
+        default: break
+        }
+        // A numeric offset: local time = UTC + offset, so UTC = local − offset.
+        let t = Array(rest)
+        guard let sign = t.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else { return nil }
+        func two(_ at: Int) -> Int64? {
+            guard at + 2 <= t.count, (48...57).contains(t[at]), (48...57).contains(t[at + 1]) else { return nil }
+            return Int64(t[at] - 48) * 10 + Int64(t[at + 1] - 48)
+        }
+        let offsetMinutes: Int64
+        switch t.count {
+        case 3: guard let oh = two(1) else { return nil }; offsetMinutes = oh * 60
+        case 5: guard let oh = two(1), let om = two(3) else { return nil }; offsetMinutes = oh * 60 + om
+        case 6:
+            guard t[3] == UInt8(ascii: ":"), let oh = two(1), let om = two(4) else { return nil }
+            offsetMinutes = oh * 60 + om
         default: return nil
+        }
+        guard offsetMinutes < 24 * 60 else { return nil }
+        return sign == UInt8(ascii: "+") ? ms - offsetMinutes * 60_000 : ms + offsetMinutes * 60_000
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
         }
     }
 

@@ -1,0 +1,201 @@
+// The findings of contract §4 and the report rows of §6 they become.
+//
+// Each row carries its cells in the column order of `ReportFile.columns`, without the
+// trailing `first_seen` (the findings history adds it), and a `findingKey`: the stable
+// identity under which the history remembers the day a finding first appeared.
+
+/// Why a transaction is owed goods (contract §4 compensate).
+public enum CompensationReason: String, Sendable, CaseIterable {
+    case paidNotGranted = "paid_not_granted"
+    case partiallyGranted = "partially_granted"
+    case revokedNotRefunded = "revoked_not_refunded"
+}
+
+/// How a compensation row found its order (contract §4 "Order match").
+public enum OrderMatch: String, Sendable, CaseIterable {
+    case exact
+    case inferred
+    case none
+}
+
+/// Why an active grant should not exist (contract §4 duplicate_grants), in precedence order.
+public enum DuplicateKind: String, Sendable, CaseIterable {
+    case sameTransaction = "same_transaction"
+    case restoreAsPurchase = "restore_as_purchase"
+    case crossAccount = "cross_account"
+}
+
+/// Why an active grant's payment is gone or never existed (contract §4 clawback), in precedence order.
+public enum ClawbackReason: String, Sendable, CaseIterable {
+    case refunded
+    case invalidReceipt = "invalid_receipt"
+    case wrongBundle = "wrong_bundle"
+    case transactionNotFound = "transaction_not_found"
+    case sandboxTransaction = "sandbox_transaction"
+}
+
+/// A compensation finding before the inferred order match (which needs orders of other families).
+/// `exactOrder` is set when the match is `exact`.
+public struct CompensationCandidate: Sendable, Equatable {
+    public var transaction: AppleTransaction
+    public var productType: ProductType
+    /// The transaction's user: the uploader of its earliest-submitted receipt.
+    public var userID: String
+    public var receiptID: String
+    /// Units still owed: the transaction's quantity less the units of its active grants.
+    public var owed: Int
+    public var reason: CompensationReason
+    public var exactOrder: OrderRef?
+
+    public init(transaction: AppleTransaction, productType: ProductType, userID: String, receiptID: String,
+                owed: Int, reason: CompensationReason, exactOrder: OrderRef?) {
+        self.transaction = transaction
+        self.productType = productType
+        self.userID = userID
+        self.receiptID = receiptID
+        self.owed = owed
+        self.reason = reason
+        self.exactOrder = exactOrder
+    }
+}
+
+/// One row of `compensate.csv`.
+public struct CompensationRow: Sendable, Equatable {
+    /// Empty in the report when `match` is `none`.
+    public var orderID: String?
+    public var userID: String
+    public var productID: String
+    public var productType: ProductType
+    /// Units still owed (the report's `quantity`).
+    public var quantity: Int
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var purchaseDate: EpochMillis
+    public var environment: AppStoreEnvironment
+    public var match: OrderMatch
+    public var reason: CompensationReason
+    public var receiptID: String
+
+    public init(orderID: String?, userID: String, productID: String, productType: ProductType, quantity: Int,
+                transactionID: String, originalTransactionID: String, purchaseDate: EpochMillis,
+                environment: AppStoreEnvironment, match: OrderMatch, reason: CompensationReason, receiptID: String) {
+        self.orderID = orderID
+        self.userID = userID
+        self.productID = productID
+        self.productType = productType
+        self.quantity = quantity
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.purchaseDate = purchaseDate
+        self.environment = environment
+        self.match = match
+        self.reason = reason
+        self.receiptID = receiptID
+    }
+
+    /// The cells in `ReportFile.compensate.columns` order, without `first_seen`.
+    public var cells: [String] {
+        [orderID ?? "", userID, productID, productType.rawValue, String(quantity), transactionID,
+         originalTransactionID, UTC.timestamp(purchaseDate), environment.rawValue, match.rawValue, reason.rawValue,
+         receiptID]
+    }
+
+    /// One Apple transaction is owed at most once, whatever its order match.
+    public var findingKey: String { "compensate|\(transactionID)|\(environment.rawValue)" }
+}
+
+/// One row of `duplicate_grants.csv`.
+public struct DuplicateGrantRow: Sendable, Equatable {
+    public var grantID: String
+    public var userID: String
+    public var orderID: String?
+    public var productID: String
+    public var productType: ProductType
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var kind: DuplicateKind
+    /// The legitimate grant this one duplicates.
+    public var keptGrantID: String
+    public var grantedAt: EpochMillis
+
+    public init(grantID: String, userID: String, orderID: String?, productID: String, productType: ProductType,
+                transactionID: String, originalTransactionID: String?, kind: DuplicateKind, keptGrantID: String,
+                grantedAt: EpochMillis) {
+        self.grantID = grantID
+        self.userID = userID
+        self.orderID = orderID
+        self.productID = productID
+        self.productType = productType
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.kind = kind
+        self.keptGrantID = keptGrantID
+        self.grantedAt = grantedAt
+    }
+
+    /// The cells in `ReportFile.duplicateGrants.columns` order, without `first_seen`.
+    public var cells: [String] {
+        [grantID, userID, orderID ?? "", productID, productType.rawValue, transactionID,
+         originalTransactionID ?? "", kind.rawValue, keptGrantID, UTC.timestamp(grantedAt)]
+    }
+
+    public var findingKey: String { "duplicate|\(grantID)" }
+}
+
+/// One row of `clawback.csv`.
+public struct ClawbackRow: Sendable, Equatable {
+    public var grantID: String
+    public var userID: String
+    public var orderID: String?
+    public var productID: String
+    public var productType: ProductType
+    /// The grant's quantity.
+    public var quantity: Int
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var grantedAt: EpochMillis
+    public var reason: ClawbackReason
+    public var cancellationDate: EpochMillis?
+    public var cancellationReason: String?
+
+    public init(grantID: String, userID: String, orderID: String?, productID: String, productType: ProductType,
+                quantity: Int, transactionID: String, originalTransactionID: String?, grantedAt: EpochMillis,
+                reason: ClawbackReason, cancellationDate: EpochMillis?, cancellationReason: String?) {
+        self.grantID = grantID
+        self.userID = userID
+        self.orderID = orderID
+        self.productID = productID
+        self.productType = productType
+        self.quantity = quantity
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.grantedAt = grantedAt
+        self.reason = reason
+        self.cancellationDate = cancellationDate
+        self.cancellationReason = cancellationReason
+    }
+
+    /// The cells in `ReportFile.clawback.columns` order, without `first_seen`.
+    public var cells: [String] {
+        [grantID, userID, orderID ?? "", productID, productType.rawValue, String(quantity), transactionID,
+         originalTransactionID ?? "", UTC.timestamp(grantedAt), reason.rawValue,
+         cancellationDate.map(UTC.timestamp) ?? "", cancellationReason ?? ""]
+    }
+
+    public var findingKey: String { "clawback|\(grantID)" }
+}
+
+/// Everything §4 decides inside one family. Compensations still lack their inferred order
+/// match (`Decide.matchOrders`), which needs the open orders of every family at once.
+public struct FamilyDecision: Sendable, Equatable {
+    public var compensations: [CompensationCandidate]
+    public var duplicates: [DuplicateGrantRow]
+    public var clawbacks: [ClawbackRow]
+
+    public init(compensations: [CompensationCandidate] = [], duplicates: [DuplicateGrantRow] = [],
+                clawbacks: [ClawbackRow] = []) {
+        self.compensations = compensations
+        self.duplicates = duplicates
+        self.clawbacks = clawbacks
+    }
+}
