@@ -1,0 +1,225 @@
+// The legacy verifyReceipt protocol (contract §3): the request body and the classification of an
+// answer. No I/O: the job's HTTP adapter sends the bytes and hands back status and body.
+
+import Reconciliation
+
+/// What the job does with an answer (contract §3 table). The raw values are what summary.json and
+/// the logs print.
+public enum AnswerClass: String, Sendable {
+    /// 0, 21006: the receipt is valid; its transactions are in `Answer.transactions`.
+    case ok
+    /// 21007, 21008: resend once to the other environment.
+    case switchEnvironment = "switch"
+    /// Temporary: back off and try again (this run or the next).
+    case retry
+    /// Definitive: the receipt proves no payment (`Answer.rejection` says why).
+    case reject
+    /// Ours, not the receipt's: wrong shared secret (21004) or a broken request (21000). Exit 78.
+    case config
+}
+
+/// One classified verifyReceipt answer.
+public struct Answer: Sendable, Equatable {
+    /// The App Store `status`; nil when there was none (HTTP error, transport failure, garbage).
+    public var status: Int?
+    public var answerClass: AnswerClass
+    /// `is_retryable` / `is-retryable` when the answer carried it.
+    public var isRetryable: Bool?
+    /// ok only: every transaction of the receipt, de-duplicated by transaction_id.
+    public var transactions: [AppleTransaction]
+    /// `receipt.bundle_id`, or `receipt.bid` (iOS 6 style).
+    public var bundleID: String?
+    /// Set when `answerClass == .reject`.
+    public var rejection: RejectionReason?
+    /// One short line for retry/switch/reject/config/garbage. Never carries request data or a
+    /// secret; at most a few dozen sanitized characters of a non-JSON body.
+    public var problem: String?
+
+    public init(status: Int?, answerClass: AnswerClass, isRetryable: Bool? = nil,
+                transactions: [AppleTransaction] = [], bundleID: String? = nil,
+                rejection: RejectionReason? = nil, problem: String? = nil) {
+        self.status = status
+        self.answerClass = answerClass
+        self.isRetryable = isRetryable
+        self.transactions = transactions
+        self.bundleID = bundleID
+        self.rejection = rejection
+        self.problem = problem
+    }
+}
+
+public enum VerifyReceipt {
+    /// The JSON request body `{"receipt-data": …, "password": …}` (password omitted when nil).
+    public static func requestBody(receiptData: String, password: String?) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(receiptData.utf8.count + (password?.utf8.count ?? 0) + 40)
+        out.append(contentsOf: #"{"receipt-data":"#.utf8)
+        appendJSONString(receiptData, to: &out)
+        if let password {
+            out.append(contentsOf: #","password":"#.utf8)
+            appendJSONString(password, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// Classifies an HTTP answer from `environment`'s endpoint (contract §3 table).
+    ///
+    /// - HTTP 5xx, 429 and any other non-2xx → retry ("HTTP 503").
+    /// - A body that is not one JSON object, or has no numeric `status` → retry.
+    /// - 0, 21006 → ok, unless the `receipt` object is missing (garbage → retry) or
+    ///   `allowedBundles` is non-empty and a bundle of the receipt is not in it (→ reject
+    ///   `.wrongBundle`, transactions dropped). A receipt without any bundle id is rejected too
+    ///   when `allowedBundles` is set: it cannot show it is ours.
+    /// - 21007, 21008 → switch; 21005, 21009, 21002 → retry; 21003, 21010 → reject;
+    ///   21100–21199 → retry unless `is_retryable`/`is-retryable` is false, then reject;
+    ///   21000, 21004 → config; any other number → retry ("unknown status N").
+    ///
+    /// `status` may be a number or a string of digits, like every other field.
+    public static func classify(httpStatus: Int, body: [UInt8], environment: AppStoreEnvironment,
+                                allowedBundles: Set<String>) -> Answer {
+        guard (200..<300).contains(httpStatus) else {
+            return Answer(status: nil, answerClass: .retry, problem: "HTTP \(httpStatus)")
+        }
+        return body.withUnsafeBufferPointer { buffer -> Answer in
+            guard let doc = JSONDocument(buffer) else {
+                return Answer(status: nil, answerClass: .retry, problem: "body is not JSON" + describe(buffer))
+            }
+            guard doc.kind(0) == .object else {
+                return Answer(status: nil, answerClass: .retry,
+                              problem: "body is not a JSON object" + describe(buffer))
+            }
+            return classify(doc, environment: environment, allowedBundles: allowedBundles)
+        }
+    }
+
+    /// A transport failure (timeout, connection refused/reset, truncated transfer): always retry.
+    public static func transportFailure(_ message: String) -> Answer {
+        Answer(status: nil, answerClass: .retry, problem: message)
+    }
+
+    // MARK: Internals
+
+    private static func classify(_ doc: JSONDocument, environment: AppStoreEnvironment,
+                                 allowedBundles: Set<String>) -> Answer {
+        var statusNode: Int?
+        var retryableNode: Int?
+        doc.forEachMember(of: 0) { key, value in
+            if doc.keyIs(key, "status") {
+                if statusNode == nil { statusNode = value }
+            } else if doc.keyIs(key, "is_retryable") || doc.keyIs(key, "is-retryable") {
+                if retryableNode == nil { retryableNode = value }
+            }
+        }
+        let isRetryable = retryableNode.flatMap { doc.bool($0) }
+        guard let statusNode else {
+            return Answer(status: nil, answerClass: .retry, isRetryable: isRetryable, problem: "no status in body")
+        }
+        guard let raw = doc.integer(statusNode), let status = Int(exactly: raw) else {
+            let shown = doc.text(statusNode).map { " (\(sanitized($0.utf8, limit: 20)))" } ?? ""
+            return Answer(status: nil, answerClass: .retry, isRetryable: isRetryable,
+                          problem: "status is not a number" + shown)
+        }
+
+        func answer(_ cls: AnswerClass, _ problem: String?, _ rejection: RejectionReason? = nil) -> Answer {
+            Answer(status: status, answerClass: cls, isRetryable: isRetryable, rejection: rejection,
+                   problem: problem)
+        }
+        switch status {
+        case 0, 21006:
+            return okAnswer(doc, status: status, isRetryable: isRetryable, environment: environment,
+                            allowedBundles: allowedBundles)
+        case 21007:
+            return answer(.switchEnvironment, "status 21007 (sandbox receipt sent to production)")
+        case 21008:
+            return answer(.switchEnvironment, "status 21008 (production receipt sent to sandbox)")
+        case 21002:
+            return answer(.retry, "status 21002 (receipt data malformed or service unavailable)")
+        case 21005:
+            return answer(.retry, "status 21005 (receipt server unavailable)")
+        case 21009:
+            return answer(.retry, "status 21009 (internal data access error)")
+        case 21100...21199:
+            if isRetryable == false {
+                return answer(.reject, "status \(status) (internal data access error, not retryable)",
+                              .invalidReceipt)
+            }
+            return answer(.retry, "status \(status) (internal data access error)")
+        case 21003:
+            return answer(.reject, "status 21003 (receipt could not be authenticated)", .invalidReceipt)
+        case 21010:
+            return answer(.reject, "status 21010 (account not found or deleted)", .invalidReceipt)
+        case 21004:
+            return answer(.config, "status 21004 (shared secret does not match)")
+        case 21000:
+            return answer(.config, "status 21000 (request to the App Store was not valid)")
+        default:
+            return answer(.retry, "unknown status \(status)")
+        }
+    }
+
+    private static func okAnswer(_ doc: JSONDocument, status: Int, isRetryable: Bool?,
+                                 environment: AppStoreEnvironment, allowedBundles: Set<String>) -> Answer {
+        guard let receipt = ReceiptReader(doc: doc, environment: environment).read() else {
+            return Answer(status: status, answerClass: .retry, isRetryable: isRetryable,
+                          problem: "status \(status) but no receipt")
+        }
+        if !allowedBundles.isEmpty {
+            let foreign = receipt.bundles.first { !allowedBundles.contains($0) }
+            if receipt.bundles.isEmpty || foreign != nil {
+                let problem = foreign.map { "bundle \(sanitized($0.utf8, limit: 60)) is not allowed" }
+                    ?? "receipt names no bundle id"
+                return Answer(status: status, answerClass: .reject, isRetryable: isRetryable,
+                              bundleID: receipt.bundleID, rejection: .wrongBundle, problem: problem)
+            }
+        }
+        return Answer(status: status, answerClass: .ok, isRetryable: isRetryable,
+                      transactions: receipt.transactions, bundleID: receipt.bundleID)
+    }
+
+    /// " (17 bytes): <html>…" — size and a short printable prefix of a body that is not JSON.
+    private static func describe(_ body: UnsafeBufferPointer<UInt8>) -> String {
+        guard !body.isEmpty else { return " (empty)" }
+        let shown = sanitized(body.prefix(48), limit: 40)
+        return " (\(body.count) bytes)" + (shown.isEmpty ? "" : ": " + shown)
+    }
+
+    /// Printable ASCII only, whitespace runs folded, cut to `limit` characters.
+    static func sanitized<S: Sequence>(_ bytes: S, limit: Int) -> String where S.Element == UInt8 {
+        var out = ""
+        var lastSpace = false
+        for c in bytes {
+            if out.utf8.count >= limit {
+                out += "…"
+                break
+            }
+            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D {
+                if !lastSpace, !out.isEmpty { out.append(" ") }
+                lastSpace = true
+                continue
+            }
+            lastSpace = false
+            out.append(c >= 0x21 && c <= 0x7E ? Character(Unicode.Scalar(c)) : "?")
+        }
+        return out
+    }
+
+    private static func appendJSONString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30,
+                                        hex[Int(c >> 4)], hex[Int(c & 0xF)]])
+            default: out.append(c)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
