@@ -238,7 +238,7 @@ private func getenvString(_ name: String) -> String? {
 
 /// Builds a C array of C strings that lives only for the duration of `body`.
 private func withCStrings<R>(_ values: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-    var storage: [UnsafeMutablePointer<CChar>?] = values.map { $0.map { strdup($0) } ?? nil }
+    let storage: [UnsafeMutablePointer<CChar>?] = values.map { $0.map { strdup($0) } ?? nil }
     defer { for p in storage { free(p) } }
     return body(storage.map { UnsafePointer($0) })
 }

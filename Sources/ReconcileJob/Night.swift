@@ -5,7 +5,11 @@ import Reconciliation
 
 /// The stages of a night, in order, with the lock and the ledger around them.
 public final class Night {
-    public enum Stages: Sendable { case migrateOnly, verifyOnly, full(verify: Bool) }
+    public enum Stages: Sendable {
+        case migrateOnly, verifyOnly, full(verify: Bool)
+        /// The benchmark's baseline: the decide stage's SQL with every row read and dropped.
+        case decideDatabaseOnly
+    }
 
     let settings: JobSettings
     let logger: Logger
@@ -32,11 +36,19 @@ public final class Night {
             summary.runID = try startLedger(db, command: command)
             defer { _ = try? finishLedger(db, summary: summary) }
 
+            if case .decideDatabaseOnly = stages {
+                let rows = try DecideStage(settings: settings, runID: summary.runID, logger: logger)
+                    .run(db: db, databaseOnly: true).families
+                summary.stageSeconds["decide"] = clock.lap()
+                summary.counts["rows"] = rows
+                summary.exitCode = 0
+                return summary
+            }
             let verify: Bool
             switch stages {
             case .verifyOnly: verify = true
             case .full(let v): verify = v
-            case .migrateOnly: verify = false
+            case .migrateOnly, .decideDatabaseOnly: verify = false
             }
             if verify {
                 do {

@@ -140,15 +140,15 @@ public enum RunReport {
         var lines: [String] = []
         lines.append("iap-reconcile: run \(s.runID) for \(UTC.date(s.asOf)) done")
         let v = s.verification
-        lines.append("  verification    \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests)")
+        lines.append("  verification      \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests)")
         for file in ["compensate", "duplicate_grants", "clawback", "unresolved", "input_errors"] {
-            var line = "  " + file.padding(toLength: 16, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
+            var line = "  " + file.padding(toLength: 18, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
             if let r = s.reasons[file], !r.isEmpty {
                 line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
             }
             lines.append(line)
         }
-        if let folder = s.reportFolder { lines.append("  reports in      \(folder)/") }
+        if let folder = s.reportFolder { lines.append("  reports in        \(folder)/") }
         return lines.joined(separator: "\n") + "\n"
     }
 }

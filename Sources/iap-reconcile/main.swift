@@ -159,9 +159,17 @@ struct Run: ParsableCommand {
     @Flag(help: "Decide from the stored App Store answers only: send nothing.")
     var noVerify = false
 
+    /// For `make bench`: run the decide stage's SQL and read every row, apply no rule, write nothing.
+    @Flag(help: .hidden)
+    var databaseOnly = false
+
     func run() throws {
         var settings = try common.settings()
         settings.out = out
+        if databaseOnly {
+            try execute(settings: settings, logger: common.logger(), stages: .decideDatabaseOnly, command: "bench-baseline")
+            return
+        }
         try execute(settings: settings, logger: common.logger(), stages: .full(verify: !noVerify), command: "run")
     }
 }

@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+
+/// Issue 3's acceptance: the whole night, end to end, with the built executables.
+@Suite("The night end to end", .serialized, .enabled(if: Harness.hasDatabase))
+struct NightTests {
+    static let asOf = "2026-11-21T03:00:00Z"
+    static let nextNight = "2026-11-22T03:00:00Z"
+    static let bundle = "com.example.game"
+    static let findingFiles = ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "input_errors.csv"]
+
+    struct World {
+        let t: TestDatabase
+        let sim: SimulatorProcess
+        let expected: URL
+        let out: URL
+        var env: [String: String]
+
+        func run(_ extra: [String] = [], asOf: String = NightTests.asOf, environment: [String: String]? = nil) throws -> ProcessResult {
+            try runTool("iap-reconcile", ["run", "--as-of", asOf, "--out", out.path, "--no-progress",
+                                          "--timeout-ms", "2000", "--retry-base-ms", "20"] + extra,
+                        environment: environment ?? env)
+        }
+
+        func stop() {
+            sim.stop()
+            t.drop()
+        }
+    }
+
+    static func world(_ label: String, users: Int = 600, simArguments: [String] = []) throws -> World {
+        let t = try TestDatabase(label)
+        let expected = try Harness.scratchDirectory("\(label)-expected")
+        let refunds = expected.appendingPathComponent("refunds.csv")
+        let seeded = try runTool("iap-sim", ["seed", "--users", String(users), "--seed", "42", "--as-of", asOf,
+                                             "--bundle", bundle, "--refunds", refunds.path, "--expected", expected.path],
+                                 environment: t.environment())
+        #expect(seeded.status == 0, "iap-sim seed: \(seeded.stderr)")
+        let sim = try SimulatorProcess(["--refunds", refunds.path] + simArguments)
+        let out = try Harness.scratchDirectory("\(label)-reports")
+        return World(t: t, sim: sim, expected: expected, out: out,
+                     env: t.environment(sim.urls.merging(["IAP_BUNDLE_IDS": bundle]) { $1 }))
+    }
+
+    static func read(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "<missing>" }
+
+    /// Lines that differ, for a readable failure.
+    static func diff(_ a: String, _ b: String) -> String {
+        let x = Set(a.components(separatedBy: "\r\n")), y = Set(b.components(separatedBy: "\r\n"))
+        let missing = y.subtracting(x).sorted().prefix(5), extra = x.subtracting(y).sorted().prefix(5)
+        return "missing: \(Array(missing))\nunexpected: \(Array(extra))"
+    }
+
+    @Test("every report equals the generator's expected rows; a rerun is identical; the next night keeps first_seen")
+    func reportsMatchTheTruth() throws {
+        let w = try Self.world("e2e")
+        defer { w.stop() }
+        let first = try w.run()
+        #expect(first.status == 0, "\(first.stderr)")
+        let day = w.out.appendingPathComponent("2026-11-21")
+        for file in Self.findingFiles {
+            let got = Self.read(day.appendingPathComponent(file))
+            let want = Self.read(w.expected.appendingPathComponent(file))
+            #expect(got == want, "\(file) differs from the generator's truth\n\(Self.diff(got, want))")
+        }
+        // Every kind of finding is there (the generator makes each one).
+        let compensate = Self.read(day.appendingPathComponent("compensate.csv"))
+        for reason in ["paid_not_granted", "partially_granted", "revoked_not_refunded", ",exact,", ",inferred,", ",none,"] {
+            #expect(compensate.contains(reason), "no \(reason) row in compensate.csv")
+        }
+        let duplicates = Self.read(day.appendingPathComponent("duplicate_grants.csv"))
+        for kind in ["same_transaction", "restore_as_purchase", "cross_account"] {
+            #expect(duplicates.contains(kind), "no \(kind) row in duplicate_grants.csv")
+        }
+        let clawback = Self.read(day.appendingPathComponent("clawback.csv"))
+        for reason in ["refunded", "invalid_receipt", "wrong_bundle", "transaction_not_found", "sandbox_transaction"] {
+            #expect(clawback.contains(reason), "no \(reason) row in clawback.csv")
+        }
+        let summary = Self.read(day.appendingPathComponent("summary.json"))
+        #expect(summary.contains("\"exit_code\":0") && summary.contains("\"compensate\":"))
+
+        // The same --as-of again, from stored answers: the same files, byte for byte.
+        let before = Dictionary(uniqueKeysWithValues: (Self.findingFiles + ["unresolved.csv"]).map {
+            ($0, Self.read(day.appendingPathComponent($0)))
+        })
+        let callsBefore = w.sim.calls().count
+        let again = try w.run()
+        #expect(again.status == 0, "\(again.stderr)")
+        for (file, text) in before {
+            #expect(Self.read(day.appendingPathComponent(file)) == text, "\(file) changed on a rerun")
+        }
+        #expect(w.sim.calls().count == callsBefore, "a rerun asked the App Store again about resolved receipts")
+
+        // The next night: findings still open keep the first night's date.
+        let next = try w.run(["--no-verify"], asOf: Self.nextNight)
+        #expect(next.status == 0, "\(next.stderr)")
+        let nextCompensate = Self.read(w.out.appendingPathComponent("2026-11-22/compensate.csv"))
+        let rows = nextCompensate.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+        #expect(!rows.isEmpty)
+        for row in rows {
+            #expect(row.hasSuffix(",2026-11-21"), "first_seen moved: \(row)")
+        }
+    }
+
+    @Test("a finding that disappears is closed, and comes back with its old first_seen")
+    func findingsHistory() throws {
+        let w = try Self.world("history", users: 300)
+        defer { w.stop() }
+        #expect(try w.run().status == 0)
+        let key = try w.t.scalar("SELECT finding_key FROM recon.findings WHERE report = 'clawback.csv' ORDER BY 1 LIMIT 1")
+        let grant = try #require(key).split(separator: "|").last.map(String.init)
+        // Support revokes the grant: the finding closes the next night.
+        try w.t.db.query("UPDATE iap_grants SET revoked_at = now() WHERE grant_id = $1", [grant])
+        #expect(try w.run(["--no-verify"], asOf: Self.nextNight).status == 0)
+        #expect(try w.t.scalar("SELECT closed_on::text FROM recon.findings WHERE finding_key = $1", [key]) == "2026-11-22")
+        // Someone re-grants by mistake: it reopens with its first date.
+        try w.t.db.query("UPDATE iap_grants SET revoked_at = NULL WHERE grant_id = $1", [grant])
+        #expect(try w.run(["--no-verify"], asOf: "2026-11-23T03:00:00Z").status == 0)
+        let clawback = Self.read(w.out.appendingPathComponent("2026-11-23/clawback.csv"))
+        let row = clawback.components(separatedBy: "\r\n").first { $0.hasPrefix(grant! + ",") }
+        #expect(row?.hasSuffix(",2026-11-21") == true, "reopened row: \(row ?? "none")")
+    }
+
+    @Test("two runs at once: the second exits 75 with one line")
+    func twoRunsAtOnce() throws {
+        let w = try Self.world("lock", users: 400, simArguments: ["--latency-ms", "300"])
+        defer { w.stop() }
+        let first = try startTool("iap-reconcile", ["run", "--as-of", Self.asOf, "--out", w.out.path, "--concurrency", "2"],
+                                  environment: w.env)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, w.sim.calls().isEmpty { usleep(20_000) }
+        #expect(!w.sim.calls().isEmpty, "the first run never reached the App Store")
+        let second = try w.run()
+        #expect(second.status == 75)
+        let lines = second.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("another iap-reconcile run holds the lock"), "\(second.stderr)")
+        first.kill9()
+    }
+
+    @Test("a source relation missing a column: exit 65 naming it")
+    func missingColumn() throws {
+        let w = try Self.world("schema", users: 50)
+        defer { w.stop() }
+        try w.t.db.execute("""
+            CREATE SCHEMA shop;
+            CREATE VIEW shop.iap_products AS SELECT * FROM public.iap_products;
+            CREATE VIEW shop.iap_orders AS SELECT * FROM public.iap_orders;
+            CREATE VIEW shop.iap_receipts AS SELECT * FROM public.iap_receipts;
+            CREATE VIEW shop.iap_grants AS SELECT grant_id, user_id, order_id, product_id, transaction_id,
+                original_transaction_id, quantity, granted_at FROM public.iap_grants;
+            """)
+        let r = try w.run(["--source-schema", "shop"])
+        #expect(r.status == 65)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("shop.iap_grants has no column revoked_at"), "\(r.stderr)")
+        #expect(w.sim.calls().isEmpty, "nothing is verified when the sources are wrong")
+    }
+
+    @Test("the reports folder cannot be written: exit 73, and the previous reports stay")
+    func reportsNotWritable() throws {
+        let w = try Self.world("unwritable", users: 50)
+        defer { w.stop() }
+        let blocker = w.out.appendingPathComponent("not-a-folder")
+        FileManager.default.createFile(atPath: blocker.path, contents: Data("x".utf8))
+        let r = try runTool("iap-reconcile", ["run", "--as-of", Self.asOf, "--out", blocker.appendingPathComponent("reports").path,
+                                              "--no-progress"], environment: w.env)
+        #expect(r.status == 73)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("reports cannot be written"), "\(r.stderr)")
+    }
+
+    @Test("bad usage: exit 64")
+    func badUsage() throws {
+        let r = try runTool("iap-reconcile", ["run", "--as-of", "yesterday"], environment: ProcessInfo.processInfo.environment)
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--as-of"))
+    }
+}
