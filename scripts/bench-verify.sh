@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make bench-verify: how fast the verification stage asks the App Store.
+# The simulator answers after 50 ms; with 64 requests in flight that allows 64 / 0.05 = 1,280
+# requests a second. Target: at least 90% of that (1,152 receipts/s), using under one core.
+# BENCH_VERIFY_RECEIPTS (default 20000) sets the size.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+start_everything
+n=${BENCH_VERIFY_RECEIPTS:-20000}
+as_of=2026-11-21T03:00:00Z
+
+echo "== generating $n production receipts, all unresolved"
+"$bin/iap-sim" seed --users "$n" --seed 9 --as-of "$as_of" --no-bad-rows --truth-table >/dev/null
+psql -qX -v ON_ERROR_STOP=1 <<SQL
+UPDATE iap_receipts SET verify_status = NULL;
+-- one request per receipt: sandbox receipts (two requests each) are left out of this measure
+DELETE FROM iap_receipts WHERE receipt_id IN (SELECT receipt_id FROM sim_truth WHERE environment = 'sandbox');
+DELETE FROM iap_receipts WHERE receipt_id NOT IN (SELECT receipt_id FROM iap_receipts ORDER BY receipt_id LIMIT $n);
+SQL
+total=$(psql -AtX -c "SELECT count(*) FROM iap_receipts")
+start_sim --latency-ms 50 --seed 9
+"$bin/iap-reconcile" migrate
+
+echo "== verifying $total receipts: 64 in flight, 50 ms simulated latency"
+measure "$work/verify.time" "$bin/iap-reconcile" verify --as-of "$as_of" --concurrency 64 --sweep-limit 0 --no-progress
+read -r wall user sys rss < "$work/verify.time"
+verified=$(psql -AtX -c "SELECT count(*) FROM recon.receipt_state WHERE definitive")
+requests=$(wc -l < "$work/calls.tsv")
+python3 - "$verified" "$requests" "$wall" "$user" "$sys" "$rss" <<'PY' | tee "$work/result.txt"
+import sys
+verified, requests = int(sys.argv[1]), int(sys.argv[2])
+wall, user, sys_, rss = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+rate = verified / wall
+cpu = user + sys_
+print(f"receipts verified        {verified} ({requests} requests)")
+print(f"wall time                {wall:.2f} s")
+print(f"receipts per second      {rate:.0f}  ({rate / 1280 * 100:.0f}% of the 1,280/s that 50 ms x 64 allows; target >= 90%)")
+print(f"CPU seconds per 1,000    {cpu / verified * 1000:.3f}  (user {user:.2f} s + sys {sys_:.2f} s)")
+print(f"cores used               {cpu / wall:.2f}  (target < 1)")
+print(f"peak RSS                 {rss / 1024:.1f} MB")
+PY

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# make bench: the decide and write stages at scale.
+# About 1M orders, 1M receipts, 1M grants and 1M learned transactions (BENCH_USERS, default
+# 1000000 generated users, most with one of each). The job's tables are filled from the
+# generator's truth, as if every receipt had been verified, so nothing is sent.
+# Measures, in the same run:
+#   job       iap-reconcile run --no-verify: input checks, families, rules, history, five CSVs
+#   postgres  the same decide SQL with every row read by COPY … TO STDOUT and dropped
+#             (iap-reconcile run --database-only): what Postgres itself needs for the rows the job reads
+# and prints their ratio (target <= 3), the rows per second and the job's peak RSS (target < 300 MB).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+start_everything
+users=${BENCH_USERS:-1000000}
+as_of=2026-11-21T03:00:00Z
+
+echo "== generating $users users"
+measure "$work/seed.time" "$bin/iap-sim" seed --users "$users" --seed 1 --as-of "$as_of" --truth-table \
+  --refunds "$work/refunds.csv" >/dev/null
+"$bin/iap-reconcile" migrate
+echo "== filling the job's tables from the truth (as if verified)"
+psql -qX -v ON_ERROR_STOP=1 <<SQL
+CREATE TEMP TABLE refunds (transaction_id text, cancellation_date_ms bigint, cancellation_reason text);
+\copy refunds FROM '$work/refunds.csv' WITH (FORMAT csv)
+INSERT INTO recon.receipt_state (receipt_id, attempts, last_class, last_status, last_attempt_at, definitive, verdict, environment, bundle_id)
+SELECT DISTINCT ON (receipt_id) receipt_id, 1,
+       CASE WHEN coalesce(status, 0) IN (0, 21006) THEN 'ok' ELSE 'reject' END, coalesce(status, 0), now(), true,
+       CASE WHEN coalesce(status, 0) NOT IN (0, 21006) THEN 'invalid_receipt'
+            WHEN bundle_id <> 'com.example.game' THEN 'wrong_bundle' ELSE 'valid' END,
+       environment, bundle_id
+FROM sim_truth ORDER BY receipt_id;
+INSERT INTO recon.apple_transactions (transaction_id, environment, original_transaction_id, product_id, quantity,
+       purchase_date_ms, original_purchase_date_ms, expires_date_ms, cancellation_date_ms, cancellation_reason,
+       is_trial_period, web_order_line_item_id, bundle_id)
+SELECT DISTINCT ON (t.transaction_id, t.environment) t.transaction_id, t.environment, t.original_transaction_id,
+       t.product_id, t.quantity, t.purchase_date_ms, t.original_purchase_date_ms, t.expires_date_ms,
+       r.cancellation_date_ms, r.cancellation_reason, t.is_trial_period, t.web_order_line_item_id, t.bundle_id
+FROM sim_truth t LEFT JOIN refunds r ON r.transaction_id = t.transaction_id
+WHERE coalesce(t.status, 0) IN (0, 21006) AND t.bundle_id = 'com.example.game' AND t.transaction_id IS NOT NULL
+ORDER BY t.transaction_id, t.environment;
+INSERT INTO recon.receipt_transactions (receipt_id, transaction_id, environment)
+SELECT DISTINCT receipt_id, transaction_id, environment FROM sim_truth
+WHERE coalesce(status, 0) IN (0, 21006) AND bundle_id = 'com.example.game' AND transaction_id IS NOT NULL;
+VACUUM ANALYZE;
+SQL
+psql -AtX -F' ' -c "SELECT (SELECT count(*) FROM iap_orders), (SELECT count(*) FROM iap_receipts),
+  (SELECT count(*) FROM iap_grants), (SELECT count(*) FROM recon.apple_transactions)" > "$work/sizes"
+read -r orders receipts grants learned < "$work/sizes"
+
+echo "== postgres alone: the decide SQL, rows read and dropped"
+measure "$work/postgres.time" "$bin/iap-reconcile" run --database-only --no-progress --as-of "$as_of"
+echo "== the job: iap-reconcile run --no-verify"
+measure "$work/job.time" "$bin/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" --out "$work/reports"
+read -r pg_wall _ _ _ < "$work/postgres.time"
+read -r job_wall job_user job_sys job_rss < "$work/job.time"
+rows=$((orders + receipts + grants + learned))
+python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$job_wall" "$job_user" "$job_sys" "$job_rss" \
+  "$(ls "$work/reports"/*/ | tr '\n' ' ')" "$(wc -l "$work/reports"/*/*.csv | tail -1 | awk '{print $1}')" <<'PY' | tee "$work/result.txt"
+import sys
+o, r, g, t = map(int, sys.argv[1:5])
+pg, job, user, sys_, rss = float(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9])
+lines = int(sys.argv[11])
+rows = o + r + g + t
+print(f"input rows               {rows:,} ({o:,} orders, {r:,} receipts, {g:,} grants, {t:,} learned transactions)")
+print(f"report lines written     {lines:,}")
+print(f"postgres alone           {pg:.2f} s")
+print(f"job (run --no-verify)    {job:.2f} s  (job CPU {user + sys_:.2f} s)")
+print(f"ratio job / postgres     {job / pg:.2f}  (target <= 3)")
+print(f"input rows per second    {rows / job:,.0f}")
+print(f"job peak RSS             {rss / 1024:.1f} MB  (target < 300 MB)")
+PY
