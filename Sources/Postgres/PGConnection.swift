@@ -28,6 +28,15 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
         kind == .connection || (sqlState?.hasPrefix("08") ?? false) || sqlState == "57P01" || sqlState == "57P03"
     }
 
+    /// True when the server refused who we are (password, role, database name): someone must fix
+    /// the configuration; running again will not help.
+    public var isCredentialProblem: Bool {
+        if sqlState == "28P01" || sqlState == "28000" || sqlState == "3D000" { return true }
+        guard kind == .connection else { return false }
+        return ["password authentication failed", "no password supplied", "does not exist", "pg_hba.conf rejects",
+                "authentication failed"].contains { message.contains($0) }
+    }
+
     public var description: String {
         var text = message
         if let sqlState { text = "\(text) (SQLSTATE \(sqlState))" }

@@ -176,7 +176,10 @@ enum Migrations {
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.
     @discardableResult
     static func apply(_ db: PGConnection, schema: JobSchema) throws -> [Int] {
-        try db.execute("CREATE SCHEMA IF NOT EXISTS \(schema.quoted)")
+        // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there:
+        // ask first, so a nightly role without it works once the schema exists.
+        let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema.name]).rowCount > 0
+        if !exists { try db.execute("CREATE SCHEMA \(schema.quoted)") }
         try db.execute("""
             CREATE TABLE IF NOT EXISTS \(schema.quoted).schema_migrations (
                 version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())

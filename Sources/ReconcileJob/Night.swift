@@ -26,54 +26,50 @@ public final class Night {
         defer { db.close() }
         var summary = RunSummary(asOf: settings.asOf, windowDays: settings.windowDays)
         do {
-            try acquireLock(db)
-            var clock = StageClock()
-            try Migrations.apply(db, schema: settings.jobSchema)
-            summary.stageSeconds["migrate"] = clock.lap()
-            if case .migrateOnly = stages { return summary }
-
-            try SourceCheck.verify(db, schema: settings.sourceSchema)
-            summary.runID = try startLedger(db, command: command)
-            defer { _ = try? finishLedger(db, summary: summary) }
-
-            if case .decideDatabaseOnly = stages {
-                let rows = try DecideStage(settings: settings, runID: summary.runID, logger: logger)
-                    .run(db: db, databaseOnly: true).families
-                summary.stageSeconds["decide"] = clock.lap()
-                summary.counts["rows"] = rows
-                summary.exitCode = 0
-                return summary
-            }
-            let verify: Bool
-            switch stages {
-            case .verifyOnly: verify = true
-            case .full(let v): verify = v
-            case .migrateOnly, .decideDatabaseOnly: verify = false
-            }
-            if verify {
-                do {
-                    summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
-                } catch let error as JobError {
-                    summary.exitCode = error.code.rawValue
-                    throw error
-                }
-                summary.stageSeconds["verify"] = clock.lap()
-            }
-            if case .full = stages {
-                _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
-                summary.stageSeconds["decide"] = clock.lap()
-                summary.exitCode = 0
-                try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary,
-                                                                            stagesSoFar: clock)
-                summary.stageSeconds["write"] = clock.lap()
-            }
+            try stagesOfTheNight(stages, command: command, db: db, summary: &summary)
             summary.exitCode = 0
-            return summary
-        } catch let error as JobError {
-            summary.exitCode = error.code.rawValue
-            throw error
         } catch {
-            throw JobError.from(error, doing: "the run")
+            let failure = JobError.from(error, doing: "the run")
+            summary.exitCode = failure.code.rawValue
+            if summary.runID > 0 { try? finishLedger(db, summary: summary) }
+            throw failure
+        }
+        if summary.runID > 0 { try finishLedger(db, summary: summary) }
+        return summary
+    }
+
+    private func stagesOfTheNight(_ stages: Stages, command: String, db: PGConnection, summary: inout RunSummary) throws {
+        try acquireLock(db)
+        var clock = StageClock()
+        try Migrations.apply(db, schema: settings.jobSchema)
+        summary.stageSeconds["migrate"] = clock.lap()
+        if case .migrateOnly = stages { return }
+
+        try SourceCheck.verify(db, schema: settings.sourceSchema)
+        summary.runID = try startLedger(db, command: command)
+
+        if case .decideDatabaseOnly = stages {
+            let rows = try DecideStage(settings: settings, runID: summary.runID, logger: logger)
+                .run(db: db, databaseOnly: true).families
+            summary.stageSeconds["decide"] = clock.lap()
+            summary.counts["rows"] = rows
+            return
+        }
+        let verify: Bool
+        switch stages {
+        case .verifyOnly: verify = true
+        case .full(let v): verify = v
+        case .migrateOnly, .decideDatabaseOnly: verify = false
+        }
+        if verify {
+            summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
+            summary.stageSeconds["verify"] = clock.lap()
+        }
+        if case .full = stages {
+            _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
+            summary.stageSeconds["decide"] = clock.lap()
+            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary, stagesSoFar: clock)
+            summary.stageSeconds["write"] = clock.lap()
         }
     }
 

@@ -23,7 +23,11 @@ struct ReportWriter {
         let fm = FileManager.default
         do {
             try fm.createDirectory(at: out, withIntermediateDirectories: true)
-            if fm.fileExists(atPath: temp.path) { try fm.removeItem(at: temp) }
+            // Leftovers of a run killed while writing (we hold the lock, so none is in use).
+            for name in try fm.contentsOfDirectory(atPath: out.path)
+            where name.hasPrefix(".\(day).tmp-") || name.hasPrefix(".\(day).old-") {
+                try? fm.removeItem(at: out.appendingPathComponent(name))
+            }
             try fm.createDirectory(at: temp, withIntermediateDirectories: false)
         } catch {
             throw JobError(.cannotWrite, "reports cannot be written to \(out.path): \(Self.reason(error)); "

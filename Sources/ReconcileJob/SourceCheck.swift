@@ -2,7 +2,7 @@ import Postgres
 
 /// Contract §1: the four source relations, their columns and the kinds of their types.
 public enum SourceCheck {
-    enum Kind: String { case text, integer, timestamp }
+    enum Kind: String { case text, integer = "an integer (integer, bigint, smallint)", timestamp = "timestamp with time zone" }
 
     static let relations: [(name: String, columns: [(String, Kind)])] = [
         ("iap_products", [("product_id", .text), ("product_type", .text), ("bundle_id", .text)]),
@@ -57,8 +57,10 @@ public enum SourceCheck {
     static func matches(_ type: String, _ kind: Kind) -> Bool {
         switch kind {
         case .text: return type == "text" || type.hasPrefix("character") || type == "name" || type == "citext"
-        case .integer: return ["integer", "bigint", "smallint"].contains(type) || type.hasPrefix("numeric")
-        case .timestamp: return type.hasPrefix("timestamp")
+        // numeric would print as 1.00 and a timestamp without time zone would shift with the
+        // session's zone: both are refused; a view can cast them (quantity::int, ts AT TIME ZONE 'UTC').
+        case .integer: return ["integer", "bigint", "smallint"].contains(type)
+        case .timestamp: return type == "timestamp with time zone"
         }
     }
 }

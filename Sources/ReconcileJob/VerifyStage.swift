@@ -94,18 +94,23 @@ public final class VerifyStage {
               AND g.granted_at >= to_timestamp(\(refundStart) / 1000.0)
               AND g.granted_at <= to_timestamp(\(settings.asOf) / 1000.0)
         ), newest AS (
-            SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data
+            SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
             FROM \(src).iap_receipts r JOIN holders h ON h.user_id = r.user_id
             WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
               AND \(Self.decodableBase64("r.receipt_data"))
             ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
         )
         SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-               coalesce(s.runs_21002, 0), coalesce(s.environment, 'production')
-        FROM newest n JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
-        WHERE s.definitive AND s.verdict = 'valid'
-          AND greatest(s.last_swept_at, s.last_attempt_at) < now() - interval '\(settings.sweepIntervalHours) hours'
-        ORDER BY greatest(s.last_swept_at, s.last_attempt_at), n.receipt_id
+               coalesce(s.runs_21002, 0), 'production'
+        FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
+        -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
+        -- or settled at upload (status 0/21006 with an active grant) and never asked by the job
+        WHERE (CASE WHEN s.definitive THEN s.verdict = 'valid'
+                    ELSE s.receipt_id IS NULL AND coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
+                        SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = n.transaction_id AND g.revoked_at IS NULL)
+               END)
+          AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - interval '\(settings.sweepIntervalHours) hours'
+        ORDER BY coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity'), n.receipt_id
         LIMIT \(settings.sweepLimit)
         """
     }
@@ -188,7 +193,7 @@ public final class VerifyStage {
         return VerifyJob(
             receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0,
             failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0, sweep: sweep,
-            environment: sweep ? (AppStoreEnvironment(rawValue: f[5] ?? "") ?? .production) : .production)
+            environment: .production)
     }
 
     /// The request loop on the calling thread: owns the multi handle and every job in flight.
@@ -241,6 +246,7 @@ public final class VerifyStage {
             let wait = waiting.isEmpty ? 100 : max(0, min(100, Int((waiting.nextDue - now) * 1000)))
             for completion in http.poll(timeoutMs: wait) {
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
+                let asked = job.environment
                 let answer: Answer
                 var httpStatus: Int?
                 if case .response = completion.outcome { sawResponse = true }
@@ -263,7 +269,7 @@ public final class VerifyStage {
                     }
                     continue
                 }
-                let record = AnswerRecord(job: job, runID: runID, httpStatus: httpStatus, answer: answer,
+                let record = AnswerRecord(job: job, askedEnvironment: asked, runID: runID, httpStatus: httpStatus, answer: answer,
                                           outcome: outcome, elapsedMs: completion.elapsedMs,
                                           retryDelayMinutes: settings.retryDelayMinutes)
                 guard answers.push(record.json) else {
@@ -337,7 +343,7 @@ public final class VerifyStage {
 struct AnswerRecord {
     var json: String
 
-    init(job: VerifyJob, runID: Int64, httpStatus: Int?, answer: Answer, outcome: VerifyStage.Outcome,
+    init(job: VerifyJob, askedEnvironment: AppStoreEnvironment, runID: Int64, httpStatus: Int?, answer: Answer, outcome: VerifyStage.Outcome,
          elapsedMs: Int, retryDelayMinutes: Int) {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var o = JSONObject()
@@ -345,7 +351,7 @@ struct AnswerRecord {
         o["n"] = .int(Int64(job.priorAttempts + job.sends))
         o["run"] = .int(runID)
         o["at"] = .int(now)
-        o["env"] = .string(job.environment.rawValue)
+        o["env"] = .string(askedEnvironment.rawValue)
         if let httpStatus { o["http"] = .int(Int64(httpStatus)) }
         if let status = answer.status { o["st"] = .int(Int64(status)) }
         o["ms"] = .int(Int64(elapsedMs))
@@ -556,6 +562,9 @@ extension JobError {
     static func from(_ error: Error, doing what: String) -> JobError {
         if let e = error as? JobError { return e }
         if let e = error as? PGError {
+            if e.isCredentialProblem {
+                return JobError(.configuration, "\(what): \(e) (check the database user, password and name)")
+            }
             return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
         }
         return JobError(.failure, "\(what): \(error)")

@@ -5,7 +5,8 @@ import Logging
 import ReconcileJob
 import Reconciliation
 
-/// Options shared by every stage. Each option's environment fallback is named in its help.
+/// Options shared by every stage. Options come from the command line only; the environment
+/// variables listed in `environmentHelp` carry connection, App Store and secret settings.
 struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The run's 'now' (ISO 8601, e.g. 2026-11-21T03:00:00Z or 2026-11-21). Decides the windows and the report folder.",
@@ -126,7 +127,8 @@ let environmentHelp = """
       73  the reports cannot be written
       75  temporary: database or App Store unreachable, or another run holds
           the lock; run again later
-      78  configuration: App Store status 21004 (shared secret) or 21000
+      78  configuration: App Store status 21004 (shared secret) or 21000, or
+          the database refused the user, password or database name
       1   anything else
     """
 
@@ -138,7 +140,7 @@ struct IAPReconcile: ParsableCommand {
             A nightly batch job. It reads orders, receipts and grants from PostgreSQL, re-verifies with the \
             App Store every receipt still unresolved, matches Apple's transactions to orders and grants, \
             and writes CSV reports to <out>/<as-of date>/. Safe to run again: answers are kept, no receipt \
-            with a definitive answer is sent twice, and a rerun for the same date replaces its reports whole.
+            with a definitive answer is sent twice (the refund sweep aside), and a rerun for the same date replaces its reports whole.
 
             \(environmentHelp)
             """,
