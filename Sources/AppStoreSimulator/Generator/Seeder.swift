@@ -1,0 +1,258 @@
+// Writes the scenarios into PostgreSQL (COPY FROM STDIN, streaming: one pass over the users per
+// relation, each pass on its own connection and thread) and the expected report files.
+
+import Foundation
+import Postgres
+import Reconciliation
+
+/// `iap-sim seed` options.
+public struct SeedOptions: Sendable {
+    public var users: Int = 1000
+    public var seed: UInt64 = 1
+    /// The job's `--as-of`; every date is relative to it.
+    public var asOf: Int64
+    public var bundle: String = "com.example.game"
+    public var schema: String = "public"
+    /// Where to write the refund list the simulator serves (`iap-sim serve --refunds`).
+    public var refundsPath: String?
+    /// Where to write the expected report files of the job's first run.
+    public var expectedDir: String?
+    /// Also write `<schema>.sim_truth`.
+    public var truthTable: Bool = false
+    public var badRows: Bool = true
+    /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
+    public var conninfo: String?
+
+    public init(asOf: Int64) { self.asOf = asOf }
+}
+
+/// What a seed run made.
+public struct SeedSummary: Sendable {
+    public var users: Int = 0
+    public var scenarios: [String: Int] = [:]
+    public var rows: [String: Int] = [:]
+    public var expected: [String: Int] = [:]
+    public var refunds: Int = 0
+}
+
+public enum Seeder {
+    static let relations = ["iap_products", "iap_orders", "iap_receipts", "iap_grants"]
+
+    /// Checks an identifier for use in SQL text (schema names cannot travel as parameters).
+    static func ident(_ name: String) throws -> String {
+        let ok = !name.isEmpty && name.utf8.count <= 63 && name.utf8.enumerated().allSatisfy { i, c in
+            (c >= 97 && c <= 122) || c == 95 || (i > 0 && c >= 48 && c <= 57)
+        }
+        guard ok else { throw SimulatorError(message: "--schema must be a lower-case SQL identifier, got '\(name)'") }
+        return "\"" + name + "\""
+    }
+
+    public static func run(_ options: SeedOptions, progress: @escaping @Sendable (String) -> Void = { _ in }) throws
+        -> SeedSummary
+    {
+        let settings = GeneratorSettings(users: options.users, seed: options.seed, asOf: options.asOf,
+                                         catalog: Catalog(bundle: options.bundle),
+                                         refundsServed: options.refundsPath != nil, badRows: options.badRows)
+        let plan = ScenarioPlan(settings: settings)
+        let s = try ident(options.schema)
+
+        // 1. Expected files, refund list and the scenario census (in memory: findings only).
+        var summary = SeedSummary()
+        var compensate: [[String]] = [], duplicates: [[String]] = [], clawback: [[String]] = [], inputErrors: [[String]] = []
+        var refundLines = ""
+        plan.forEach { d in
+            if let sc = d.scenario {
+                summary.scenarios[sc.rawValue, default: 0] += 1
+                summary.users += sc.userSlots
+            }
+            compensate += d.compensate
+            duplicates += d.duplicates
+            clawback += d.clawback
+            inputErrors += d.inputErrors
+            for r in d.refunds { refundLines += RefundList.line(transactionID: r.transactionID, r.refund) }
+            summary.refunds += d.refunds.count
+        }
+        summary.expected = [ReportFile.compensate.rawValue: compensate.count,
+                            ReportFile.duplicateGrants.rawValue: duplicates.count,
+                            ReportFile.clawback.rawValue: clawback.count,
+                            ReportFile.inputErrors.rawValue: inputErrors.count]
+        if let path = options.refundsPath {
+            try write(refundLines, to: path)
+        }
+        if let dir = options.expectedDir {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try writeReport(.compensate, compensate, dir: dir)
+            try writeReport(.duplicateGrants, duplicates, dir: dir)
+            try writeReport(.clawback, clawback, dir: dir)
+            try writeReport(.inputErrors, inputErrors, dir: dir)
+        }
+
+        // 2. Tables.
+        let setup = try PGConnection(conninfo: options.conninfo)
+        defer { setup.close() }
+        try setup.execute("CREATE SCHEMA IF NOT EXISTS \(s)")
+        for rel in relations + ["sim_truth"] {
+            let kind = try setup.query("""
+                SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = $1 AND c.relname = $2
+                """, [options.schema, rel])
+            guard kind.rowCount > 0, let k = kind.value(0, 0) else { continue }
+            switch k {
+            case "v": try setup.execute("DROP VIEW \(s).\(rel) CASCADE")
+            case "m": try setup.execute("DROP MATERIALIZED VIEW \(s).\(rel) CASCADE")
+            default: try setup.execute("DROP TABLE \(s).\(rel) CASCADE")
+            }
+        }
+        try setup.execute("""
+            CREATE TABLE \(s).iap_products (product_id text, product_type text, bundle_id text);
+            CREATE TABLE \(s).iap_orders (order_id text, user_id text, product_id text, quantity int, status text,
+                transaction_id text, created_at timestamptz);
+            CREATE TABLE \(s).iap_receipts (receipt_id text, user_id text, order_id text, transaction_id text,
+                receipt_data text, submitted_at timestamptz, verify_status int);
+            CREATE TABLE \(s).iap_grants (grant_id text, user_id text, order_id text, product_id text,
+                transaction_id text, original_transaction_id text, quantity int, granted_at timestamptz,
+                revoked_at timestamptz)
+            """)
+        if options.truthTable {
+            try setup.execute("""
+                CREATE TABLE \(s).sim_truth (receipt_id text, transaction_id text, original_transaction_id text,
+                    product_id text, quantity int, purchase_date timestamptz, original_purchase_date timestamptz,
+                    expires_date timestamptz, cancellation_date timestamptz, cancellation_reason text,
+                    is_trial_period boolean, web_order_line_item_id text, environment text, bundle_id text,
+                    forced_status int, style text, late boolean)
+                """)
+        }
+
+        // 3. COPY, one pass per relation, each on its own connection.
+        let refunds = RefundList.parse(refundLines)
+        let servedRefunds = options.refundsPath != nil ? refunds : [:]
+        var passes: [(String, (PGCopyWriter, UserData) throws -> Int)] = [
+            ("iap_orders", { w, d in
+                for o in d.orders {
+                    try w.row([o.orderID, o.userID, o.productID, String(o.quantity), o.status, o.transactionID,
+                               UTC.sqlTimestamp(o.createdAt)])
+                }
+                return d.orders.count
+            }),
+            ("iap_receipts", { w, d in
+                for r in d.receipts {
+                    try w.row([r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData,
+                               UTC.sqlTimestamp(r.submittedAt), r.verifyStatus.map { String($0) }])
+                }
+                return d.receipts.count
+            }),
+            ("iap_grants", { w, d in
+                for g in d.grants {
+                    try w.row([g.grantID, g.userID, g.orderID, g.productID, g.transactionID, g.originalTransactionID,
+                               String(g.quantity), UTC.sqlTimestamp(g.grantedAt), g.revokedAt.map(UTC.sqlTimestamp)])
+                }
+                return d.grants.count
+            }),
+        ]
+        if options.truthTable {
+            passes.append(("sim_truth", { w, d in
+                var n = 0
+                for r in d.receipts {
+                    guard let sim = r.sim else { continue }
+                    for t in sim.txs {
+                        let refund = servedRefunds[t.tid]
+                        try w.row([sim.rid, t.tid, t.otid, t.pid, String(t.qty), UTC.sqlTimestamp(t.pd),
+                                   UTC.sqlTimestamp(t.opd), t.exp.map(UTC.sqlTimestamp),
+                                   refund.map { UTC.sqlTimestamp($0.cancellationDateMs) }, refund?.reason,
+                                   t.trial ? "t" : "f", t.wol, sim.env, sim.bundle, sim.st.map { String($0) },
+                                   sim.style.rawValue, (t.late ?? false) ? "t" : "f"])
+                        n += 1
+                    }
+                }
+                return n
+            }))
+        }
+        let columns = [
+            "iap_orders": "order_id, user_id, product_id, quantity, status, transaction_id, created_at",
+            "iap_receipts": "receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status",
+            "iap_grants": "grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at",
+            "sim_truth": "receipt_id, transaction_id, original_transaction_id, product_id, quantity, purchase_date, original_purchase_date, expires_date, cancellation_date, cancellation_reason, is_trial_period, web_order_line_item_id, environment, bundle_id, forced_status, style, late",
+        ]
+
+        // Products first (tiny).
+        let productRows = settings.catalog.products + plan.badRowData().products
+        try setup.copyIn("COPY \(s).iap_products (product_id, product_type, bundle_id) FROM STDIN") { w in
+            for p in productRows { try w.row([p.productID, p.productType, p.bundleID]) }
+        }
+        summary.rows["iap_products"] = productRows.count
+
+        let lock = NSLock()
+        var errors: [Error] = []
+        var counts: [String: Int] = [:]
+        let conninfo = options.conninfo
+        DispatchQueue.concurrentPerform(iterations: passes.count) { i in
+            let (rel, emit) = passes[i]
+            do {
+                let db = try PGConnection(conninfo: conninfo)
+                defer { db.close() }
+                var n = 0
+                var users = 0
+                try db.copyIn("COPY \(s).\(rel) (\(columns[rel]!)) FROM STDIN") { w in
+                    try plan.forEach { d in
+                        n += try emit(w, d)
+                        users += 1
+                        if users % 200_000 == 0 { progress("\(rel): \(users) users, \(n) rows") }
+                    }
+                }
+                lock.locked { counts[rel] = n }
+            } catch {
+                lock.locked { errors.append(error) }
+            }
+        }
+        if let first = errors.first { throw first }
+        for (k, v) in counts { summary.rows[k] = v }
+
+        // 4. Indexes (after the load: faster) and statistics.
+        progress("indexes")
+        try setup.execute("""
+            CREATE INDEX ON \(s).iap_products (product_id);
+            CREATE INDEX ON \(s).iap_orders (order_id);
+            CREATE INDEX ON \(s).iap_orders (user_id, product_id, created_at);
+            CREATE INDEX ON \(s).iap_orders (transaction_id);
+            CREATE INDEX ON \(s).iap_receipts (receipt_id);
+            CREATE INDEX ON \(s).iap_receipts (transaction_id);
+            CREATE INDEX ON \(s).iap_receipts (order_id);
+            CREATE INDEX ON \(s).iap_receipts (user_id, submitted_at);
+            CREATE INDEX ON \(s).iap_receipts (submitted_at);
+            CREATE INDEX ON \(s).iap_grants (grant_id);
+            CREATE INDEX ON \(s).iap_grants (transaction_id);
+            CREATE INDEX ON \(s).iap_grants (original_transaction_id);
+            CREATE INDEX ON \(s).iap_grants (order_id);
+            CREATE INDEX ON \(s).iap_grants (user_id)
+            """)
+        if options.truthTable {
+            try setup.execute("CREATE INDEX ON \(s).sim_truth (receipt_id); CREATE INDEX ON \(s).sim_truth (transaction_id)")
+        }
+        try setup.execute("ANALYZE \(s).iap_products; ANALYZE \(s).iap_orders; ANALYZE \(s).iap_receipts; ANALYZE \(s).iap_grants")
+        return summary
+    }
+
+    /// Rows sorted by comparing cells as UTF-8 byte arrays, first column first.
+    static func sortedRows(_ rows: [[String]]) -> [[String]] {
+        rows.sorted { a, b in
+            for (x, y) in zip(a, b) where x != y {
+                return Array(x.utf8).lexicographicallyPrecedes(Array(y.utf8))
+            }
+            return a.count < b.count
+        }
+    }
+
+    static func writeReport(_ file: ReportFile, _ rows: [[String]], dir: String) throws {
+        var text = CSV.record(file.columns)
+        for row in sortedRows(rows) { text += CSV.record(row) }
+        try write(text, to: (dir as NSString).appendingPathComponent(file.rawValue))
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw SimulatorError(message: "cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+}

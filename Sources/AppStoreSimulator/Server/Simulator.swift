@@ -1,0 +1,237 @@
+// The simulated App Store: a SwiftNIO HTTP/1.1 server on loopback answering
+// POST /production/verifyReceipt and POST /sandbox/verifyReceipt.
+//
+//     let sim = try Simulator.start(SimulatorConfig(sharedSecret: "s3cret"))
+//     // point the job at sim.productionURL / sim.sandboxURL
+//     sim.callCount(receiptID: "R00000000010")
+//     try sim.shutdown()
+
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Reconciliation
+
+public final class Simulator: @unchecked Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: Channel
+    private let core: SimulatorCore
+    private let stateLock = NSLock()
+    private var isShutDown = false
+
+    /// The port actually bound (the chosen one when the config said 0).
+    public let port: Int
+    public let host: String
+
+    /// `http://127.0.0.1:PORT`
+    public var baseURL: String { "http://\(host):\(port)" }
+    /// `http://127.0.0.1:PORT/production/verifyReceipt` (for `IAP_VERIFY_URL_PRODUCTION`).
+    public var productionURL: String { baseURL + "/production/verifyReceipt" }
+    /// `http://127.0.0.1:PORT/sandbox/verifyReceipt` (for `IAP_VERIFY_URL_SANDBOX`).
+    public var sandboxURL: String { baseURL + "/sandbox/verifyReceipt" }
+
+    private init(group: MultiThreadedEventLoopGroup, channel: Channel, core: SimulatorCore, host: String) {
+        self.group = group
+        self.channel = channel
+        self.core = core
+        self.host = host
+        self.port = channel.localAddress?.port ?? 0
+    }
+
+    /// Binds and starts serving; returns once the port is open.
+    public static func start(_ config: SimulatorConfig = SimulatorConfig()) throws -> Simulator {
+        let core = try SimulatorCore(config: config)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, config.threads ?? System.coreCount))
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 1024)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
+                    channel.pipeline.addHandler(VerifyReceiptHandler(core: core))
+                }
+            }
+        do {
+            let channel = try bootstrap.bind(host: config.host, port: config.port).wait()
+            return Simulator(group: group, channel: channel, core: core, host: config.host)
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw SimulatorError(message: "cannot listen on \(config.host):\(config.port): \(error)")
+        }
+    }
+
+    /// Requests answered or faulted for a receipt id (counted whatever the outcome).
+    public func callCount(receiptID: String) -> Int { core.callCount(receiptID: receiptID) }
+    /// Every call so far, in decision order (empty when `recordCalls` is off).
+    public var calls: [SimCall] { core.calls }
+    /// All verifyReceipt requests so far, tokens or not.
+    public var totalCalls: Int { core.totalCalls }
+    /// Forgets the calls and counts (fault choice restarts from call 0 for every receipt).
+    public func resetCalls() { core.resetCalls() }
+    /// Replaces the refund list (e.g. a refund that happens between two runs of the job).
+    public func setRefunds(_ refunds: [String: SimRefund]) { core.setRefunds(refunds) }
+    /// Replaces the fault plan.
+    public func setFaults(_ plan: FaultPlan) { core.setFaults(plan) }
+    public func setLatency(ms: Int) { core.setLatency(ms: ms) }
+
+    /// Blocks until the server is closed (by `shutdown()` from another thread).
+    public func waitUntilClosed() throws {
+        try channel.closeFuture.wait()
+    }
+
+    /// Closes the listener and every connection, and stops the event loops. Idempotent.
+    public func shutdown() throws {
+        let first: Bool = stateLock.locked {
+            defer { isShutDown = true }
+            return !isShutDown
+        }
+        guard first else { return }
+        try? channel.close().wait()
+        try group.syncShutdownGracefully()
+    }
+
+    deinit {
+        if !isShutDown { try? shutdown() }
+    }
+}
+
+/// Collects one request, asks the core, writes the answer (after the configured latency).
+final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private static let maxBody = 4 << 20
+    private let core: SimulatorCore
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var tooLarge = false
+
+    init(core: SimulatorCore) { self.core = core }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+            body.removeAll(keepingCapacity: true)
+            tooLarge = false
+        case .body(var buf):
+            if body.count + buf.readableBytes > Self.maxBody {
+                tooLarge = true
+            } else if let bytes = buf.readBytes(length: buf.readableBytes) {
+                body.append(contentsOf: bytes)
+            }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            respond(context: context, head: head)
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let environment: AppStoreEnvironment
+        switch path {
+        case "/production/verifyReceipt", "/production/verifyReceipt/": environment = .production
+        case "/sandbox/verifyReceipt", "/sandbox/verifyReceipt/": environment = .sandbox
+        default:
+            send(context: context, head: head, status: .notFound, contentType: "text/plain", body: Array("Not Found".utf8))
+            return
+        }
+        guard head.method == .POST else {
+            send(context: context, head: head, status: .methodNotAllowed, contentType: "text/plain",
+                 body: Array("Method Not Allowed".utf8), extra: [("Allow", "POST")])
+            return
+        }
+        if tooLarge {
+            send(context: context, head: head, status: .payloadTooLarge, contentType: "text/plain", body: Array("Too Large".utf8))
+            return
+        }
+        let action = core.handle(environment: environment, body: body)
+        let latency = core.latencyMs
+        if case .fault(.timeout, _) = action {
+            let hold = core.timeoutHoldMs
+            let channel = context.channel
+            context.eventLoop.scheduleTask(in: .milliseconds(Int64(max(0, hold)))) {
+                channel.close(promise: nil)
+            }
+            return
+        }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let perform = {
+            let (handler, ctx) = loopBound.value
+            handler.perform(action, context: ctx, head: head)
+        }
+        if latency > 0 {
+            context.eventLoop.scheduleTask(in: .milliseconds(Int64(latency))) { perform() }
+        } else {
+            perform()
+        }
+    }
+
+    private func perform(_ action: SimAction, context: ChannelHandlerContext, head: HTTPRequestHead) {
+        guard context.channel.isActive else { return }
+        switch action {
+        case .json(let body):
+            send(context: context, head: head, status: .ok, contentType: "application/json", body: body)
+        case .fault(let fault, let body):
+            switch fault {
+            case .timeout:
+                break
+            case .reset:
+                let channel = context.channel
+                if let provider = channel as? SocketOptionProvider {
+                    provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+                        channel.close(promise: nil)
+                    }
+                } else {
+                    channel.close(promise: nil)
+                }
+            case .truncated:
+                var h = HTTPResponseHead(version: head.version, status: .ok)
+                let bytes = body
+                h.headers.add(name: "Content-Type", value: "application/json")
+                h.headers.add(name: "Content-Length", value: String(bytes.count))
+                context.write(wrapOutboundOut(.head(h)), promise: nil)
+                var buf = context.channel.allocator.buffer(capacity: bytes.count / 2)
+                buf.writeBytes(bytes[0..<(bytes.count / 2)])
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buf)))).whenComplete { _ in
+                    channel.close(promise: nil)
+                }
+            case .http5xx:
+                send(context: context, head: head, status: .serviceUnavailable, contentType: "text/plain", body: body)
+            case .http429:
+                send(context: context, head: head, status: .tooManyRequests, contentType: "text/plain", body: body,
+                     extra: [("Retry-After", "1")])
+            case .nonjson:
+                send(context: context, head: head, status: .ok, contentType: "text/html", body: body)
+            case .s21005, .s21009, .s211xx:
+                send(context: context, head: head, status: .ok, contentType: "application/json", body: body)
+            }
+        }
+    }
+
+    private func send(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus,
+                      contentType: String, body: [UInt8], extra: [(String, String)] = []) {
+        let keepAlive = head.isKeepAlive
+        var h = HTTPResponseHead(version: head.version, status: status)
+        var buf = context.channel.allocator.buffer(capacity: body.count)
+        buf.writeBytes(body)
+        h.headers.add(name: "Content-Type", value: contentType)
+        h.headers.add(name: "Content-Length", value: String(buf.readableBytes))
+        for (k, v) in extra { h.headers.add(name: k, value: v) }
+        if !keepAlive { h.headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(h)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(buf))), promise: nil)
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,224 @@
+// The verifyReceipt decision of the simulator, independent of the network: what a request gets.
+
+import Foundation
+import Reconciliation
+
+/// How the simulator is set up. Every field has a usable default (no faults, no latency).
+public struct SimulatorConfig: Sendable {
+    /// Loopback address to listen on.
+    public var host: String
+    /// 0 = an ephemeral port (read it from `Simulator.port`).
+    public var port: Int
+    /// When set, a request whose `password` differs or is missing gets 21004.
+    public var sharedSecret: String?
+    /// Added to every answer (scheduled on the event loop, never a sleeping thread).
+    public var latencyMs: Int
+    /// Seeded fault injection.
+    public var faults: FaultPlan
+    /// How long a `timeout` fault holds the request before closing the connection.
+    public var timeoutHoldMs: Int
+    /// Refunded transactions (transaction_id → cancellation).
+    public var refunds: [String: SimRefund]
+    /// Appends `<unix ms>\t<production|sandbox>\t<rid or ->\t<outcome>` per request, flushed per line.
+    public var callLogPath: String?
+    /// Keep every call in memory for `Simulator.calls` (counts per receipt id are always kept).
+    public var recordCalls: Bool
+    /// Event-loop threads; nil = one per core.
+    public var threads: Int?
+
+    public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
+                faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
+                callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil) {
+        self.host = host
+        self.port = port
+        self.sharedSecret = sharedSecret
+        self.latencyMs = latencyMs
+        self.faults = faults
+        self.timeoutHoldMs = timeoutHoldMs
+        self.refunds = refunds
+        self.callLogPath = callLogPath
+        self.recordCalls = recordCalls
+        self.threads = threads
+    }
+}
+
+/// One request the simulator answered or faulted.
+public struct SimCall: Sendable, Equatable {
+    /// Unix time in ms when the request was decided.
+    public var timeMs: Int64
+    /// The endpoint called.
+    public var environment: AppStoreEnvironment
+    /// The token's receipt id, nil when the data was not a token (or the body was broken).
+    public var receiptID: String?
+    /// The status number (`"0"`, `"21007"`…) or the fault name (`"timeout"`, `"http5xx"`…).
+    public var outcome: String
+}
+
+/// What the network layer must do for one request.
+enum SimAction {
+    /// HTTP 200 with this JSON body.
+    case json([UInt8])
+    case fault(SimFault, body: [UInt8])
+}
+
+/// Thread-safe state: counters, call log, refunds, fault plan.
+final class SimulatorCore: @unchecked Sendable {
+    private let lock = NSLock()
+    private var config: SimulatorConfig
+    private var counts: [String: Int] = [:]
+    private var callList: [SimCall] = []
+    private var total = 0
+    private var logFD: Int32 = -1
+
+    init(config: SimulatorConfig) throws {
+        self.config = config
+        if let path = config.callLogPath {
+            logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            if logFD < 0 {
+                throw SimulatorError(message: "cannot open call log \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    deinit { if logFD >= 0 { close(logFD) } }
+
+    var latencyMs: Int { lock.locked { config.latencyMs } }
+    var timeoutHoldMs: Int { lock.locked { config.timeoutHoldMs } }
+
+    func setRefunds(_ refunds: [String: SimRefund]) { lock.locked { config.refunds = refunds } }
+    func setFaults(_ plan: FaultPlan) { lock.locked { config.faults = plan } }
+    func setLatency(ms: Int) { lock.locked { config.latencyMs = ms } }
+
+    func callCount(receiptID: String) -> Int { lock.locked { counts[receiptID] ?? 0 } }
+    var calls: [SimCall] { lock.locked { callList } }
+    var totalCalls: Int { lock.locked { total } }
+    func resetCalls() {
+        lock.locked {
+            counts = [:]
+            callList = []
+            total = 0
+        }
+    }
+
+    /// Decides the answer for a POST body sent to `environment`'s endpoint, counts and logs it.
+    func handle(environment: AppStoreEnvironment, body: [UInt8]) -> SimAction {
+        let (cfg, refunds) = lock.locked { (config, config.refunds) }
+        var receipt: SimReceipt?
+        var receiptData: String?
+        var password: String?
+        var bodyOK = false
+        if let obj = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+           let data = obj["receipt-data"] as? String {
+            bodyOK = true
+            receiptData = data
+            password = obj["password"] as? String
+            receipt = SimReceipt.decode(token: data)
+        }
+        let rid = receipt?.rid
+        // Count the call and pick a fault for it.
+        let callIndex: Int = lock.locked {
+            total += 1
+            guard let rid else { return 0 }
+            let n = counts[rid] ?? 0
+            counts[rid] = n + 1
+            return n
+        }
+        if let rid, let fault = cfg.faults.fault(receiptID: rid, callIndex: callIndex) {
+            var body: [UInt8] = []
+            switch fault {
+            case .s21005: body = AppleAnswer.statusOnly(21005, environment: environment)
+            case .s21009: body = AppleAnswer.statusOnly(21009, environment: environment)
+            case .s211xx:
+                let d = FaultPlan.retryableDetails(receiptID: rid, callIndex: callIndex, seed: cfg.faults.seed)
+                body = AppleAnswer.statusOnly(d.status, environment: environment, retryable: true,
+                                              dashedRetryableKey: d.dashed)
+            case .truncated:
+                body = answer(receipt: receipt!, token: receiptData!, environment: environment, refunds: refunds,
+                              seed: cfg.faults.seed).body
+            case .nonjson: body = Array("<html><head><title>503</title></head><body>Service Unavailable</body></html>".utf8)
+            case .http5xx: body = Array("Service Unavailable".utf8)
+            case .http429: body = Array("Too Many Requests".utf8)
+            case .timeout, .reset: body = []
+            }
+            record(environment: environment, rid: rid, outcome: fault.rawValue)
+            return .fault(fault, body: body)
+        }
+        let status: Int
+        let text: [UInt8]
+        if !bodyOK {
+            status = 21000
+            text = AppleAnswer.statusOnly(21000, environment: environment)
+        } else if let secret = cfg.sharedSecret, password != secret {
+            status = 21004
+            text = AppleAnswer.statusOnly(21004, environment: environment)
+        } else if let receipt, let data = receiptData {
+            (status, text) = answer(receipt: receipt, token: data, environment: environment, refunds: refunds,
+                                    seed: cfg.faults.seed)
+        } else {
+            status = 21002
+            text = AppleAnswer.statusOnly(21002, environment: environment)
+        }
+        record(environment: environment, rid: rid, outcome: String(status))
+        return .json(text)
+    }
+
+    /// The answer for a well-formed request carrying a token.
+    private func answer(receipt: SimReceipt, token: String, environment: AppStoreEnvironment,
+                        refunds: [String: SimRefund], seed: UInt64) -> (status: Int, body: [UInt8]) {
+        let tokenEnv = receipt.environment ?? .production
+        if tokenEnv == .sandbox && environment == .production {
+            return (21007, AppleAnswer.statusOnly(21007, environment: environment))
+        }
+        if tokenEnv == .production && environment == .sandbox {
+            return (21008, AppleAnswer.statusOnly(21008, environment: environment))
+        }
+        let status = receipt.st ?? 0
+        switch status {
+        case 0, 21006:
+            return (status, AppleAnswer.render(receipt, status: status, environment: environment, token: token,
+                                               refunds: refunds))
+        case 21100...21199:
+            let dashed = SimHash.fnv(receipt.rid) & 1 == 1
+            return (status, AppleAnswer.statusOnly(status, environment: environment, retryable: false,
+                                                   dashedRetryableKey: dashed))
+        default:
+            return (status, AppleAnswer.statusOnly(status, environment: environment))
+        }
+    }
+
+    private func record(environment: AppStoreEnvironment, rid: String?, outcome: String) {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        let ms = Int64(tv.tv_sec) * 1000 + Int64(tv.tv_usec) / 1000
+        let call = SimCall(timeMs: ms, environment: environment, receiptID: rid, outcome: outcome)
+        lock.locked {
+            if config.recordCalls { callList.append(call) }
+            if logFD >= 0 {
+                // The password is never logged: only time, endpoint, receipt id and outcome.
+                let line = "\(ms)\t\(environment.rawValue)\t\(rid ?? "-")\t\(outcome)\n"
+                var bytes = Array(line.utf8)
+                var off = 0
+                while off < bytes.count {
+                    let n = bytes.withUnsafeMutableBytes { write(logFD, $0.baseAddress! + off, $0.count - off) }
+                    if n <= 0 { if errno == EINTR { continue } else { break } }
+                    off += n
+                }
+            }
+        }
+    }
+}
+
+public struct SimulatorError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension NSLock {
+    /// `withLock` without its newer-macOS availability.
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}

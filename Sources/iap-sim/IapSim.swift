@@ -1,0 +1,152 @@
+// iap-sim: the App Store test double (`serve`) and the source-data generator (`seed`).
+
+import AppStoreSimulator
+import ArgumentParser
+import Foundation
+
+@main
+struct IapSim: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "iap-sim",
+        abstract: "A simulated App Store verifyReceipt server and a generator of iap-reconcile source data.",
+        discussion: """
+        serve: answers POST /production/verifyReceipt and /sandbox/verifyReceipt like Apple's legacy \
+        verifyReceipt, reading the truth from the receipt tokens that `seed` issued.
+
+        seed: fills iap_products, iap_orders, iap_receipts and iap_grants with seeded scenarios and writes \
+        the report files the job must produce for them.
+
+        Typical run:
+          iap-sim seed --users 1000 --seed 7 --as-of 2026-11-21T03:00:00Z \\
+              --refunds /tmp/refunds.txt --expected /tmp/expected
+          iap-sim serve --refunds /tmp/refunds.txt --port-file /tmp/sim.port &
+          IAP_VERIFY_URL_PRODUCTION=http://127.0.0.1:$(cat /tmp/sim.port)/production/verifyReceipt \\
+          IAP_VERIFY_URL_SANDBOX=http://127.0.0.1:$(cat /tmp/sim.port)/sandbox/verifyReceipt \\
+          IAP_BUNDLE_IDS=com.example.game iap-reconcile run --as-of 2026-11-21T03:00:00Z
+        """,
+        subcommands: [Serve.self, Seed.self]
+    )
+}
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the simulated verifyReceipt on loopback.",
+        discussion: """
+        Prints `listening 127.0.0.1:PORT` as the first line of stdout. Runs until killed (SIGINT/SIGTERM); \
+        SIGHUP re-reads the --refunds file.
+
+        Answers: body not JSON or no receipt-data → 21000; wrong or missing password when --shared-secret is \
+        set → 21004; data that is not a simulator token → 21002; a sandbox token sent to /production → \
+        21007, a production token to /sandbox → 21008; else the token's forced status or 0 with the \
+        transactions rendered in iOS 6 or iOS 7 style.
+        """
+    )
+
+    @Option(help: "Address to listen on (loopback only).")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "TCP port; 0 picks a free one.")
+    var port: Int = 0
+
+    @Option(name: .customLong("port-file"), help: "Also write the chosen port (digits and a newline) to this file.")
+    var portFile: String?
+
+    @Option(name: .customLong("shared-secret"),
+            help: "Expected `password`; a request without it or with another one gets 21004. Default: $IAP_SHARED_SECRET if set, else not checked.")
+    var sharedSecret: String?
+
+    @Option(help: "Seed of the fault choice (a hash of seed, receipt id and the n-th call for that receipt).")
+    var seed: UInt64 = 0
+
+    @Option(name: .customLong("latency-ms"), help: "Milliseconds added to every answer.")
+    var latencyMs: Int = 0
+
+    @Option(name: .customLong("fault-rate"), help: "Share of calls (0…1) that get a fault instead of the answer.")
+    var faultRate: Double = 0
+
+    @Option(help: """
+        Comma list of fault kinds to draw from: timeout (hold --timeout-hold-ms, then close), \
+        http5xx (503), http429 (429 + Retry-After), reset (close with RST, no answer), truncated \
+        (full Content-Length, half the body, close), nonjson (200 with HTML), s21005, s21009, \
+        s211xx (status 211xx with is_retryable true); `all` for every kind.
+        """)
+    var faults: String = "all"
+
+    @Option(name: .customLong("timeout-hold-ms"), help: "How long a timeout fault holds the request before closing.")
+    var timeoutHoldMs: Int = 5000
+
+    @Option(help: "Refund list written by `seed --refunds`: lines `transaction_id,cancellation_date_ms,cancellation_reason`.")
+    var refunds: String?
+
+    @Option(name: .customLong("call-log"),
+            help: "Append `<unix ms>\\t<production|sandbox>\\t<receipt id or ->\\t<status or fault>` per request, flushed per line.")
+    var callLog: String?
+
+    @Option(help: "Event-loop threads (default: one per core).")
+    var threads: Int?
+
+    func validate() throws {
+        guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be within 0…1") }
+        guard SimFault.parseList(faults) != nil else {
+            throw ValidationError("--faults: unknown kind in '\(faults)'; known: \(SimFault.allCases.map(\.rawValue).joined(separator: ","))")
+        }
+        guard latencyMs >= 0, timeoutHoldMs >= 0 else { throw ValidationError("times must not be negative") }
+    }
+
+    func run() throws {
+        let refundList = try refunds.map { try readRefunds($0) } ?? [:]
+        let secret = sharedSecret ?? ProcessInfo.processInfo.environment["IAP_SHARED_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        let config = SimulatorConfig(
+            host: host, port: port, sharedSecret: secret, latencyMs: latencyMs,
+            faults: FaultPlan(seed: seed, rate: faultRate, kinds: SimFault.parseList(faults) ?? SimFault.allCases),
+            timeoutHoldMs: timeoutHoldMs, refunds: refundList, callLogPath: callLog, recordCalls: false,
+            threads: threads)
+        let sim: Simulator
+        do {
+            sim = try Simulator.start(config)
+        } catch {
+            FileHandle.standardError.write(Data("iap-sim: \(error)\n".utf8))
+            throw ExitCode(75)
+        }
+        if let portFile {
+            try "\(sim.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
+        }
+        print("listening \(sim.host):\(sim.port)")
+        fflush(stdout)
+        FileHandle.standardError.write(Data(
+            "iap-sim: serving \(sim.productionURL) and \(sim.sandboxURL) (refunds: \(refundList.count), fault rate: \(faultRate), latency: \(latencyMs) ms)\n".utf8))
+
+        signal(SIGPIPE, SIG_IGN)
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            src.setEventHandler { try? sim.shutdown() }
+            src.resume()
+            sources.append(src)
+        }
+        if let path = refunds {
+            signal(SIGHUP, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+            src.setEventHandler {
+                if let list = try? readRefunds(path) {
+                    sim.setRefunds(list)
+                    FileHandle.standardError.write(Data("iap-sim: reloaded \(list.count) refunds\n".utf8))
+                }
+            }
+            src.resume()
+            sources.append(src)
+        }
+        try sim.waitUntilClosed()
+        try? sim.shutdown()
+        _ = sources
+    }
+}
+
+func readRefunds(_ path: String) throws -> [String: SimRefund] {
+    do {
+        return RefundList.parse(try String(contentsOfFile: path, encoding: .utf8))
+    } catch {
+        throw ValidationError("cannot read refund list \(path): \(error.localizedDescription)")
+    }
+}

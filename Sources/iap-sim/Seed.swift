@@ -1,0 +1,88 @@
+import AppStoreSimulator
+import ArgumentParser
+import Foundation
+import Reconciliation
+
+struct Seed: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fill iap_products, iap_orders, iap_receipts and iap_grants with seeded scenarios.",
+        discussion: """
+        Drops and re-creates the four source relations of the contract (§1) in --schema as plain tables \
+        without primary keys (so that bad rows with duplicate keys fit), loads them with COPY FROM STDIN \
+        while generating (memory stays flat for millions of users), then adds indexes and ANALYZEs. \
+        Connection: $DATABASE_URL, else the libpq variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, \
+        PGPASSFILE).
+
+        About 70% of the users are clean (purchases delivered, granted, upload answered 0); the others play \
+        one scenario each: missed orders (exact, inferred, none), partial and revoked grants, duplicate \
+        grants (same transaction, restores, cross account), refunds, invalid receipts, wrong bundle, \
+        transactions not found, sandbox purchases, purchases outside the window, renewals, expired \
+        subscriptions (21006), malformed receipts (21002). Receipts carry simulator tokens that `iap-sim \
+        serve` answers. Run the job with IAP_BUNDLE_IDS=<--bundle>, the same --as-of, the default \
+        --window-days 30, and the simulator serving the --refunds file.
+        """
+    )
+
+    @Option(help: "User slots to generate (a cross-account pair takes two).")
+    var users: Int = 1000
+
+    @Option(help: "Seed of every random choice: same seed, users and as-of → same data.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("as-of"), help: "The job's --as-of (ISO 8601, e.g. 2026-11-21T03:00:00Z); all dates are relative to it. Default: now.")
+    var asOf: String?
+
+    @Option(help: "Bundle id of the app (products, receipts); the job must run with IAP_BUNDLE_IDS set to it.")
+    var bundle: String = "com.example.game"
+
+    @Option(help: "Schema of the four source relations (created when missing).")
+    var schema: String = "public"
+
+    @Option(help: "Write the refund list here (lines transaction_id,cancellation_date_ms,cancellation_reason) for `iap-sim serve --refunds`. Without it the refund scenarios expect no clawback.")
+    var refunds: String?
+
+    @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv and input_errors.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away).")
+    var expected: String?
+
+    @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
+    var truthTable = false
+
+    @Flag(name: .customLong("bad-rows"), inversion: .prefixedNo, help: "Add rows that break the contract (null user_id, unknown product_id, product_type outside the four, quantity 0, receipt_data not base64, a duplicated grant_id); they are the expected input_errors.csv.")
+    var badRows = true
+
+    @Option(help: "libpq connection string or URL (default: $DATABASE_URL, else the PG* variables).")
+    var conninfo: String?
+
+    func validate() throws {
+        guard users >= 0 else { throw ValidationError("--users must not be negative") }
+        if let asOf, UTC.parse(asOf) == nil { throw ValidationError("--as-of: not an ISO 8601 time: \(asOf)") }
+    }
+
+    func run() throws {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        let now = Int64(tv.tv_sec) * 1000 + Int64(tv.tv_usec) / 1000
+        var options = SeedOptions(asOf: asOf.flatMap(UTC.parse) ?? now)
+        options.users = users
+        options.seed = seed
+        options.bundle = bundle
+        options.schema = schema
+        options.refundsPath = refunds
+        options.expectedDir = expected
+        options.truthTable = truthTable
+        options.badRows = badRows
+        options.conninfo = conninfo
+        let started = Date()
+        do {
+            let summary = try Seeder.run(options) { FileHandle.standardError.write(Data("iap-sim: \($0)\n".utf8)) }
+            var lines = ["iap-sim: seeded \(summary.users) users in schema \(schema), as of \(UTC.timestamp(options.asOf)) (\(String(format: "%.1f", Date().timeIntervalSince(started))) s)"]
+            lines.append("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            lines.append("  expected: " + summary.expected.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + " refunds=\(summary.refunds)")
+            lines.append("  scenarios: " + summary.scenarios.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        } catch {
+            FileHandle.standardError.write(Data("iap-sim: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
