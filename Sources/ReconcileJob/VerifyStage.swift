@@ -104,9 +104,10 @@ public final class VerifyStage {
                coalesce(s.runs_21002, 0), 'production'
         FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
         -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
-        -- or settled at upload (status 0/21006 with an active grant) and never asked by the job
+        -- or settled at upload (status 0/21006 with an active grant) with no definitive answer of ours yet
+        -- (a sweep that failed is tried again once the sweep interval has passed)
         WHERE (CASE WHEN s.definitive THEN s.verdict = 'valid'
-                    ELSE s.receipt_id IS NULL AND coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
+                    ELSE coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
                         SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = n.transaction_id AND g.revoked_at IS NULL)
                END)
           AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - interval '\(settings.sweepIntervalHours) hours'
