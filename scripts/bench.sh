@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the decide and write stages at scale.
 # About 1M orders, 1M receipts, 1M grants and 1M learned transactions (BENCH_USERS, default
-# 1000000 generated users, most with one of each). The job's tables are filled from the
+# 600000 generated users; a user has one to three purchases). The job's tables are filled from the
 # generator's truth, as if every receipt had been verified, so nothing is sent.
 # Measures, in the same run:
 #   job       iap-reconcile run --no-verify: input checks, families, rules, history, five CSVs
@@ -11,36 +11,34 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 start_everything
-users=${BENCH_USERS:-1000000}
+users=${BENCH_USERS:-600000}
 as_of=2026-11-21T03:00:00Z
 
 echo "== generating $users users"
 measure "$work/seed.time" "$bin/iap-sim" seed --users "$users" --seed 1 --as-of "$as_of" --truth-table \
-  --refunds "$work/refunds.csv" >/dev/null
+  --refunds "$work/refunds.csv" --expected "$work/expected" >/dev/null
 "$bin/iap-reconcile" migrate
 echo "== filling the job's tables from the truth (as if verified)"
-psql -qX -v ON_ERROR_STOP=1 <<SQL
-CREATE TEMP TABLE refunds (transaction_id text, cancellation_date_ms bigint, cancellation_reason text);
-\copy refunds FROM '$work/refunds.csv' WITH (FORMAT csv)
+psql -qX -v ON_ERROR_STOP=1 <<'SQL'
+CREATE FUNCTION pg_temp.ms(timestamptz) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT (extract(epoch FROM $1) * 1000)::bigint';
+CREATE TEMP TABLE truth AS
+  SELECT *, coalesce(forced_status, 0) IN (0, 21006) AS ok, bundle_id = 'com.example.game' AS our_bundle FROM sim_truth;
 INSERT INTO recon.receipt_state (receipt_id, attempts, last_class, last_status, last_attempt_at, definitive, verdict, environment, bundle_id)
-SELECT DISTINCT ON (receipt_id) receipt_id, 1,
-       CASE WHEN coalesce(status, 0) IN (0, 21006) THEN 'ok' ELSE 'reject' END, coalesce(status, 0), now(), true,
-       CASE WHEN coalesce(status, 0) NOT IN (0, 21006) THEN 'invalid_receipt'
-            WHEN bundle_id <> 'com.example.game' THEN 'wrong_bundle' ELSE 'valid' END,
+SELECT DISTINCT ON (receipt_id) receipt_id, 1, CASE WHEN ok AND our_bundle THEN 'ok' ELSE 'reject' END,
+       coalesce(forced_status, 0), now(), true,
+       CASE WHEN NOT ok THEN 'invalid_receipt' WHEN NOT our_bundle THEN 'wrong_bundle' ELSE 'valid' END,
        environment, bundle_id
-FROM sim_truth ORDER BY receipt_id;
+FROM truth ORDER BY receipt_id;
 INSERT INTO recon.apple_transactions (transaction_id, environment, original_transaction_id, product_id, quantity,
        purchase_date_ms, original_purchase_date_ms, expires_date_ms, cancellation_date_ms, cancellation_reason,
        is_trial_period, web_order_line_item_id, bundle_id)
-SELECT DISTINCT ON (t.transaction_id, t.environment) t.transaction_id, t.environment, t.original_transaction_id,
-       t.product_id, t.quantity, t.purchase_date_ms, t.original_purchase_date_ms, t.expires_date_ms,
-       r.cancellation_date_ms, r.cancellation_reason, t.is_trial_period, t.web_order_line_item_id, t.bundle_id
-FROM sim_truth t LEFT JOIN refunds r ON r.transaction_id = t.transaction_id
-WHERE coalesce(t.status, 0) IN (0, 21006) AND t.bundle_id = 'com.example.game' AND t.transaction_id IS NOT NULL
-ORDER BY t.transaction_id, t.environment;
+SELECT DISTINCT ON (transaction_id, environment) transaction_id, environment, original_transaction_id, product_id,
+       quantity, pg_temp.ms(purchase_date), pg_temp.ms(original_purchase_date), pg_temp.ms(expires_date),
+       pg_temp.ms(cancellation_date), cancellation_reason, is_trial_period, web_order_line_item_id, bundle_id
+FROM truth WHERE ok AND our_bundle AND transaction_id IS NOT NULL
+ORDER BY transaction_id, environment, cancellation_date NULLS LAST;
 INSERT INTO recon.receipt_transactions (receipt_id, transaction_id, environment)
-SELECT DISTINCT receipt_id, transaction_id, environment FROM sim_truth
-WHERE coalesce(status, 0) IN (0, 21006) AND bundle_id = 'com.example.game' AND transaction_id IS NOT NULL;
+SELECT DISTINCT receipt_id, transaction_id, environment FROM truth WHERE ok AND our_bundle AND transaction_id IS NOT NULL;
 VACUUM ANALYZE;
 SQL
 psql -AtX -F' ' -c "SELECT (SELECT count(*) FROM iap_orders), (SELECT count(*) FROM iap_receipts),
@@ -54,6 +52,10 @@ measure "$work/job.time" "$bin/iap-reconcile" run --no-verify --no-progress --as
 read -r pg_wall _ _ _ < "$work/postgres.time"
 read -r job_wall job_user job_sys job_rss < "$work/job.time"
 rows=$((orders + receipts + grants + learned))
+verdict="all four equal the generator's truth"
+for f in compensate.csv duplicate_grants.csv clawback.csv input_errors.csv; do
+  cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth: $f"
+done
 python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$job_wall" "$job_user" "$job_sys" "$job_rss" \
   "$(ls "$work/reports"/*/ | tr '\n' ' ')" "$(wc -l "$work/reports"/*/*.csv | tail -1 | awk '{print $1}')" <<'PY' | tee "$work/result.txt"
 import sys
@@ -69,3 +71,4 @@ print(f"ratio job / postgres     {job / pg:.2f}  (target <= 3)")
 print(f"input rows per second    {rows / job:,.0f}")
 print(f"job peak RSS             {rss / 1024:.1f} MB  (target < 300 MB)")
 PY
+echo "reports                  $verdict" | tee -a "$work/result.txt"

@@ -13,6 +13,8 @@ start_everything() {
   trap cleanup EXIT
   "$here/scripts/pg.sh" start
   eval "$("$here/scripts/pg.sh" env)"
+  # a fresh database each time: nothing left from an earlier demo, test or benchmark
+  psql -qX -d postgres -c "DROP DATABASE IF EXISTS iap WITH (FORCE)" -c "CREATE DATABASE iap"
   rm -rf "$work" && mkdir -p "$work"
 }
 

@@ -32,34 +32,47 @@ public final class DecideStage {
 
     // MARK: Input errors (contract: a bad row is recorded with its reason; the run goes on)
 
+    /// One scan per relation: each row yields its problems (a row may have several), plus one
+    /// line per duplicated key.
     var inputErrorSQL: String {
         func dup(_ relation: String, _ key: String) -> String {
             "SELECT '\(relation)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)' FROM \(src).\(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
         }
-        func nullKey(_ relation: String, _ key: String) -> String {
-            "SELECT '\(relation)', '', '\(key)', '\(key) is null' FROM \(src).\(relation) WHERE \(key) IS NULL"
+        /// `checks`: (column, problem-or-NULL expression) per row of `relation` aliased x.
+        func rows(_ relation: String, _ key: String, _ checks: [(String, String)]) -> String {
+            let values = checks.map { "('\($0.0)', \($0.1))" }.joined(separator: ", ")
+            return """
+                SELECT '\(relation)', coalesce(x.\(key), ''), v.col, v.problem
+                FROM \(src).\(relation) x CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
+                WHERE v.problem IS NOT NULL
+                """
         }
-        func nullUser(_ relation: String, _ key: String) -> String {
-            "SELECT '\(relation)', \(key), 'user_id', 'user_id is null' FROM \(src).\(relation) WHERE \(key) IS NOT NULL AND user_id IS NULL"
-        }
-        func unknownProduct(_ relation: String, _ key: String) -> String {
-            "SELECT '\(relation)', \(key), 'product_id', coalesce('unknown product_id ' || x.product_id, 'product_id is null') FROM \(src).\(relation) x WHERE \(key) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(src).iap_products p WHERE p.product_id = x.product_id)"
-        }
-        func quantity(_ relation: String, _ key: String) -> String {
-            "SELECT '\(relation)', \(key), 'quantity', coalesce('quantity ' || quantity || ' is below 1', 'quantity is null') FROM \(src).\(relation) WHERE \(key) IS NOT NULL AND (quantity IS NULL OR quantity < 1)"
-        }
+        let knownProduct = "EXISTS (SELECT 1 FROM \(src).iap_products p WHERE p.product_id = x.product_id)"
+        func keyIsNull(_ key: String) -> (String, String) { (key, "CASE WHEN x.\(key) IS NULL THEN '\(key) is null' END") }
+        let userIsNull = ("user_id", "CASE WHEN x.user_id IS NULL THEN 'user_id is null' END")
+        let unknownProduct = ("product_id", """
+            CASE WHEN x.product_id IS NULL THEN 'product_id is null'
+                 WHEN NOT \(knownProduct) THEN 'unknown product_id ' || x.product_id END
+            """)
+        let badQuantity = ("quantity", """
+            CASE WHEN x.quantity IS NULL THEN 'quantity is null'
+                 WHEN x.quantity < 1 THEN 'quantity ' || x.quantity || ' is below 1' END
+            """)
         let parts = [
-            nullKey("iap_products", "product_id"),
-            "SELECT 'iap_products', product_id, 'product_type', 'product_type ' || coalesce(product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' FROM \(src).iap_products WHERE product_id IS NOT NULL AND (product_type IS NULL OR product_type NOT IN \(Self.productTypes))",
+            rows("iap_products", "product_id", [keyIsNull("product_id"), ("product_type", """
+                CASE WHEN x.product_id IS NOT NULL AND (x.product_type IS NULL OR x.product_type NOT IN \(Self.productTypes))
+                     THEN 'product_type ' || coalesce(x.product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' END
+                """)]),
             dup("iap_products", "product_id"),
-            nullKey("iap_orders", "order_id"), nullUser("iap_orders", "order_id"), unknownProduct("iap_orders", "order_id"),
-            quantity("iap_orders", "order_id"), dup("iap_orders", "order_id"),
-            nullKey("iap_receipts", "receipt_id"), nullUser("iap_receipts", "receipt_id"),
-            "SELECT 'iap_receipts', receipt_id, 'receipt_data', CASE WHEN receipt_data IS NULL THEN 'receipt_data is null' ELSE 'receipt_data is not base64' END FROM \(src).iap_receipts r WHERE receipt_id IS NOT NULL AND NOT \(VerifyStage.decodableBase64("r.receipt_data"))",
+            rows("iap_orders", "order_id", [keyIsNull("order_id"), userIsNull, unknownProduct, badQuantity]),
+            dup("iap_orders", "order_id"),
+            rows("iap_receipts", "receipt_id", [keyIsNull("receipt_id"), userIsNull, ("receipt_data", """
+                CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
+                     WHEN NOT \(VerifyStage.decodableBase64("x.receipt_data", schema: settings.jobSchema)) THEN 'receipt_data is not base64' END
+                """)]),
             dup("iap_receipts", "receipt_id"),
-            nullKey("iap_grants", "grant_id"), nullUser("iap_grants", "grant_id"), unknownProduct("iap_grants", "grant_id"),
-            quantity("iap_grants", "grant_id"),
-            "SELECT 'iap_grants', grant_id, 'transaction_id', 'transaction_id is null' FROM \(src).iap_grants WHERE grant_id IS NOT NULL AND transaction_id IS NULL",
+            rows("iap_grants", "grant_id", [keyIsNull("grant_id"), userIsNull, unknownProduct, badQuantity,
+                                            ("transaction_id", "CASE WHEN x.transaction_id IS NULL THEN 'transaction_id is null' END")]),
             dup("iap_grants", "grant_id"),
         ]
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("
@@ -70,6 +83,9 @@ public final class DecideStage {
 
     var prepareSQL: String {
         func ms(_ c: String) -> String { "(extract(epoch FROM \(c)) * 1000)::bigint" }
+        func first(_ relation: String, _ key: String, _ order: String) -> String {
+            VerifyStage.firstRowPerKey("\(src).\(relation)", key: key, order: order)
+        }
         return """
         DROP TABLE IF EXISTS pg_temp.p, pg_temp.o, pg_temp.r, pg_temp.g;
         CREATE TEMP TABLE p AS
@@ -78,21 +94,17 @@ public final class DecideStage {
             ORDER BY product_id, product_type, bundle_id;
         DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(Self.productTypes);
         CREATE TEMP TABLE o AS SELECT * FROM (
-            SELECT DISTINCT ON (order_id) order_id, user_id, product_id, quantity, status, transaction_id,
-                   \(ms("created_at")) AS created_ms
-            FROM \(src).iap_orders WHERE order_id IS NOT NULL
-            ORDER BY order_id, user_id, product_id, quantity, status, transaction_id, created_at) d
+            SELECT order_id, user_id, product_id, quantity, status, transaction_id, \(ms("created_at")) AS created_ms
+            FROM \(first("iap_orders", "order_id", "user_id, product_id, quantity, status, transaction_id, created_at")) d0) d
             WHERE user_id IS NOT NULL AND quantity >= 1 AND product_id IN (SELECT product_id FROM p);
         CREATE TEMP TABLE r AS SELECT * FROM (
-            SELECT DISTINCT ON (receipt_id) receipt_id, user_id, order_id, transaction_id, \(ms("submitted_at")) AS submitted_ms
-            FROM \(src).iap_receipts WHERE receipt_id IS NOT NULL
-            ORDER BY receipt_id, submitted_at, user_id, receipt_data) d
+            SELECT receipt_id, user_id, order_id, transaction_id, \(ms("submitted_at")) AS submitted_ms
+            FROM \(first("iap_receipts", "receipt_id", "submitted_at, user_id, receipt_data")) d0) d
             WHERE user_id IS NOT NULL;
         CREATE TEMP TABLE g AS SELECT * FROM (
-            SELECT DISTINCT ON (grant_id) grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id,
+            SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id,
                    quantity, \(ms("granted_at")) AS granted_ms, \(ms("revoked_at")) AS revoked_ms
-            FROM \(src).iap_grants WHERE grant_id IS NOT NULL
-            ORDER BY grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at) d
+            FROM \(first("iap_grants", "grant_id", "user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at")) d0) d
             WHERE user_id IS NOT NULL AND quantity >= 1 AND transaction_id IS NOT NULL
               AND product_id IN (SELECT product_id FROM p);
         CREATE INDEX ON o (transaction_id);

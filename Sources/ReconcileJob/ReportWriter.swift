@@ -71,22 +71,13 @@ struct ReportWriter {
                 ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
                 """
         case .unresolved:
-            let src = "\"\(settings.sourceSchema)\""
-            return """
-                SELECT r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
-                       s.last_status::text, s.last_error,
-                       to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                FROM (SELECT DISTINCT ON (receipt_id) * FROM \(src).iap_receipts WHERE receipt_id IS NOT NULL
-                      ORDER BY receipt_id, submitted_at, user_id, receipt_data) r
-                LEFT JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id
-                WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
-                  AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
-                  AND NOT coalesce(s.definitive, false)
-                  AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
-                      SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
-                  AND \(VerifyStage.decodableBase64("r.receipt_data"))
-                ORDER BY r.receipt_id COLLATE "C"
-                """
+            return VerifyStage.unresolvedReceiptsSQL(
+                select: """
+                    r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
+                           s.last_status::text, s.last_error,
+                           to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                    """,
+                settings: settings, eligibleNow: false) + "\nORDER BY r.receipt_id COLLATE \"C\""
         case .inputErrors:
             return """
                 SELECT relation, key, column_name, problem FROM \(S).input_errors

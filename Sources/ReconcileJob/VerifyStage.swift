@@ -56,27 +56,35 @@ public final class VerifyStage {
 
     // MARK: Selection (contract §2)
 
-    /// Receipts submitted in the window, not resolved, eligible now, with decodable data.
-    /// One row per receipt_id (a duplicated key keeps its first row by submitted_at).
-    var candidateSQL: String {
+    /// Contract §2's unresolved receipts: submitted in the window, no definitive answer of ours,
+    /// not settled at upload (status 0/21006 with an active grant), decodable data. One row per
+    /// receipt_id (a duplicated key keeps its first row by submitted_at). The report of
+    /// unresolved receipts uses the same definition, without the wait between runs.
+    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool) -> String {
         let src = "\"\(settings.sourceSchema)\""
         let job = settings.jobSchema.quoted
         return """
-        SELECT r.receipt_id, r.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-               coalesce(s.runs_21002, 0), coalesce(s.environment, 'production')
-        FROM (SELECT DISTINCT ON (receipt_id) * FROM \(src).iap_receipts
-              WHERE receipt_id IS NOT NULL
-              ORDER BY receipt_id, submitted_at, user_id, receipt_data) r
+        SELECT \(select)
+        FROM \(firstRowPerKey("\(src).iap_receipts", key: "receipt_id", order: "submitted_at, user_id, receipt_data")) r
         LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
         WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
           AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
           AND NOT coalesce(s.definitive, false)
           AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
                 SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
-          AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())
-          AND \(Self.decodableBase64("r.receipt_data"))
-        ORDER BY r.submitted_at, r.receipt_id
+          AND \(decodableBase64("r.receipt_data", schema: settings.jobSchema))
+          \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "")
         """
+    }
+
+    /// The receipts this run sends: the unresolved ones whose wait between runs has passed.
+    var candidateSQL: String {
+        Self.unresolvedReceiptsSQL(
+            select: """
+                r.receipt_id, r.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
+                       coalesce(s.runs_21002, 0), 'production'
+                """,
+            settings: settings, eligibleNow: true) + "\nORDER BY r.submitted_at, r.receipt_id"
     }
 
     /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
@@ -97,7 +105,7 @@ public final class VerifyStage {
             SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
             FROM \(src).iap_receipts r JOIN holders h ON h.user_id = r.user_id
             WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
-              AND \(Self.decodableBase64("r.receipt_data"))
+              AND \(Self.decodableBase64("r.receipt_data", schema: settings.jobSchema))
             ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
         )
         SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
@@ -117,10 +125,22 @@ public final class VerifyStage {
     }
 
     /// SQL predicate: the text is non-empty standard base64 (whitespace allowed, as clients send it).
-    static func decodableBase64(_ column: String) -> String {
-        "(\(column) IS NOT NULL AND length(regexp_replace(\(column), '\\s', '', 'g')) > 0 "
-            + "AND length(regexp_replace(\(column), '\\s', '', 'g')) % 4 = 0 "
-            + "AND regexp_replace(\(column), '\\s', '', 'g') ~ '^[A-Za-z0-9+/]*={0,2}$')"
+    static func decodableBase64(_ column: String, schema: JobSchema) -> String {
+        "coalesce(\(schema.quoted).is_base64(\(column)), false)"
+    }
+
+    /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are
+    /// (a hash of the key column only); the few keys that occur twice or more keep their first
+    /// row by `order` (contract: a duplicated key is an input error, and one row is used).
+    static func firstRowPerKey(_ relation: String, key: String, order: String) -> String {
+        """
+        (SELECT * FROM \(relation) WHERE \(key) IN (
+             SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) = 1)
+         UNION ALL
+         (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (
+              SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1)
+          ORDER BY \(key), \(order)))
+        """
     }
 
     // MARK: The stage

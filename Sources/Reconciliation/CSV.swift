@@ -138,13 +138,14 @@ public enum UTC {
         }
     }
 
-    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    /// Division rounding towards minus infinity (times before 1970 stay right).
+    public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }
 
-    /// Howard Hinnant's civil_from_days.
-    private static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+    /// Howard Hinnant's civil_from_days: (year, month, day) of a day number since 1970-01-01.
+    public static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
         let z = z0 + 719_468
         let era = floorDiv(z, 146_097)
         let doe = z - era * 146_097

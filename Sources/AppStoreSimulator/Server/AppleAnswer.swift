@@ -136,23 +136,8 @@ enum AppleDate {
         return UTC.millis(year: year, month: month, day: firstSunday + 7 * (n - 1))
     }
 
-    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
-        let q = a / b
-        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-
-    /// Howard Hinnant's civil_from_days.
-    private static func civil(_ z0: Int64) -> (Int64, Int64, Int64) {
-        let z = z0 + 719_468
-        let era = floorDiv(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
-    }
+    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { UTC.floorDiv(a, b) }
+    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) { UTC.civil(fromDays: days) }
 }
 
 /// Builds verifyReceipt answer bodies.
