@@ -5,6 +5,8 @@ work="$here/.run/$(basename "$0" .sh)"
 sim_pid=""
 
 cleanup() {
+  # KEEP_CLUSTER=1 leaves the cluster running for inspection (scripts/pg.sh stop ends it)
+  if [ "${KEEP_CLUSTER:-}" = 1 ]; then [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null; return; fi
   [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null
   "$here/scripts/pg.sh" stop
 }

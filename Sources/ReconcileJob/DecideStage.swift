@@ -39,15 +39,19 @@ public final class DecideStage {
             "SELECT '\(relation)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)' FROM \(src).\(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
         }
         /// `checks`: (column, problem-or-NULL expression) per row of `relation` aliased x.
-        func rows(_ relation: String, _ key: String, _ checks: [(String, String)]) -> String {
+        /// `known` joins the product ids (kp) for the relations that name a product.
+        func rows(_ relation: String, _ key: String, _ checks: [(String, String)], known: Bool = false) -> String {
             let values = checks.map { "('\($0.0)', \($0.1))" }.joined(separator: ", ")
+            let join = known
+                ? "LEFT JOIN (SELECT DISTINCT product_id FROM \(src).iap_products) kp ON kp.product_id = x.product_id"
+                : ""
             return """
                 SELECT '\(relation)', coalesce(x.\(key), ''), v.col, v.problem
-                FROM \(src).\(relation) x CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
+                FROM \(src).\(relation) x \(join) CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
                 WHERE v.problem IS NOT NULL
                 """
         }
-        let knownProduct = "EXISTS (SELECT 1 FROM \(src).iap_products p WHERE p.product_id = x.product_id)"
+        let knownProduct = "kp.product_id IS NOT NULL"
         func keyIsNull(_ key: String) -> (String, String) { (key, "CASE WHEN x.\(key) IS NULL THEN '\(key) is null' END") }
         let userIsNull = ("user_id", "CASE WHEN x.user_id IS NULL THEN 'user_id is null' END")
         let unknownProduct = ("product_id", """
@@ -64,7 +68,7 @@ public final class DecideStage {
                      THEN 'product_type ' || coalesce(x.product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' END
                 """)]),
             dup("iap_products", "product_id"),
-            rows("iap_orders", "order_id", [keyIsNull("order_id"), userIsNull, unknownProduct, badQuantity]),
+            rows("iap_orders", "order_id", [keyIsNull("order_id"), userIsNull, unknownProduct, badQuantity], known: true),
             dup("iap_orders", "order_id"),
             rows("iap_receipts", "receipt_id", [keyIsNull("receipt_id"), userIsNull, ("receipt_data", """
                 CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
@@ -72,7 +76,8 @@ public final class DecideStage {
                 """)]),
             dup("iap_receipts", "receipt_id"),
             rows("iap_grants", "grant_id", [keyIsNull("grant_id"), userIsNull, unknownProduct, badQuantity,
-                                            ("transaction_id", "CASE WHEN x.transaction_id IS NULL THEN 'transaction_id is null' END")]),
+                                            ("transaction_id", "CASE WHEN x.transaction_id IS NULL THEN 'transaction_id is null' END")],
+                 known: true),
             dup("iap_grants", "grant_id"),
         ]
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("

@@ -133,12 +133,11 @@ public final class VerifyStage {
     /// (a hash of the key column only); the few keys that occur twice or more keep their first
     /// row by `order` (contract: a duplicated key is an input error, and one row is used).
     static func firstRowPerKey(_ relation: String, key: String, order: String) -> String {
-        """
-        (SELECT * FROM \(relation) WHERE \(key) IN (
-             SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) = 1)
+        let duplicated = "SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
+        return """
+        (SELECT * FROM \(relation) WHERE \(key) IS NOT NULL AND \(key) NOT IN (\(duplicated))
          UNION ALL
-         (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (
-              SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1)
+         (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (\(duplicated))
           ORDER BY \(key), \(order)))
         """
     }
