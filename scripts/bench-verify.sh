@@ -20,6 +20,7 @@ DELETE FROM iap_receipts WHERE receipt_id NOT IN (
   SELECT receipt_id FROM sim_truth WHERE environment = 'production' AND forced_status IS NULL);
 DELETE FROM iap_receipts WHERE submitted_at < timestamptz '$as_of' - interval '30 days' OR submitted_at > timestamptz '$as_of';
 DELETE FROM iap_receipts WHERE receipt_id NOT IN (SELECT receipt_id FROM iap_receipts ORDER BY receipt_id LIMIT $n);
+VACUUM ANALYZE;
 SQL
 total=$(psql -AtX -c "SELECT count(*) FROM iap_receipts")
 start_sim --latency-ms 50 --seed 9

@@ -5,7 +5,8 @@ import Foundation
 public final class Progress: @unchecked Sendable {
     let stage: String
     let enabled: Bool
-    var total = 0
+    private let lock = NSLock()
+    private var totalKnown = 0
     private var done = 0
     private var retries = 0
     private let started = Date()
@@ -14,6 +15,19 @@ public final class Progress: @unchecked Sendable {
     public init(stage: String, enabled: Bool) {
         self.stage = stage
         self.enabled = enabled
+    }
+
+    /// The number of items, once known (set from another thread).
+    func setTotal(_ n: Int) {
+        lock.lock()
+        totalKnown = n
+        lock.unlock()
+    }
+
+    private var total: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return totalKnown
     }
 
     func tick(_ n: Int = 1) {

@@ -147,30 +147,31 @@ public final class VerifyStage {
     public func run(db: PGConnection) throws -> VerifyCounts {
         let started = Date()
         var counts = VerifyCounts()
-        let total = Int(try db.query("SELECT count(*) FROM (\(candidateSQL)) c").value(0, 0) ?? "0") ?? 0
+        // The sweep list is small (at most --sweep-limit); the unresolved receipts stream, and the
+        // reader tells their number when it has read them all (no second pass to count them).
         let sweep = settings.sweepLimit > 0 ? try loadJobs(db, sql: sweepSQL, sweep: true) : []
-        counts.candidates = total
         counts.sweep = sweep.count
-        progress.total = total + sweep.count
-        logger.info("verification starting", metadata: ["unresolved": "\(total)", "sweep": "\(sweep.count)"])
-        if total + sweep.count == 0 {
-            counts.seconds = Date().timeIntervalSince(started)
-            return counts
-        }
+        let candidatesRead = Counter()
+        logger.info("verification starting", metadata: ["sweep": "\(sweep.count)"])
 
         // Reader: streams candidates through a bounded queue.
         let input = BlockingQueue<VerifyJob>(capacity: max(256, settings.concurrency * 8))
         let readerError = ErrorBox()
+        let progress = self.progress
         let reader = Thread { [candidateSQL] in
             do {
                 let rdb = try PGConnection()
                 defer { rdb.close() }
                 try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
-                    if let job = VerifyStage.job(fromCopyLine: line, sweep: false) { guard input.push(job) else { return } }
+                    if let job = VerifyStage.job(fromCopyLine: line, sweep: false) {
+                        candidatesRead.add(1)
+                        guard input.push(job) else { return }
+                    }
                 }
             } catch {
                 readerError.set(error)
             }
+            progress.setTotal(candidatesRead.value + sweep.count)
             for job in sweep { guard input.push(job) else { break } }
             input.close()
         }
@@ -182,16 +183,23 @@ public final class VerifyStage {
         let writer = AnswerWriter(queue: answers, schema: settings.jobSchema, logger: logger)
         writer.start()
 
+        func milestone(_ what: String) {
+            logger.debug("\(what)", metadata: ["ms": "\(Int(Date().timeIntervalSince(started) * 1000))"])
+        }
+        milestone("requests starting")
         var loopError: Error?
         do {
-            try drive(input: input, answers: answers, counts: &counts)
+            try drive(input: input, answers: answers, counts: &counts, milestone: milestone)
         } catch {
             loopError = error
         }
+        milestone("requests done")
         input.close()
         answers.close()
         writer.waitUntilDone()
+        milestone("answers committed")
         progress.finish()
+        counts.candidates = candidatesRead.value
         counts.seconds = Date().timeIntervalSince(started)
         if let error = readerError.get() { throw JobError.from(error, doing: "reading receipts to verify") }
         if let error = writer.error { throw JobError.from(error, doing: "recording App Store answers") }
@@ -217,7 +225,8 @@ public final class VerifyStage {
     }
 
     /// The request loop on the calling thread: owns the multi handle and every job in flight.
-    private func drive(input: BlockingQueue<VerifyJob>, answers: BlockingQueue<String>, counts: inout VerifyCounts) throws {
+    private func drive(input: BlockingQueue<VerifyJob>, answers: BlockingQueue<String>, counts: inout VerifyCounts,
+                       milestone: (String) -> Void) throws {
         let http = HTTPMulti()
         defer { http.close() }
         var inFlight: [Int: VerifyJob] = [:]
@@ -227,9 +236,11 @@ public final class VerifyStage {
         var inputDone = false
         var rng = SystemRandomNumberGenerator()
         var sawResponse = false
+        var sawAnyCompletion = false
         var lastTransportError = ""
 
         func send(_ job: VerifyJob) throws {
+            if nextTag == 0 { milestone("first request") }
             var job = job
             job.sends += 1
             nextTag += 1
@@ -265,6 +276,7 @@ public final class VerifyStage {
             }
             let wait = waiting.isEmpty ? 100 : max(0, min(100, Int((waiting.nextDue - now) * 1000)))
             for completion in http.poll(timeoutMs: wait) {
+                if !sawResponse && !sawAnyCompletion { milestone("first completion"); sawAnyCompletion = true }
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
                 let answer: Answer
@@ -568,6 +580,13 @@ final class AnswerWriter: @unchecked Sendable {
     }
 
     func waitUntilDone() { done.wait() }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func add(_ k: Int) { lock.lock(); n += k; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
 }
 
 final class ErrorBox: @unchecked Sendable {
