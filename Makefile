@@ -11,6 +11,11 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 SWIFT ?= swift
 APT_PACKAGES := libcurl4-openssl-dev libpq-dev postgresql pkg-config
+# Where Swift packages come from a local mirror owned by another user (root), git refuses to
+# read it for an ordinary user ("dubious ownership"). Allow it for the build's git calls only.
+export GIT_CONFIG_COUNT := 1
+export GIT_CONFIG_KEY_0 := safe.directory
+export GIT_CONFIG_VALUE_0 := *
 
 .PHONY: demo test bench bench-verify build release deps pg-start pg-stop clean
 

@@ -218,4 +218,19 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
 }
 
 HTTPGlobal.initialize()
-IAPReconcile.main()
+do {
+    var command = try IAPReconcile.parseAsRoot()
+    try command.run()
+} catch {
+    // Contract §5: each exit code comes with one clear line. ArgumentParser's usage errors say
+    // three; keep its first line (what is wrong) and point at --help. Help and our own exit
+    // codes (already printed) go through ArgumentParser as usual.
+    let code = IAPReconcile.exitCode(for: error)
+    if code.rawValue == 64 {
+        let message = IAPReconcile.message(for: error).split(separator: "\n").first.map(String.init) ?? "bad usage"
+        let text = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+        FileHandle.standardError.write(Data("iap-reconcile: \(text) (see iap-reconcile --help)\n".utf8))
+        exit(64)
+    }
+    IAPReconcile.exit(withError: error)
+}

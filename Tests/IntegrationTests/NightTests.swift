@@ -173,6 +173,10 @@ struct NightTests {
     func badUsage() throws {
         let r = try runTool("iap-reconcile", ["run", "--as-of", "yesterday"], environment: ProcessInfo.processInfo.environment)
         #expect(r.status == 64)
-        #expect(r.stderr.contains("--as-of"))
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("iap-reconcile: ") && lines[0].contains("--as-of"), "\(r.stderr)")
+        let unknown = try runTool("iap-reconcile", ["run", "--no-such-option"], environment: ProcessInfo.processInfo.environment)
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.split(separator: "\n").count == 1, "\(unknown.stderr)")
     }
 }
