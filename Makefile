@@ -12,10 +12,12 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libcurl4-openssl-dev libpq-dev postgresql pkg-config
 # Where Swift packages come from a local mirror owned by another user (root), git refuses to
-# read it for an ordinary user ("dubious ownership"). Allow it for the build's git calls only.
-export GIT_CONFIG_COUNT := 1
-export GIT_CONFIG_KEY_0 := safe.directory
-export GIT_CONFIG_VALUE_0 := *
+# read it for an ordinary user ("dubious ownership"), and ignores command-line config for local
+# clones. So the build's git calls get a global config of their own (scripts/gitconfig) that
+# includes the user's ~/.gitconfig and trusts the mirror. Nothing outside this Makefile changes.
+ifneq ($(shell id -u),0)
+export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
+endif
 
 .PHONY: demo test bench bench-verify build release deps pg-start pg-stop clean
 
