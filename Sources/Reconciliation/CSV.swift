@@ -162,3 +162,28 @@ public enum UTC {
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 }
+
+/// JSON string literals for the job's own small JSON (summary.json, answer records) and the
+/// simulator's answers: RFC 8259 escaping, no Foundation.
+public enum JSONText {
+    public static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let hex = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

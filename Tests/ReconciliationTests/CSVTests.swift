@@ -110,3 +110,18 @@ struct UTCTests {
         #expect(UTC.parse(UTC.timestamp(ms)) == ms)
     }
 }
+
+@Suite("JSON string literals")
+struct JSONTextTests {
+    @Test(arguments: [
+        ("plain", "\"plain\""),
+        ("say \"hi\"", "\"say \\\"hi\\\"\""),
+        ("a\\b", "\"a\\\\b\""),
+        ("line\nnext\r\t", "\"line\\nnext\\r\\t\""),
+        ("\u{01}bell\u{1f}", "\"\\u0001bell\\u001f\""),
+        ("漏单 ✓", "\"漏单 ✓\""),
+    ])
+    func quote(raw: String, literal: String) {
+        #expect(JSONText.quote(raw) == literal)
+    }
+}
