@@ -16,9 +16,6 @@ public final class DecideStage {
     var src: String { "\"\(settings.sourceSchema)\"" }
 
     public struct Result {
-        public var counts: [String: Int] = [:]
-        public var reasons: [String: [String: Int]] = [:]
-        public var folder: String?
         public var families = 0
     }
 

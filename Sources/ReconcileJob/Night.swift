@@ -68,7 +68,7 @@ public final class Night {
         if case .full = stages {
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
             summary.stageSeconds["decide"] = clock.lap()
-            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary, stagesSoFar: clock)
+            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary)
             summary.stageSeconds["write"] = clock.lap()
         }
     }

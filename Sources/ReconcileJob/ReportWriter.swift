@@ -15,7 +15,7 @@ struct ReportWriter {
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
 
-    func write(db: PGConnection, summary: inout RunSummary, stagesSoFar: StageClock) throws {
+    func write(db: PGConnection, summary: inout RunSummary) throws {
         let day = UTC.date(settings.asOf)
         let out = URL(fileURLWithPath: settings.out)
         let final = out.appendingPathComponent(day)
@@ -37,7 +37,7 @@ struct ReportWriter {
         var counts: [String: Int] = [:]
         var reasons: [String: [String: Int]] = [:]
         for file in ReportFile.allCases {
-            let (n, perReason) = try writeCSV(file, db: db, to: temp.appendingPathComponent(file.rawValue), day: day)
+            let (n, perReason) = try writeCSV(file, db: db, to: temp.appendingPathComponent(file.rawValue))
             let name = String(file.rawValue.dropLast(4))
             counts[name] = n
             if Self.reasonColumn[file] != nil { reasons[name] = perReason }
@@ -59,7 +59,7 @@ struct ReportWriter {
         }
     }
 
-    private func query(for file: ReportFile, day: String) -> String {
+    private func query(for file: ReportFile) -> String {
         let width = file.columns.count
         switch file {
         case .compensate, .duplicateGrants, .clawback:
@@ -86,7 +86,7 @@ struct ReportWriter {
         }
     }
 
-    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL, day: String) throws -> (Int, [String: Int]) {
+    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL) throws -> (Int, [String: Int]) {
         guard let handle = fopen(url.path, "w") else {
             throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(String(cString: strerror(errno)))")
         }
@@ -101,7 +101,7 @@ struct ReportWriter {
         var n = 0
         var perReason: [String: Int] = [:]
         let reasonIndex = Self.reasonColumn[file].flatMap { file.columns.firstIndex(of: $0) }
-        try db.copyOut("COPY (\(query(for: file, day: day))) TO STDOUT") { line in
+        try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
             try put(CSV.record(cells))
             n += 1

@@ -449,7 +449,6 @@ struct JSONObject {
         case string(String)
         case int(Int64)
         case bool(Bool)
-        case double(Double)
         case raw(String)
     }
     private var pairs: [(String, Value)] = []
@@ -471,7 +470,6 @@ struct JSONObject {
             case .string(let s): out += JSONObject.quote(s)
             case .int(let n): out += String(n)
             case .bool(let b): out += b ? "true" : "false"
-            case .double(let d): out += d.isFinite ? String(format: "%.3f", d) : "null"
             case .raw(let r): out += r
             }
         }
