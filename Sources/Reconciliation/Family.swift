@@ -69,11 +69,15 @@ public struct GrantFacts: Sendable, Equatable {
     public var grant: Grant
     public var productType: ProductType?
     public var links: ReceiptLinks
+    /// The quantity of the order linked to the grant's transaction (`iap_orders.transaction_id`),
+    /// when there is one: what was paid for when Apple never showed the transaction (§4).
+    public var linkedOrderQuantity: Int?
 
-    public init(grant: Grant, productType: ProductType?, links: ReceiptLinks) {
+    public init(grant: Grant, productType: ProductType?, links: ReceiptLinks, linkedOrderQuantity: Int? = nil) {
         self.grant = grant
         self.productType = productType
         self.links = links
+        self.linkedOrderQuantity = linkedOrderQuantity
     }
 }
 

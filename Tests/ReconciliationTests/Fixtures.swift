@@ -41,8 +41,9 @@ func grant(
           originalTransactionID: original, quantity: quantity, grantedAt: grantedAt, revokedAt: revoked)
 }
 
-func facts(_ grant: Grant, _ type: ProductType? = .consumable, links: ReceiptLinks = ReceiptLinks()) -> GrantFacts {
-    GrantFacts(grant: grant, productType: type, links: links)
+func facts(_ grant: Grant, _ type: ProductType? = .consumable, links: ReceiptLinks = ReceiptLinks(),
+           linkedOrder: Int? = nil) -> GrantFacts {
+    GrantFacts(grant: grant, productType: type, links: links, linkedOrderQuantity: linkedOrder)
 }
 
 func order(

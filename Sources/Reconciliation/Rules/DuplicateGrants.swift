@@ -31,17 +31,20 @@ enum DuplicateGrants {
     }
 
     /// same_transaction: the grants of one transaction_id are kept in order while their quantities
-    /// add up to at most the transaction's quantity (Apple's; the first grant's when Apple never
-    /// showed it). Every later one is a duplicate of the first grant. The first grant is always kept.
+    /// add up to at most the transaction's quantity (Apple's; when Apple never showed it, the
+    /// quantity of the order linked to it by transaction_id, else the first grant's). Every later
+    /// one is a duplicate of the first grant. The first grant is always kept.
     static func sameTransaction(_ grants: [GrantFacts], in facts: FamilyFacts, verdicts: inout [String: Verdict]) {
-        var byTransaction: [String: [Grant]] = [:]
-        for grantFacts in grants { byTransaction[grantFacts.grant.transactionID, default: []].append(grantFacts.grant) }
+        var byTransaction: [String: [GrantFacts]] = [:]
+        for grantFacts in grants { byTransaction[grantFacts.grant.transactionID, default: []].append(grantFacts) }
         for (transactionID, ofTransaction) in byTransaction {
-            let first = ofTransaction[0]
-            let quantity = facts.apple(transactionID).map(units(of:)) ?? first.quantity
+            let first = ofTransaction[0].grant
+            let quantity = facts.apple(transactionID).map(units(of:))
+                ?? ofTransaction.lazy.compactMap(\.linkedOrderQuantity).first.map { max(1, $0) }
+                ?? first.quantity
             var delivered = first.quantity
             var full = false
-            for grant in ofTransaction.dropFirst() {
+            for grant in ofTransaction.dropFirst().map(\.grant) {
                 if !full && delivered + grant.quantity <= quantity {
                     delivered += grant.quantity
                 } else {
