@@ -25,94 +25,29 @@ public final class DecideStage {
         self.logger = logger
     }
 
-    static let productTypes = "('consumable', 'non_consumable', 'auto_renewable', 'non_renewing')"
-
-    // MARK: Input errors (contract: a bad row is recorded with its reason; the run goes on)
-
-    /// One scan per relation: each row yields its problems (a row may have several), plus one
-    /// line per duplicated key.
-    var inputErrorSQL: String {
-        func dup(_ relation: String, _ key: String) -> String {
-            "SELECT '\(relation)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)' FROM \(src).\(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
-        }
-        /// `checks`: (column, problem-or-NULL expression) per row of `relation` aliased x.
-        /// `known` joins the product ids (kp) for the relations that name a product.
-        func rows(_ relation: String, _ key: String, _ checks: [(String, String)], known: Bool = false) -> String {
-            let values = checks.map { "('\($0.0)', \($0.1))" }.joined(separator: ", ")
-            let join = known
-                ? "LEFT JOIN (SELECT DISTINCT product_id FROM \(src).iap_products) kp ON kp.product_id = x.product_id"
-                : ""
-            return """
-                SELECT '\(relation)', coalesce(x.\(key), ''), v.col, v.problem
-                FROM \(src).\(relation) x \(join) CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
-                WHERE v.problem IS NOT NULL
-                """
-        }
-        let knownProduct = "kp.product_id IS NOT NULL"
-        func keyIsNull(_ key: String) -> (String, String) { (key, "CASE WHEN x.\(key) IS NULL THEN '\(key) is null' END") }
-        let userIsNull = ("user_id", "CASE WHEN x.user_id IS NULL THEN 'user_id is null' END")
-        let unknownProduct = ("product_id", """
-            CASE WHEN x.product_id IS NULL THEN 'product_id is null'
-                 WHEN NOT \(knownProduct) THEN 'unknown product_id ' || x.product_id END
-            """)
-        let badQuantity = ("quantity", """
-            CASE WHEN x.quantity IS NULL THEN 'quantity is null'
-                 WHEN x.quantity < 1 THEN 'quantity ' || x.quantity || ' is below 1' END
-            """)
-        let parts = [
-            rows("iap_products", "product_id", [keyIsNull("product_id"), ("product_type", """
-                CASE WHEN x.product_id IS NOT NULL AND (x.product_type IS NULL OR x.product_type NOT IN \(Self.productTypes))
-                     THEN 'product_type ' || coalesce(x.product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' END
-                """)]),
-            dup("iap_products", "product_id"),
-            rows("iap_orders", "order_id", [keyIsNull("order_id"), userIsNull, unknownProduct, badQuantity], known: true),
-            dup("iap_orders", "order_id"),
-            rows("iap_receipts", "receipt_id", [keyIsNull("receipt_id"), userIsNull, ("receipt_data", """
-                CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
-                     WHEN NOT \(VerifyStage.decodableBase64("x.receipt_data", schema: settings.jobSchema)) THEN 'receipt_data is not base64' END
-                """)]),
-            dup("iap_receipts", "receipt_id"),
-            rows("iap_grants", "grant_id", [keyIsNull("grant_id"), userIsNull, unknownProduct, badQuantity,
-                                            ("transaction_id", "CASE WHEN x.transaction_id IS NULL THEN 'transaction_id is null' END")],
-                 known: true),
-            dup("iap_grants", "grant_id"),
-        ]
-        return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("
-            + parts.joined(separator: "\nUNION ALL ") + ") e"
-    }
-
     // MARK: Clean copies of the source relations (one row per key, valid rows only)
 
     var prepareSQL: String {
         func ms(_ c: String) -> String { "(extract(epoch FROM \(c)) * 1000)::bigint" }
-        func first(_ relation: String, _ key: String, _ order: String) -> String {
-            VerifyStage.firstRowPerKey("\(src).\(relation)", key: key, order: order)
+        func clean(_ relation: SourceRelation) -> String {
+            relation.cleanRows("\(src).\(relation.rawValue)", jobSchema: settings.jobSchema)
         }
         return """
-        DROP TABLE IF EXISTS pg_temp.p, pg_temp.o, pg_temp.r, pg_temp.g;
-        CREATE TEMP TABLE p AS
-            SELECT DISTINCT ON (product_id) product_id, product_type FROM \(src).iap_products
-            WHERE product_id IS NOT NULL
-            ORDER BY product_id, product_type, bundle_id;
-        DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(Self.productTypes);
-        CREATE TEMP TABLE o AS SELECT * FROM (
+        DROP TABLE IF EXISTS pg_temp.o, pg_temp.r, pg_temp.g;
+        CREATE TEMP TABLE o AS
             SELECT order_id, user_id, product_id, quantity, status, transaction_id, \(ms("created_at")) AS created_ms
-            FROM \(first("iap_orders", "order_id", "user_id, product_id, quantity, status, transaction_id, created_at")) d0) d
-            WHERE user_id IS NOT NULL AND quantity >= 1 AND product_id IN (SELECT product_id FROM p);
-        CREATE TEMP TABLE r AS SELECT * FROM (
+            FROM \(clean(.orders)) d;
+        CREATE TEMP TABLE r AS
             SELECT receipt_id, user_id, order_id, transaction_id, \(ms("submitted_at")) AS submitted_ms
-            FROM \(first("iap_receipts", "receipt_id", "submitted_at, user_id, receipt_data")) d0) d
-            WHERE user_id IS NOT NULL;
-        CREATE TEMP TABLE g AS SELECT * FROM (
+            FROM \(clean(.receipts)) d;
+        CREATE TEMP TABLE g AS
             SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id,
                    quantity, \(ms("granted_at")) AS granted_ms, \(ms("revoked_at")) AS revoked_ms
-            FROM \(first("iap_grants", "grant_id", "user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at")) d0) d
-            WHERE user_id IS NOT NULL AND quantity >= 1 AND transaction_id IS NOT NULL
-              AND product_id IN (SELECT product_id FROM p);
+            FROM \(clean(.grants)) d;
         CREATE INDEX ON o (transaction_id);
         CREATE INDEX ON r (order_id);
         CREATE INDEX ON r (transaction_id);
-        ANALYZE p; ANALYZE o; ANALYZE r; ANALYZE g;
+        ANALYZE o; ANALYZE r; ANALYZE g;
         """
     }
 
@@ -125,7 +60,7 @@ public final class DecideStage {
             FROM \(S).receipt_transactions rt JOIN r ON r.receipt_id = rt.receipt_id
             ORDER BY rt.transaction_id, rt.environment, r.submitted_ms, r.receipt_id
         ), exact_by_transaction AS (
-            SELECT DISTINCT ON (transaction_id) transaction_id, order_id, user_id, product_id, created_ms
+            SELECT DISTINCT ON (transaction_id) transaction_id, order_id, user_id, product_id, created_ms, quantity
             FROM o WHERE transaction_id IS NOT NULL
             ORDER BY transaction_id, created_ms, order_id
         ), exact_by_receipt AS (
@@ -178,10 +113,11 @@ public final class DecideStage {
                    gf.original_transaction_id, gf.quantity::text, gf.granted_ms::text, gf.revoked_ms::text,
                    p.product_type, coalesce(k.linked, 0)::text, coalesce(k.invalid, 0)::text,
                    coalesce(k.wrong_bundle, 0)::text, coalesce(k.without_tx, 0)::text,
-                   NULL, NULL, NULL, NULL, NULL, NULL
+                   lo.quantity::text, NULL, NULL, NULL, NULL, NULL
             FROM grant_family gf
             LEFT JOIN p ON p.product_id = gf.product_id
             LEFT JOIN links k ON k.grant_id = gf.grant_id
+            LEFT JOIN exact_by_transaction lo ON lo.transaction_id = gf.transaction_id
         ) rows
         ORDER BY fkey COLLATE "C", kind DESC, id COLLATE "C"
         """
@@ -195,6 +131,7 @@ public final class DecideStage {
         let progress = Progress(stage: "decide", enabled: settings.progress)
         var result = Result()
         try db.execute("SET work_mem = '128MB'")
+        try db.execute(productsSQL)
         if !databaseOnly {
             try db.execute("DELETE FROM \(S).input_errors")
             try db.execute(inputErrorSQL)
@@ -208,7 +145,7 @@ public final class DecideStage {
         }
 
         // Findings go to a second connection while the first streams families.
-        let sink = try FindingSink(schema: settings.jobSchema)
+        let sink = try FindingSink(settings: settings)
         defer { sink.close() }
         let decisions = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
         var candidates: [CompensationCandidate] = []
@@ -333,7 +270,8 @@ enum FamilyRow {
         let links = ReceiptLinks(linked: Int(f[12] ?? "0") ?? 0, rejectedInvalid: Int(f[13] ?? "0") ?? 0,
                                  rejectedWrongBundle: Int(f[14] ?? "0") ?? 0,
                                  verifiedWithoutTransaction: Int(f[15] ?? "0") ?? 0)
-        return GrantFacts(grant: grant, productType: f[11].flatMap(ProductType.init(rawValue:)), links: links)
+        return GrantFacts(grant: grant, productType: f[11].flatMap(ProductType.init(rawValue:)), links: links,
+                          linkedOrderQuantity: f[16].flatMap { Int($0) })
     }
 }
 
@@ -345,9 +283,9 @@ final class FindingSink {
     private var pending: [[String?]] = []
     private var started = false
 
-    init(schema: JobSchema) throws {
-        self.schema = schema
-        db = try PGConnection()
+    init(settings: JobSettings) throws {
+        schema = settings.jobSchema
+        db = try JobDatabase.connect(settings)
     }
 
     func begin() throws {

@@ -5,11 +5,14 @@ public enum ExitStatus: Int32, Sendable {
     case usage = 64
     /// The source relations do not match contract §1.
     case sourceMismatch = 65
+    /// A check of the job's own results failed (the conservation tally): a bug, no report written.
+    case internalCheck = 70
     /// The reports cannot be written.
     case cannotWrite = 73
     /// Temporary: database or App Store unreachable, or another run holds the lock.
     case temporary = 75
-    /// Configuration: the App Store said 21004 (shared secret) or 21000 (our request).
+    /// Configuration: the App Store said 21004 (shared secret) or 21000 (our request), a malformed
+    /// `DATABASE_URL`, or the database refused the job's login.
     case configuration = 78
 }
 

@@ -99,9 +99,33 @@ enum Migrations {
             closed_on       date
         );
 
-        -- Applies a batch of App Store answers in one round trip. `p` is a JSON array; see
-        -- AnswerRecord in VerifyStage.swift for its fields.
-        CREATE FUNCTION {S}.record_answers(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
+        \(recordAnswersSQL)
+        """),
+        (2, "is_base64: one pass over receipt_data", """
+        -- True when the text decodes as standard base64 once the whitespace clients add is gone.
+        -- plpgsql: the whitespace is stripped once per row, and the call is cheap (a SQL function
+        -- with a FROM clause would go through the slow SQL-function executor on every row).
+        CREATE FUNCTION {S}.is_base64(data text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+        DECLARE
+            b text := translate(data, E' \\n\\r\\t', '');
+        BEGIN
+            RETURN length(b) > 0 AND length(b) % 4 = 0 AND b ~ '^[A-Za-z0-9+/]*={0,2}$';
+        END
+        $fn$;
+        """),
+        (3, "receipts the environments disagree on stay in the environment that last answered", """
+        ALTER TABLE {S}.receipt_state ADD COLUMN start_environment text
+            CHECK (start_environment IN ('production', 'sandbox'));
+        \(recordAnswersSQL)
+        """),
+    ]
+
+    /// `record_answers(jsonb)`: applies a batch of App Store answers in one round trip; `p` is a
+    /// JSON array (see `AnswerRecord` in VerifyStage.swift). Migration 1 creates it and migration 3
+    /// replaces it with the same text: plpgsql resolves columns only when it runs, so a fresh
+    /// schema gets the current function at once and an older one gets it with its new column.
+    static let recordAnswersSQL = """
+        CREATE OR REPLACE FUNCTION {S}.record_answers(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
         DECLARE
             a jsonb;
         BEGIN
@@ -116,13 +140,15 @@ enum Migrations {
                 IF (a->>'state')::boolean THEN
                     INSERT INTO {S}.receipt_state AS s
                         (receipt_id, attempts, failed_runs, runs_21002, last_run_id, last_class, last_status, last_error,
-                         last_attempt_at, next_eligible_at, definitive, verdict, environment, bundle_id, last_swept_at)
+                         last_attempt_at, next_eligible_at, definitive, verdict, environment, bundle_id, last_swept_at,
+                         start_environment)
                     VALUES (a->>'r', (a->>'n')::int, coalesce((a->>'failed_runs')::int, 0),
                             coalesce((a->>'runs_21002')::int, 0), (a->>'run')::bigint, a->>'cls',
                             (a->>'st')::int, a->>'err', to_timestamp((a->>'at')::bigint / 1000.0),
                             to_timestamp((a->>'next')::bigint / 1000.0), coalesce((a->>'final')::boolean, false),
                             a->>'verdict', a->>'env', a->>'bundle',
-                            CASE WHEN (a->>'sweep')::boolean THEN to_timestamp((a->>'at')::bigint / 1000.0) END)
+                            CASE WHEN (a->>'sweep')::boolean THEN to_timestamp((a->>'at')::bigint / 1000.0) END,
+                            a->>'start')
                     ON CONFLICT (receipt_id) DO UPDATE SET
                         attempts = greatest(s.attempts, EXCLUDED.attempts),
                         failed_runs = greatest(s.failed_runs, EXCLUDED.failed_runs),
@@ -138,7 +164,9 @@ enum Migrations {
                         verdict = CASE WHEN s.definitive THEN s.verdict ELSE EXCLUDED.verdict END,
                         environment = coalesce(EXCLUDED.environment, s.environment),
                         bundle_id = coalesce(EXCLUDED.bundle_id, s.bundle_id),
-                        last_swept_at = coalesce(EXCLUDED.last_swept_at, s.last_swept_at);
+                        last_swept_at = coalesce(EXCLUDED.last_swept_at, s.last_swept_at),
+                        -- once the environments disagreed, later runs start where the last answer came from
+                        start_environment = coalesce(EXCLUDED.start_environment, s.start_environment);
                 END IF;
 
                 IF jsonb_array_length(coalesce(a->'txs', '[]'::jsonb)) > 0 THEN
@@ -170,20 +198,7 @@ enum Migrations {
             END LOOP;
         END
         $fn$;
-        """),
-        (2, "is_base64: one pass over receipt_data", """
-        -- True when the text decodes as standard base64 once the whitespace clients add is gone.
-        -- plpgsql: the whitespace is stripped once per row, and the call is cheap (a SQL function
-        -- with a FROM clause would go through the slow SQL-function executor on every row).
-        CREATE FUNCTION {S}.is_base64(data text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
-        DECLARE
-            b text := translate(data, E' \\n\\r\\t', '');
-        BEGIN
-            RETURN length(b) > 0 AND length(b) % 4 = 0 AND b ~ '^[A-Za-z0-9+/]*={0,2}$';
-        END
-        $fn$;
-        """),
-    ]
+        """
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.
     @discardableResult

@@ -21,8 +21,14 @@ public final class Night {
 
     /// Runs the stages; returns the summary. Throws `JobError` with the contract's exit code.
     public func run(_ stages: Stages, command: String) throws -> RunSummary {
+        if let url = settings.databaseURL {
+            do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
+                throw JobError(.configuration, "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
+                    + "fix it in the environment (see docs/contract.md, 'Environment variables')")
+            }
+        }
         let db: PGConnection
-        do { db = try PGConnection() } catch { throw JobError.from(error, doing: "connecting to the database") }
+        do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
         defer { db.close() }
         var summary = RunSummary(asOf: settings.asOf, windowDays: settings.windowDays)
         do {
@@ -67,19 +73,27 @@ public final class Night {
         }
         if case .full = stages {
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
+            summary.tally = try Conservation.compute(db, settings: settings, dropOne: settings.faultDropTallyRow)
             summary.stageSeconds["decide"] = clock.lap()
+            if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
             try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary)
             summary.stageSeconds["write"] = clock.lap()
         }
     }
 
-    /// One run at a time per job schema: a session advisory lock held on this connection until it closes.
+    /// One run at a time per job schema: a session advisory lock held on this connection until it
+    /// closes. A run that finds it held tries again for `--lock-wait-seconds` (the backend of a run
+    /// killed a moment ago needs up to `client_connection_check_interval` to go), then leaves.
     private func acquireLock(_ db: PGConnection) throws {
-        let got = try db.query("SELECT pg_try_advisory_lock(hashtext($1))", ["iap-reconcile " + settings.jobSchema.name])
-        guard got.value(0, 0) == "t" else {
-            throw JobError(.temporary, "another iap-reconcile run holds the lock on schema \(settings.jobSchema.name); "
-                + "not starting (run again when it has finished)")
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.lockWaitSeconds) * 1_000_000_000
+        while true {
+            let got = try db.query("SELECT pg_try_advisory_lock(hashtext($1))", ["iap-reconcile " + settings.jobSchema.name])
+            if got.value(0, 0) == "t" { return }
+            guard DispatchTime.now().uptimeNanoseconds < deadline else { break }
+            usleep(200_000)
         }
+        throw JobError(.temporary, "another iap-reconcile run holds the lock on schema \(settings.jobSchema.name) "
+            + "(waited \(settings.lockWaitSeconds) s); not starting (run again when it has finished)")
     }
 
     private func startLedger(_ db: PGConnection, command: String) throws -> Int64 {
@@ -119,6 +133,10 @@ public struct RunSummary: Sendable {
     public var stageSeconds: [String: Double] = [:]
     public var exitCode: Int32?
     public var reportFolder: String?
+    /// Per source relation, where every row went (contract §1 "exactly one place").
+    public var tally: [String: RelationTally] = [:]
+    /// When summary.json was written.
+    public var writtenAt: EpochMillis?
 
     public init(asOf: EpochMillis, windowDays: Int) {
         self.asOf = asOf
@@ -147,7 +165,11 @@ public struct RunSummary: Sendable {
             ("reasons", object(reasons.sorted { $0.key < $1.key }.map { ($0.key, ints($0.value)) })),
             ("verification", verificationJSON),
             ("seconds", object(stageSeconds.sorted { $0.key < $1.key }.map { ($0.key, String($0.value)) })),
+            ("tally", object(tally.sorted { $0.key < $1.key }.map { relation, t in
+                (relation, ints(t.buckets.merging(["rows": t.rows]) { $1 }))
+            })),
             ("exit_code", exitCode.map { String($0) } ?? "null"),
+            ("written_at", writtenAt.map { JSONObject.quote(UTC.timestamp($0)) } ?? "null"),
         ])
     }
 }

@@ -17,45 +17,52 @@ struct ReportWriter {
 
     func write(db: PGConnection, summary: inout RunSummary) throws {
         let day = UTC.date(settings.asOf)
-        let out = URL(fileURLWithPath: settings.out)
-        let final = out.appendingPathComponent(day)
-        let temp = out.appendingPathComponent(".\(day).tmp-\(getpid())")
-        let fm = FileManager.default
-        do {
-            try fm.createDirectory(at: out, withIntermediateDirectories: true)
-            // Leftovers of a run killed while writing (we hold the lock, so none is in use).
-            for name in try fm.contentsOfDirectory(atPath: out.path)
-            where name.hasPrefix(".\(day).tmp-") || name.hasPrefix(".\(day).old-") {
-                try? fm.removeItem(at: out.appendingPathComponent(name))
-            }
-            try fm.createDirectory(at: temp, withIntermediateDirectories: false)
-        } catch {
-            throw JobError(.cannotWrite, "reports cannot be written to \(out.path): \(Self.reason(error)); "
+        let out = settings.out
+        let final = out + "/" + day
+        let temp = out + "/.\(day).tmp-\(getpid())"
+        func cannotWrite(_ path: String, _ reason: String) -> JobError {
+            JobError(.cannotWrite, "reports cannot be written to \(path): \(reason); "
                 + "check that the folder exists and is writable, or pass --out")
+        }
+        do {
+            try FileSystem.makeDirectories(out)
+            // Leftovers of a run killed while writing (we hold the lock, so none is in use).
+            for name in try FileSystem.names(in: out)
+            where name.hasPrefix(".\(day).tmp-") || name.hasPrefix(".\(day).old-") {
+                try? FileSystem.removeTree(out + "/" + name)
+            }
+            try FileSystem.makeDirectory(temp)
+        } catch let e as FileSystem.Failure {
+            throw cannotWrite(e.path, e.reason)
         }
 
         var counts: [String: Int] = [:]
         var reasons: [String: [String: Int]] = [:]
         for file in ReportFile.allCases {
-            let (n, perReason) = try writeCSV(file, db: db, to: temp.appendingPathComponent(file.rawValue))
+            let (n, perReason) = try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue))
             let name = String(file.rawValue.dropLast(4))
             counts[name] = n
             if Self.reasonColumn[file] != nil { reasons[name] = perReason }
         }
+        // The tally's unresolved receipts are exactly the rows of unresolved.csv.
+        if let tallied = summary.tally[SourceRelation.receipts.rawValue]?.buckets["unresolved"],
+           tallied != counts["unresolved"] {
+            try? FileSystem.removeTree(temp)
+            throw JobError(.internalCheck, "the conservation check failed for iap_receipts: \(tallied) unresolved in the "
+                + "tally, \(counts["unresolved"] ?? 0) rows in unresolved.csv; this is a bug in iap-reconcile: no report was written")
+        }
         summary.counts = counts
         summary.reasons = reasons
-        summary.reportFolder = final.path
+        summary.reportFolder = final
         summary.exitCode = 0
-        try writeFile(temp.appendingPathComponent("summary.json"), Data((summary.json + "\n").utf8))
-
-        // Swap into place: the old set (if any) moves aside first, then goes.
-        let old = out.appendingPathComponent(".\(day).old-\(getpid())")
+        summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
         do {
-            if fm.fileExists(atPath: final.path) { try fm.moveItem(at: final, to: old) }
-            try fm.moveItem(at: temp, to: final)
-            if fm.fileExists(atPath: old.path) { try fm.removeItem(at: old) }
-        } catch {
-            throw JobError(.cannotWrite, "reports cannot be moved into \(final.path): \(Self.reason(error))")
+            try FileSystem.write(temp + "/summary.json", Array((summary.json + "\n").utf8))
+            // Into place without a moment where <out>/<date> is absent: an atomic exchange with
+            // last night's folder where the kernel has one, then the old set goes.
+            try FileSystem.replaceDirectory(final, with: temp, aside: out + "/.\(day).old-\(getpid())")
+        } catch let e as FileSystem.Failure {
+            throw cannotWrite(e.path, e.reason)
         }
     }
 
@@ -114,19 +121,6 @@ struct ReportWriter {
         return (n, perReason)
     }
 
-    private func writeFile(_ url: URL, _ data: Data) throws {
-        do { try data.write(to: url) } catch {
-            throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(Self.reason(error))")
-        }
-    }
-
-    static func reason(_ error: Error) -> String {
-        let ns = error as NSError
-        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        return ns.localizedDescription
-    }
 }
 
 /// The short table printed at the end of a run.

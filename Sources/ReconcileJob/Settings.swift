@@ -20,7 +20,15 @@ public struct JobSettings: Sendable {
     /// `$IAP_SHARED_SECRET`. Never printed: `description` of this struct leaves it out.
     public var sharedSecret: String?
     public var bundleIDs: Set<String> = []
+    /// `$DATABASE_URL` when set and not empty (may hold a password: never printed); nil: libpq's
+    /// own variables (`PGHOST`, …).
+    public var databaseURL: String?
     public var progress = true
+    /// `--lock-wait-seconds`: how long a run waits for another run's lock before exit 75.
+    public var lockWaitSeconds = 5
+    /// A deliberate fault for the tests (hidden option): the conservation tally of this source
+    /// relation loses one row, so the check must fail with exit 70.
+    public var faultDropTallyRow: String?
 
     public init(asOf: EpochMillis, jobSchema: JobSchema) {
         self.asOf = asOf

@@ -32,6 +32,9 @@ struct VerifyJob {
     var httpAttemptsThisRun = 0
     var switched = false
     var counted21002 = false
+    /// Set once production said "sandbox" and the sandbox said "production" (in this run or an
+    /// earlier one): the environment that last answered, where the receipt stays.
+    var startEnvironment: AppStoreEnvironment?
 }
 
 /// Contract §2–§3: select the unresolved receipts and the refund sweep, ask the App Store
@@ -57,22 +60,22 @@ public final class VerifyStage {
     // MARK: Selection (contract §2)
 
     /// Contract §2's unresolved receipts: submitted in the window, no definitive answer of ours,
-    /// not settled at upload (status 0/21006 with an active grant), decodable data. One row per
-    /// receipt_id (a duplicated key keeps its first row by submitted_at). The report of
+    /// not settled at upload (status 0/21006 with an active grant), not an input error (decodable
+    /// data, user and time present). One row per receipt_id (a duplicated key keeps its first row
+    /// by submitted_at). The report of
     /// unresolved receipts uses the same definition, without the wait between runs.
     static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool) -> String {
         let src = "\"\(settings.sourceSchema)\""
         let job = settings.jobSchema.quoted
         return """
         SELECT \(select)
-        FROM \(firstRowPerKey("\(src).iap_receipts", key: "receipt_id", order: "submitted_at, user_id, receipt_data")) r
+        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
         LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
         WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
           AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
           AND NOT coalesce(s.definitive, false)
           AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
                 SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
-          AND \(decodableBase64("r.receipt_data", schema: settings.jobSchema))
           \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "")
         """
     }
@@ -82,7 +85,7 @@ public final class VerifyStage {
         Self.unresolvedReceiptsSQL(
             select: """
                 r.receipt_id, r.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-                       coalesce(s.runs_21002, 0), 'production'
+                       coalesce(s.runs_21002, 0), s.start_environment
                 """,
             settings: settings, eligibleNow: true) + "\nORDER BY r.submitted_at, r.receipt_id"
     }
@@ -103,13 +106,13 @@ public final class VerifyStage {
               AND g.granted_at <= to_timestamp(\(settings.asOf) / 1000.0)
         ), newest AS (
             SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
-            FROM \(src).iap_receipts r JOIN holders h ON h.user_id = r.user_id
+            FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+            JOIN holders h ON h.user_id = r.user_id
             WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
-              AND \(Self.decodableBase64("r.receipt_data", schema: settings.jobSchema))
             ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
         )
         SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-               coalesce(s.runs_21002, 0), 'production'
+               coalesce(s.runs_21002, 0), NULL
         FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
         -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
         -- or settled at upload (status 0/21006 with an active grant) with no definitive answer of ours yet
@@ -121,24 +124,6 @@ public final class VerifyStage {
           AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - interval '\(settings.sweepIntervalHours) hours'
         ORDER BY coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity'), n.receipt_id
         LIMIT \(settings.sweepLimit)
-        """
-    }
-
-    /// SQL predicate: the text is non-empty standard base64 (whitespace allowed, as clients send it).
-    static func decodableBase64(_ column: String, schema: JobSchema) -> String {
-        "coalesce(\(schema.quoted).is_base64(\(column)), false)"
-    }
-
-    /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are
-    /// (a hash of the key column only); the few keys that occur twice or more keep their first
-    /// row by `order` (contract: a duplicated key is an input error, and one row is used).
-    static func firstRowPerKey(_ relation: String, key: String, order: String) -> String {
-        let duplicated = "SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
-        return """
-        (SELECT * FROM \(relation) WHERE \(key) IS NOT NULL AND \(key) NOT IN (\(duplicated))
-         UNION ALL
-         (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (\(duplicated))
-          ORDER BY \(key), \(order)))
         """
     }
 
@@ -158,9 +143,9 @@ public final class VerifyStage {
         let input = BlockingQueue<VerifyJob>(capacity: max(256, settings.concurrency * 8))
         let readerError = ErrorBox()
         let progress = self.progress
-        let reader = Thread { [candidateSQL] in
+        let reader = Thread { [candidateSQL, settings] in
             do {
-                let rdb = try PGConnection()
+                let rdb = try JobDatabase.connect(settings)
                 defer { rdb.close() }
                 try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
                     if let job = VerifyStage.job(fromCopyLine: line, sweep: false) {
@@ -180,7 +165,7 @@ public final class VerifyStage {
 
         // Writer: group commits.
         let answers = BlockingQueue<String>(capacity: 50_000)
-        let writer = AnswerWriter(queue: answers, schema: settings.jobSchema, logger: logger)
+        let writer = AnswerWriter(queue: answers, settings: settings, logger: logger)
         writer.start()
 
         func milestone(_ what: String) {
@@ -218,10 +203,13 @@ public final class VerifyStage {
     static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {
         let f = CopyText.fields(line)
         guard f.count == 6, let id = f[0], let data = f[1] else { return nil }
+        // A receipt the environments disagreed on starts where the last answer came from and is
+        // never switched again; every other receipt starts in production.
+        let start = f[5].flatMap(AppStoreEnvironment.init(rawValue:))
         return VerifyJob(
             receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0,
             failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0, sweep: sweep,
-            environment: .production)
+            environment: start ?? .production, switched: start != nil, startEnvironment: start)
     }
 
     /// The request loop on the calling thread: owns the multi handle and every job in flight.
@@ -279,7 +267,7 @@ public final class VerifyStage {
                 if !sawResponse && !sawAnyCompletion { milestone("first completion"); sawAnyCompletion = true }
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
-                let answer: Answer
+                var answer: Answer
                 var httpStatus: Int?
                 if case .response = completion.outcome { sawResponse = true }
                 if case .failure(_, let message, _) = completion.outcome { lastTransportError = message }
@@ -290,6 +278,11 @@ public final class VerifyStage {
                                                     allowedBundles: settings.bundleIDs)
                 case .failure(_, let message, _):
                     answer = VerifyReceipt.transportFailure(message)
+                }
+                if answer.answerClass == .switchEnvironment && job.switched {
+                    // 21007 then 21008 (or the other way): no third request to either side.
+                    answer.problem = Self.environmentsDisagree
+                    job.startEnvironment = job.environment
                 }
                 let outcome = decide(&job, answer: answer, rng: &rng)
                 if case .stop = outcome {
@@ -333,6 +326,9 @@ public final class VerifyStage {
         }
     }
 
+    /// `last_error` of a receipt production calls a sandbox receipt and the sandbox a production one.
+    static let environmentsDisagree = "production says sandbox, sandbox says production"
+
     enum Outcome {
         case final
         case switchTo
@@ -352,7 +348,12 @@ public final class VerifyStage {
             job.switched = true
             job.environment = job.environment == .production ? .sandbox : .production
             return .switchTo
-        case .switchEnvironment, .retry:
+        case .switchEnvironment:
+            // The environments disagree: asking again in this run cannot change that; the next
+            // run asks the environment that answered last.
+            job.failedRuns += 1
+            return .unresolved
+        case .retry:
             if answer.status == 21002 && !job.counted21002 {
                 job.counted21002 = true
                 job.runs21002 += 1
@@ -392,6 +393,7 @@ struct AnswerRecord {
         o["failed_runs"] = .int(Int64(job.failedRuns))
         o["runs_21002"] = .int(Int64(job.runs21002))
         if let bundle = answer.bundleID { o["bundle"] = .string(bundle) }
+        if let start = job.startEnvironment { o["start"] = .string(start.rawValue) }
         switch outcome {
         case .final where answer.answerClass == .ok:
             o["cls"] = .string("ok")
@@ -519,14 +521,15 @@ struct RetryHeap {
 /// Commits answers in groups on its own connection and thread.
 final class AnswerWriter: @unchecked Sendable {
     private let queue: BlockingQueue<String>
-    private let schema: JobSchema
+    private let settings: JobSettings
+    private var schema: JobSchema { settings.jobSchema }
     private let logger: Logger
     private let done = DispatchSemaphore(value: 0)
     private(set) var error: Error?
 
-    init(queue: BlockingQueue<String>, schema: JobSchema, logger: Logger) {
+    init(queue: BlockingQueue<String>, settings: JobSettings, logger: Logger) {
         self.queue = queue
-        self.schema = schema
+        self.settings = settings
         self.logger = logger
     }
 
@@ -534,7 +537,7 @@ final class AnswerWriter: @unchecked Sendable {
         let thread = Thread { [self] in
             defer { done.signal() }
             do {
-                let db = try PGConnection()
+                let db = try JobDatabase.connect(settings)
                 defer { db.close() }
                 let sql = "SELECT \(schema.quoted).record_answers($1::jsonb)"
                 while true {

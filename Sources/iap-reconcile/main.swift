@@ -46,6 +46,9 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "The job's own schema: verification state, learned transactions, findings history, runs.")
     var jobSchema = "recon"
 
+    @Option(help: "Seconds to wait for another run's lock before giving up with exit 75 (a run killed a moment ago lets go within a few seconds).")
+    var lockWaitSeconds = 5
+
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "notice"
 
@@ -67,11 +70,13 @@ struct CommonOptions: ParsableArguments {
                                        ("--sweep-limit", sweepLimit, 0), ("--concurrency", concurrency, 1),
                                        ("--timeout-ms", timeoutMs, 1), ("--max-attempts", maxAttempts, 1),
                                        ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
-                                       ("--sweep-interval-hours", sweepIntervalHours, 0)]
+                                       ("--sweep-interval-hours", sweepIntervalHours, 0),
+                                       ("--lock-wait-seconds", lockWaitSeconds, 0)]
         where value < minimum {
             throw ValidationError("\(name) must be at least \(minimum)")
         }
         guard concurrency <= 1024 else { throw ValidationError("--concurrency must be at most 1024") }
+        guard lockWaitSeconds <= 3600 else { throw ValidationError("--lock-wait-seconds must be at most 3600") }
         var s: JobSettings
         do {
             s = JobSettings(asOf: asOfMillis, jobSchema: try JobSchema(jobSchema))
@@ -90,6 +95,8 @@ struct CommonOptions: ParsableArguments {
         s.retryDelayMinutes = retryDelayMinutes
         s.sourceSchema = sourceSchema
         s.progress = !noProgress
+        s.lockWaitSeconds = lockWaitSeconds
+        if let v = env["DATABASE_URL"], !v.isEmpty { s.databaseURL = v }
         if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
         if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
         if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }
@@ -124,11 +131,14 @@ let environmentHelp = """
       0   done (findings are not errors)
       64  bad usage
       65  the source relations do not match the contract
+      70  a check of the job's own results failed (the conservation tally):
+          a bug; no report was written
       73  the reports cannot be written
       75  temporary: database or App Store unreachable, or another run holds
-          the lock; run again later
-      78  configuration: App Store status 21004 (shared secret) or 21000, or
-          the database refused the user, password or database name
+          the lock (after --lock-wait-seconds); run again later
+      78  configuration: App Store status 21004 (shared secret) or 21000,
+          DATABASE_URL malformed, or the database refused the user, password
+          or database name
       1   anything else
     """
 
@@ -165,9 +175,18 @@ struct Run: ParsableCommand {
     @Flag(help: .hidden)
     var databaseOnly = false
 
+    /// For the tests: a deliberate fault. `tally-drop:RELATION` takes one row of that source
+    /// relation out of the conservation tally, so the check must fail (exit 70).
+    @Option(help: .hidden)
+    var injectFault: String?
+
     func run() throws {
         var settings = try common.settings()
         settings.out = out
+        if let injectFault {
+            guard injectFault.hasPrefix("tally-drop:") else { throw ValidationError("unknown --inject-fault \(injectFault)") }
+            settings.faultDropTallyRow = String(injectFault.dropFirst("tally-drop:".count))
+        }
         if databaseOnly {
             try execute(settings: settings, logger: common.logger(), stages: .decideDatabaseOnly, command: "bench-baseline")
             return
@@ -212,7 +231,7 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
                 "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests in \(String(format: "%.1f", v.seconds)) s\n".utf8))
         }
     } catch let error as JobError {
-        FileHandle.standardError.write(Data("iap-reconcile: \(error.message)\n".utf8))
+        FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
         throw ExitCode(error.code.rawValue)
     }
 }

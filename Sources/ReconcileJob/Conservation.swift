@@ -1,0 +1,152 @@
+import Postgres
+import Reconciliation
+
+/// Where every row of one source relation went: `rows` in all, and a count per bucket.
+public struct RelationTally: Sendable, Equatable {
+    public var rows = 0
+    public var buckets: [String: Int] = [:]
+    /// Rows of the first-row-per-key set that no bucket took (a bug when not zero).
+    public var unplaced = 0
+
+    public var placed: Int { buckets.values.reduce(0, +) }
+}
+
+/// Contract §1, "every source row ends in exactly one place": the tally of `summary.json`.
+///
+/// Each relation is counted twice, independently: `count(*)` of the relation, and its rows sorted
+/// into buckets. A null key and every row of a duplicated key but the one used are input errors;
+/// the row used for each key lands in the first bucket whose condition holds, and the conditions
+/// are written without a catch-all, so a row that nothing accounts for (dropped by a filter, a
+/// null where a value was assumed) shows as unplaced and the run fails with exit 70.
+enum Conservation {
+    /// The buckets of each relation, in the order they are tried.
+    static let buckets: [SourceRelation: [String]] = [
+        .products: ["input_error", "ok"],
+        .orders: ["input_error", "delivered", "open_reported", "open_matched", "outside_window", "open_other"],
+        .receipts: ["input_error", "valid", "rejected", "settled_at_upload", "outside_window", "unresolved"],
+        .grants: ["input_error", "clawed_back", "duplicate", "kept", "unverified"],
+    ]
+
+    /// SQL CASE over the row `x` used for its key (`bad`: it has an input error); NULL = no bucket.
+    /// Runs on the decide stage's connection: it reads its temporary tables `r`, `g`.
+    static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
+        let S = settings.jobSchema.quoted
+        let src = "\"\(settings.sourceSchema)\""
+        let start = "to_timestamp(\(settings.windowStart) / 1000.0)"
+        let end = "to_timestamp(\(settings.asOf) / 1000.0)"
+        // Membership through LEFT JOINs to distinct sets (hash joins that may spill), never
+        // correlated subqueries: one pass per relation at any size.
+        func distinct(_ column: String, _ from: String, _ alias: String, on: String) -> String {
+            "LEFT JOIN (SELECT DISTINCT \(column) AS k FROM \(from)) \(alias) ON \(alias).k = x.\(on)"
+        }
+        func findings(_ report: ReportFile) -> String {
+            "\(S).current_findings WHERE report = '\(report.rawValue)'"
+        }
+        switch relation {
+        case .products:
+            return ("CASE WHEN bad THEN 'input_error' WHEN x.product_type IN \(SourceRelation.productTypes) THEN 'ok' END", "")
+        case .orders:
+            return ("""
+                CASE WHEN bad THEN 'input_error'
+                     WHEN x.status = 'delivered' OR x.transaction_id IS NOT NULL THEN 'delivered'
+                     WHEN rep.k IS NOT NULL THEN 'open_reported'
+                     WHEN ag.k IS NOT NULL OR vr.k IS NOT NULL THEN 'open_matched'
+                     WHEN x.created_at < \(start) OR x.created_at > \(end) THEN 'outside_window'
+                     WHEN x.created_at >= \(start) AND x.created_at <= \(end) THEN 'open_other'
+                END
+                """, [
+                    distinct("c1", findings(.compensate), "rep", on: "order_id"),
+                    distinct("order_id", "g WHERE revoked_ms IS NULL", "ag", on: "order_id"),
+                    distinct("r.order_id", "r JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id "
+                             + "WHERE s.definitive AND s.verdict = 'valid'", "vr", on: "order_id"),
+                ].joined(separator: "\n"))
+        case .receipts:
+            return ("""
+                CASE WHEN bad THEN 'input_error'
+                     WHEN s.definitive AND s.verdict = 'valid' THEN 'valid'
+                     WHEN s.definitive AND s.verdict IN ('invalid_receipt', 'wrong_bundle') THEN 'rejected'
+                     WHEN coalesce(x.verify_status, -1) IN (0, 21006) AND ag.k IS NOT NULL THEN 'settled_at_upload'
+                     WHEN x.submitted_at < \(start) OR x.submitted_at > \(end) THEN 'outside_window'
+                     WHEN x.submitted_at >= \(start) AND x.submitted_at <= \(end) AND NOT coalesce(s.definitive, false)
+                          THEN 'unresolved'
+                END
+                """, "LEFT JOIN \(S).receipt_state s ON s.receipt_id = x.receipt_id\n"
+                    + distinct("transaction_id", "\(src).iap_grants WHERE revoked_at IS NULL", "ag", on: "transaction_id"))
+        case .grants:
+            let linked = "(at.k IS NOT NULL OR rt.k IS NOT NULL OR ro.k IS NOT NULL)"
+            return ("""
+                CASE WHEN bad THEN 'input_error'
+                     WHEN cb.k IS NOT NULL THEN 'clawed_back'
+                     WHEN dg.k IS NOT NULL THEN 'duplicate'
+                     WHEN x.revoked_at IS NOT NULL OR \(linked) THEN 'kept'
+                     WHEN x.revoked_at IS NULL AND NOT \(linked) THEN 'unverified'
+                END
+                """, [
+                    distinct("c1", findings(.clawback), "cb", on: "grant_id"),
+                    distinct("c1", findings(.duplicateGrants), "dg", on: "grant_id"),
+                    distinct("transaction_id", "\(S).apple_transactions", "at", on: "transaction_id"),
+                    distinct("transaction_id", "r", "rt", on: "transaction_id"),
+                    distinct("order_id", "r", "ro", on: "order_id"),
+                ].joined(separator: "\n"))
+        }
+    }
+
+    /// One query per relation: the bucket of every row used, the input errors of null and
+    /// duplicated keys, and the independent row count.
+    static func sql(_ relation: SourceRelation, settings: JobSettings) -> String {
+        let table = "\"\(settings.sourceSchema)\".\(relation.rawValue)"
+        let key = relation.key
+        let (bucket, joins) = bucketSQL(relation, settings: settings)
+        return """
+        WITH firsts AS (
+            SELECT x.*, \(relation.hasProblem(jobSchema: settings.jobSchema)) AS bad
+            FROM \(relation.from(relation.firstRowPerKey(table)))
+        )
+        SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM firsts x \(joins)) placed GROUP BY b
+        UNION ALL
+        SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
+        UNION ALL
+        SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
+            SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
+        UNION ALL
+        SELECT '#rows', count(*) FROM \(table)
+        """
+    }
+
+    /// The tally of every relation. `dropOne` is a deliberate fault for the tests: one row of that
+    /// relation is taken out of its bucket, as a bug would, so the check must fail.
+    static func compute(_ db: PGConnection, settings: JobSettings, dropOne: String? = nil) throws -> [String: RelationTally] {
+        var tallies: [String: RelationTally] = [:]
+        for relation in SourceRelation.allCases {
+            var tally = RelationTally()
+            for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
+            let result = try db.query(sql(relation, settings: settings))
+            for row in 0..<result.rowCount {
+                let n = Int(result.value(row, 1) ?? "0") ?? 0
+                switch result.value(row, 0) {
+                case nil: tally.unplaced += n
+                case "#rows": tally.rows = n
+                case let name?: tally.buckets[name, default: 0] += n
+                }
+            }
+            if dropOne == relation.rawValue, let fullest = tally.buckets.max(by: { $0.value < $1.value })?.key {
+                tally.buckets[fullest]! -= 1
+            }
+            tallies[relation.rawValue] = tally
+        }
+        return tallies
+    }
+
+    /// nil when every row of every relation is in exactly one bucket; else the one line to print.
+    static func problem(_ tallies: [String: RelationTally]) -> String? {
+        for relation in SourceRelation.allCases {
+            guard let t = tallies[relation.rawValue] else { return "no tally for \(relation.rawValue)" }
+            if t.unplaced > 0 || t.placed != t.rows {
+                return "the conservation check failed for \(relation.rawValue): \(t.rows) rows, \(t.placed) accounted for"
+                    + (t.unplaced > 0 ? " (\(t.unplaced) in no bucket)" : "")
+                    + "; this is a bug in iap-reconcile: no report was written"
+            }
+        }
+        return nil
+    }
+}

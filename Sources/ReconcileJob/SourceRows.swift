@@ -1,0 +1,158 @@
+// Contract §1, row by row: what makes a source row an input error, said once.
+//
+// The same definitions build `input_errors.csv` (every problem of every row), the clean copies
+// the decisions read (the first row of each key, without problems), the receipts sent to the
+// App Store, and the conservation tally (where every row went). So a row is either an input
+// error or taken into account: it can never fall between the two.
+
+/// The four source relations and the checks of their rows.
+enum SourceRelation: String, CaseIterable, Sendable {
+    case products = "iap_products"
+    case orders = "iap_orders"
+    case receipts = "iap_receipts"
+    case grants = "iap_grants"
+
+    /// One row of a relation breaks §1 in `column` when `problem` (SQL over the row `x`, and
+    /// `kp` for the relations that name a product) is not NULL; its value is the problem text.
+    struct Check {
+        let column: String
+        let problem: String
+    }
+
+    /// The key column: a null key or a key of several rows is an input error.
+    var key: String {
+        switch self {
+        case .products: return "product_id"
+        case .orders: return "order_id"
+        case .receipts: return "receipt_id"
+        case .grants: return "grant_id"
+        }
+    }
+
+    /// Which row of a duplicated key is used: the first by these columns.
+    var firstRowOrder: String {
+        switch self {
+        case .products: return "product_type, bundle_id"
+        case .orders: return "user_id, product_id, quantity, status, transaction_id, created_at"
+        case .receipts: return "submitted_at, user_id, receipt_data"
+        case .grants:
+            return "user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at"
+        }
+    }
+
+    /// Orders and grants name a product, which must have a valid row in `iap_products`.
+    var namesProduct: Bool { self == .orders || self == .grants }
+
+    static let productTypes = "('consumable', 'non_consumable', 'auto_renewable', 'non_renewing')"
+
+    /// Every column the contract does not mark `null`, with the problem a row may have there.
+    func checks(jobSchema: JobSchema) -> [Check] {
+        func notNull(_ column: String) -> Check {
+            Check(column: column, problem: "CASE WHEN x.\(column) IS NULL THEN '\(column) is null' END")
+        }
+        let product = Check(column: "product_id", problem: """
+            CASE WHEN x.product_id IS NULL THEN 'product_id is null'
+                 WHEN kp.product_id IS NULL THEN 'unknown product_id ' || x.product_id
+                 WHEN NOT kp.valid THEN 'product_id ' || x.product_id || ' has no valid row in iap_products' END
+            """)
+        let quantity = Check(column: "quantity", problem: """
+            CASE WHEN x.quantity IS NULL THEN 'quantity is null'
+                 WHEN x.quantity < 1 THEN 'quantity ' || x.quantity || ' is below 1' END
+            """)
+        switch self {
+        case .products:
+            return [notNull("product_id"), Check(column: "product_type", problem: """
+                CASE WHEN x.product_id IS NOT NULL AND (x.product_type IS NULL OR x.product_type NOT IN \(Self.productTypes))
+                     THEN 'product_type ' || coalesce(x.product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' END
+                """)]
+        case .orders:
+            return [notNull("order_id"), notNull("user_id"), product, quantity, notNull("status"), notNull("created_at")]
+        case .receipts:
+            return [notNull("receipt_id"), notNull("user_id"), Check(column: "receipt_data", problem: """
+                CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
+                     WHEN NOT \(Self.decodable("x.receipt_data", schema: jobSchema)) THEN 'receipt_data is not base64' END
+                """), notNull("submitted_at")]
+        case .grants:
+            return [notNull("grant_id"), notNull("user_id"), product, quantity, notNull("transaction_id"),
+                    notNull("granted_at")]
+        }
+    }
+
+    /// SQL boolean over `x` (and `kp`): the row has at least one problem.
+    func hasProblem(jobSchema: JobSchema) -> String {
+        "(" + checks(jobSchema: jobSchema).map { "(\($0.problem)) IS NOT NULL" }.joined(separator: " OR ") + ")"
+    }
+
+    /// `FROM` text: `relation` as `x`, joined to the known products as `kp` where the checks need them.
+    func from(_ relation: String) -> String {
+        namesProduct
+            ? "\(relation) x LEFT JOIN pg_temp.known_products kp ON kp.product_id = x.product_id"
+            : "\(relation) x"
+    }
+
+    /// SQL predicate: the text is non-empty standard base64 (whitespace allowed, as clients send it).
+    static func decodable(_ column: String, schema: JobSchema) -> String {
+        "coalesce(\(schema.quoted).is_base64(\(column)), false)"
+    }
+
+    /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are
+    /// (a hash of the key column only); the few keys that occur twice or more keep their first
+    /// row by `firstRowOrder` (contract: a duplicated key is an input error, and one row is used).
+    func firstRowPerKey(_ relation: String) -> String {
+        let duplicated = "SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
+        return """
+        (SELECT * FROM \(relation) WHERE \(key) IS NOT NULL AND \(key) NOT IN (\(duplicated))
+         UNION ALL
+         (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (\(duplicated))
+          ORDER BY \(key), \(firstRowOrder)))
+        """
+    }
+
+    /// The rows the decisions use: the first row of each key, without problems (alias `x`).
+    func cleanRows(_ relation: String, jobSchema: JobSchema) -> String {
+        "(SELECT x.* FROM \(from(firstRowPerKey(relation))) WHERE NOT \(hasProblem(jobSchema: jobSchema)))"
+    }
+}
+
+extension DecideStage {
+    /// `p`, the valid products (one row per product_id), and `known_products`, every product id
+    /// of the source with whether it has a valid row: the product checks of orders and grants.
+    var productsSQL: String {
+        """
+        DROP TABLE IF EXISTS pg_temp.p, pg_temp.known_products;
+        CREATE TEMP TABLE p AS
+            SELECT DISTINCT ON (product_id) product_id, product_type FROM \(src).iap_products
+            WHERE product_id IS NOT NULL
+            ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
+        DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(SourceRelation.productTypes);
+        CREATE TEMP TABLE known_products AS
+            SELECT DISTINCT k.product_id, (p.product_id IS NOT NULL) AS valid
+            FROM \(src).iap_products k LEFT JOIN p ON p.product_id = k.product_id
+            WHERE k.product_id IS NOT NULL;
+        ANALYZE p; ANALYZE known_products;
+        """
+    }
+
+    /// One scan per relation: each row yields its problems (a row may have several), plus one
+    /// line per duplicated key.
+    var inputErrorSQL: String {
+        let parts = SourceRelation.allCases.flatMap { relation -> [String] in
+            let values = relation.checks(jobSchema: settings.jobSchema).map { "('\($0.column)', \($0.problem))" }
+                .joined(separator: ", ")
+            let key = relation.key
+            return [
+                """
+                SELECT '\(relation.rawValue)', coalesce(x.\(key), ''), v.col, v.problem
+                FROM \(relation.from("\(src).\(relation.rawValue)")) CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
+                WHERE v.problem IS NOT NULL
+                """,
+                """
+                SELECT '\(relation.rawValue)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)'
+                FROM \(src).\(relation.rawValue) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
+                """,
+            ]
+        }
+        return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("
+            + parts.joined(separator: "\nUNION ALL ") + ") e"
+    }
+}

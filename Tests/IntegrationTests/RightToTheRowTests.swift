@@ -1,0 +1,193 @@
+import AppStoreSimulator
+import Foundation
+import Reconciliation
+import Testing
+
+/// "Right to the row": no source row vanishes, the tally adds up, what Apple never showed is not
+/// a duplicate, malformed configuration and killed runs end as the contract says.
+@Suite("Right to the row", .serialized, .enabled(if: Harness.hasDatabase))
+struct RightToTheRowTests {
+    typealias N = NightTests
+
+    static func csvRows(_ url: URL) -> [String] {
+        N.read(url).components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+    }
+
+    /// `"tally":{…}` of summary.json, as numbers per relation and bucket.
+    static func tally(_ summary: URL) throws -> [String: [String: Int]] {
+        let data = try Data(contentsOf: summary)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let tally = try #require(object["tally"] as? [String: [String: Int]])
+        return tally
+    }
+
+    @Test("a null in a required column is an input error naming the column; the tally accounts for every row")
+    func nullsAreInputErrors() throws {
+        let w = try N.world("nulls", users: 200)
+        defer { w.stop() }
+        let day = "2026-11-20 10:00:00+00"
+        try w.t.db.execute("""
+            INSERT INTO iap_orders (order_id, user_id, product_id, quantity, status, transaction_id, created_at)
+            SELECT 'null-created', user_id, product_id, 1, 'created', NULL, NULL FROM iap_orders LIMIT 1;
+            INSERT INTO iap_orders (order_id, user_id, product_id, quantity, status, transaction_id, created_at)
+            SELECT 'null-status', user_id, product_id, 1, NULL, NULL, '\(day)' FROM iap_orders LIMIT 1;
+            INSERT INTO iap_receipts (receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status)
+            SELECT 'null-submitted', user_id, NULL, NULL, receipt_data, NULL, NULL FROM iap_receipts
+            WHERE receipt_data IS NOT NULL LIMIT 1;
+            INSERT INTO iap_grants (grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id,
+                                    quantity, granted_at, revoked_at)
+            SELECT 'null-granted', user_id, NULL, product_id, '4000000000000001', NULL, 1, NULL, NULL FROM iap_grants LIMIT 1;
+            """)
+        let r = try w.run()
+        #expect(r.status == 0, "\(r.stderr)")
+        let folder = w.out.appendingPathComponent("2026-11-21")
+        let errors = Self.csvRows(folder.appendingPathComponent("input_errors.csv"))
+        for expected in ["iap_orders,null-created,created_at,created_at is null",
+                         "iap_orders,null-status,status,status is null",
+                         "iap_receipts,null-submitted,submitted_at,submitted_at is null",
+                         "iap_grants,null-granted,granted_at,granted_at is null"] {
+            #expect(errors.contains(expected), "input_errors.csv lacks \(expected)")
+        }
+        // The receipt with no time was not sent, and is not listed as unresolved.
+        #expect(!w.sim.calls().contains { $0.rid == "null-submitted" })
+        #expect(!N.read(folder.appendingPathComponent("unresolved.csv")).contains("null-submitted"))
+
+        // Every row of every relation is in exactly one bucket.
+        let tally = try Self.tally(folder.appendingPathComponent("summary.json"))
+        for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {
+            let buckets = try #require(tally[relation], "no tally for \(relation)")
+            let rows = try w.t.int("SELECT count(*) FROM \(relation)")
+            #expect(buckets["rows"] == rows)
+            #expect(buckets.filter { $0.key != "rows" }.values.reduce(0, +) == rows, "\(relation): \(buckets)")
+        }
+        #expect(tally["iap_receipts"]?["unresolved"] == Self.csvRows(folder.appendingPathComponent("unresolved.csv")).count)
+        #expect((tally["iap_orders"]?["input_error"] ?? 0) >= 2)
+        #expect(N.read(folder.appendingPathComponent("summary.json")).contains("\"written_at\":\"20"))
+    }
+
+    @Test("a row taken out of its bucket by a deliberate fault: exit 70 naming the relation, no report")
+    func conservationFault() throws {
+        let w = try N.world("tallyfault", users: 60)
+        defer { w.stop() }
+        let r = try w.run(["--inject-fault", "tally-drop:iap_grants"])
+        #expect(r.status == 70, "\(r.stderr)")
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("conservation check failed for iap_grants"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: w.out.appendingPathComponent("2026-11-21").path))
+        // Without the fault the same data passes.
+        #expect(try w.run().status == 0)
+    }
+
+    @Test("a 2-unit order Apple never showed, delivered as two grants of 1, is not a duplicate")
+    func twoUnitOrder() throws {
+        let w = try N.world("twounits", users: 60)
+        defer { w.stop() }
+        let product = try #require(try w.t.scalar("SELECT product_id FROM iap_products WHERE product_type = 'consumable' LIMIT 1"))
+        let data = try #require(try w.t.scalar("SELECT receipt_data FROM iap_receipts WHERE receipt_data IS NOT NULL LIMIT 1"))
+        // Settled at upload (status 0 and an active grant): the job never asks Apple about it.
+        try w.t.db.query("""
+            INSERT INTO iap_orders VALUES ('two-units', 'u-two', $1, 2, 'delivered', '4000000000000002', '2026-11-20 10:00:00+00')
+            """, [product])
+        try w.t.db.query("""
+            INSERT INTO iap_receipts VALUES ('r-two', 'u-two', 'two-units', '4000000000000002', $1, '2026-11-20 10:00:05+00', 0)
+            """, [data])
+        try w.t.db.query("""
+            INSERT INTO iap_grants VALUES
+              ('g-two-a', 'u-two', 'two-units', $1, '4000000000000002', '4000000000000002', 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-two-b', 'u-two', 'two-units', $1, '4000000000000002', '4000000000000002', 1, '2026-11-20 10:00:11+00', NULL),
+              ('g-one-a', 'u-one', NULL, $1, '4000000000000003', '4000000000000003', 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-one-b', 'u-one', NULL, $1, '4000000000000003', '4000000000000003', 1, '2026-11-20 10:00:11+00', NULL)
+            """, [product])
+        let r = try w.run()
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!w.sim.calls().contains { $0.rid == "r-two" }, "a receipt settled at upload was sent")
+        let duplicates = N.read(w.out.appendingPathComponent("2026-11-21/duplicate_grants.csv"))
+        #expect(!duplicates.contains("g-two-"), "the second unit of a 2-unit order was called a duplicate")
+        // Without an order, the first grant's quantity (1) is the limit: the second grant is a duplicate.
+        #expect(duplicates.contains("g-one-b,u-one,,\(product),consumable,4000000000000003,4000000000000003,same_transaction,g-one-a,"))
+    }
+
+    @Test("a malformed DATABASE_URL: exit 78, one line naming the fault, the password never shown")
+    func malformedDatabaseURL() throws {
+        for url in ["postgresql://u:secret%zz@/db", "postgresql://u:secret@[::1/db", "postgres://u:secret@host:99999/db"] {
+            var env = ProcessInfo.processInfo.environment
+            env["DATABASE_URL"] = url
+            let r = try runTool("iap-reconcile", ["run", "--no-progress", "--out", NSTemporaryDirectory()], environment: env)
+            #expect(r.status == 78, "\(url): \(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("DATABASE_URL is malformed"), "\(r.stderr)")
+            #expect(!r.stderr.contains("secret"), "the password was printed: \(r.stderr)")
+            #expect(r.stderr.contains("u:***@"), "\(r.stderr)")
+        }
+    }
+
+    @Test("a run killed in the middle of a long statement: the next run gets the lock within its wait")
+    func killedRunReleasesTheLock() throws {
+        let w = try N.world("killlock", users: 60)
+        defer { w.stop() }
+        // A source schema whose products view takes 60 s: the first statement that reads it is long.
+        try w.t.db.execute("""
+            CREATE SCHEMA slow;
+            CREATE VIEW slow.iap_products AS SELECT p.* FROM public.iap_products p, (SELECT pg_sleep(60)) s;
+            CREATE VIEW slow.iap_orders AS SELECT * FROM public.iap_orders;
+            CREATE VIEW slow.iap_receipts AS SELECT * FROM public.iap_receipts;
+            CREATE VIEW slow.iap_grants AS SELECT * FROM public.iap_grants;
+            """)
+        let first = try startTool("iap-reconcile", ["run", "--as-of", N.asOf, "--out", w.out.path, "--no-progress",
+                                                    "--source-schema", "slow"], environment: w.env)
+        let deadline = Date().addingTimeInterval(30)
+        var sleeping = false
+        while !sleeping && Date() < deadline {
+            sleeping = try w.t.int("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%iap_products%' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND wait_event = 'PgSleep'") > 0
+            if !sleeping { usleep(50_000) }
+        }
+        #expect(sleeping, "the first run never reached its long statement")
+        first.kill9()
+        let started = Date()
+        let second = try w.run()
+        #expect(second.status == 0, "the next run did not get the lock: \(second.stderr)")
+        #expect(Date().timeIntervalSince(started) < 60, "the next run waited for the killed statement to end")
+    }
+
+    @Test("production says sandbox, sandbox says production: unresolved with that reason, never switched again")
+    func environmentsDisagree() throws {
+        let w = try N.world("disagree", users: 40)
+        defer { w.stop() }
+        let token = SimReceipt(rid: "r-disagree", env: .sandbox, bundle: N.bundle, style: .ios7, st: 21008, txs: []).token()
+        try w.t.db.query("""
+            INSERT INTO iap_receipts VALUES ('r-disagree', 'u-disagree', NULL, NULL, $1, '2026-11-20 10:00:00+00', NULL)
+            """, [token])
+        #expect(try w.run(["--retry-delay-minutes", "0"]).status == 0)
+        let firstCalls = w.sim.calls().filter { $0.rid == "r-disagree" }.map { "\($0.env) \($0.outcome)" }
+        #expect(firstCalls == ["production 21007", "sandbox 21008"])
+        let unresolved = N.read(w.out.appendingPathComponent("2026-11-21/unresolved.csv"))
+        #expect(unresolved.contains("r-disagree,u-disagree,,,2,21008,\"production says sandbox, sandbox says production\","),
+                "\(unresolved)")
+        // The next run asks the sandbox only (the environment that answered last), once.
+        #expect(try w.run(["--retry-delay-minutes", "0"]).status == 0)
+        let secondCalls = w.sim.calls().filter { $0.rid == "r-disagree" }.dropFirst(2).map { "\($0.env) \($0.outcome)" }
+        #expect(secondCalls == ["sandbox 21008"])
+        #expect(try w.t.scalar("SELECT last_error FROM recon.receipt_state WHERE receipt_id = 'r-disagree'")
+                == "production says sandbox, sandbox says production")
+    }
+
+    @Test("a rerun replaces the report folder without a moment where it is absent")
+    func folderNeverAbsent() throws {
+        let w = try N.world("swap", users: 300)
+        defer { w.stop() }
+        #expect(try w.run().status == 0)
+        let folder = w.out.appendingPathComponent("2026-11-21").path
+        let rerun = try startTool("iap-reconcile", ["run", "--as-of", N.asOf, "--out", w.out.path, "--no-progress",
+                                                    "--no-verify"], environment: w.env)
+        var checks = 0, absent = 0
+        while rerun.process.isRunning {
+            var info = stat()
+            if stat(folder, &info) != 0 { absent += 1 }
+            checks += 1
+        }
+        let result = rerun.wait(timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(checks > 100)
+        #expect(absent == 0, "the report folder was absent \(absent) times out of \(checks)")
+    }
+}
