@@ -137,6 +137,13 @@ public enum RunReport {
             }
             lines.append(line)
         }
+        // Where every source row went (summary.json "tally"), buckets in the order they are tried.
+        for relation in SourceRelation.allCases {
+            guard let t = s.tally[relation.rawValue] else { continue }
+            let parts = (Conservation.buckets[relation] ?? []).map { "\($0) \(t.buckets[$0] ?? 0)" }
+            lines.append("  " + relation.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)
+                + "\(t.rows) rows = " + parts.joined(separator: " + "))
+        }
         if let folder = s.reportFolder { lines.append("  reports in        \(folder)/") }
         return lines.joined(separator: "\n") + "\n"
     }
