@@ -10,10 +10,11 @@ import PackageDescription
 //   iap-reconcile            the command
 //   AppStoreSimulator, iap-sim  the App Store test double (a real HTTP server) and data generator
 let v5: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+let v6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "iap-reconcile",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "iap-reconcile", targets: ["iap-reconcile"]),
         .executable(name: "iap-sim", targets: ["iap-sim"]),
@@ -22,21 +23,24 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v5),
-        .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v5),
-        .target(name: "Reconciliation", swiftSettings: v5),
+        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v6),
+        .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v6),
+        .target(name: "Reconciliation", swiftSettings: v6),
         .target(name: "AppStore", dependencies: ["Reconciliation"], swiftSettings: v5),
         .target(
             name: "ReconcileJob",
             dependencies: [
                 "Reconciliation", "AppStore", "Postgres", "HTTP",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
-            swiftSettings: v5
+            swiftSettings: v6
         ),
         .executableTarget(
             name: "iap-reconcile",

@@ -121,7 +121,7 @@ enum Migrations {
     ]
 
     /// `record_answers(jsonb)`: applies a batch of App Store answers in one round trip; `p` is a
-    /// JSON array (see `AnswerRecord` in VerifyStage.swift). Migration 1 creates it and migration 3
+    /// JSON array (see `AnswerRecord` in Verification/AnswerRecord.swift). Migration 1 creates it and migration 3
     /// replaces it with the same text: plpgsql resolves columns only when it runs, so a fresh
     /// schema gets the current function at once and an older one gets it with its new column.
     static let recordAnswersSQL = """

@@ -50,9 +50,12 @@ struct CommonOptions: ParsableArguments {
     var lockWaitSeconds = 5
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
-    var logLevel = "notice"
+    var logLevel: LogLevel = .notice
 
-    @Flag(help: "No progress lines on stderr.")
+    @Option(help: "Progress lines on stderr: auto (when stderr is a terminal), always, never.")
+    var progress: ProgressMode = .auto
+
+    @Flag(help: "No progress lines on stderr (the same as --progress never).")
     var noProgress = false
 
     func settings() throws -> JobSettings {
@@ -94,7 +97,11 @@ struct CommonOptions: ParsableArguments {
         s.retryBaseMs = retryBaseMs
         s.retryDelayMinutes = retryDelayMinutes
         s.sourceSchema = sourceSchema
-        s.progress = !noProgress
+        switch noProgress ? .never : progress {
+        case .always: s.progress = true
+        case .never: s.progress = false
+        case .auto: s.progress = isatty(STDERR_FILENO) == 1
+        }
         s.lockWaitSeconds = lockWaitSeconds
         if let v = env["DATABASE_URL"], !v.isEmpty { s.databaseURL = v }
         if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
@@ -107,11 +114,21 @@ struct CommonOptions: ParsableArguments {
     }
 
     func logger() -> Logger {
-        let level = Logger.Level(rawValue: logLevel) ?? .notice
+        let level = Logger.Level(rawValue: logLevel.rawValue) ?? .notice
         var logger = Logger(label: "iap-reconcile") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = level
         return logger
     }
+}
+
+/// `--log-level`: swift-log's levels; any other word is a usage error.
+enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+    case trace, debug, info, notice, warning, error, critical
+}
+
+/// `--progress`.
+enum ProgressMode: String, ExpressibleByArgument, CaseIterable {
+    case auto, always, never
 }
 
 let environmentHelp = """
@@ -154,6 +171,7 @@ struct IAPReconcile: ParsableCommand {
 
             \(environmentHelp)
             """,
+        version: iapReconcileVersion,
         subcommands: [Run.self, Verify.self, Migrate.self],
         defaultSubcommand: Run.self)
 }
@@ -246,7 +264,14 @@ do {
     // codes (already printed) go through ArgumentParser as usual.
     let code = IAPReconcile.exitCode(for: error)
     if code.rawValue == 64 {
-        let message = IAPReconcile.message(for: error).split(separator: "\n").first.map(String.init) ?? "bad usage"
+        // Its lines folded into one: "… Please provide one of the following:" is followed by the
+        // values, one per line ("- trace" …).
+        let lines = IAPReconcile.message(for: error).split(separator: "\n").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        var message = lines.first ?? "bad usage"
+        let values = lines.dropFirst().filter { $0.hasPrefix("- ") }.map { $0.dropFirst(2) }
+        if !values.isEmpty { message += " " + values.joined(separator: ", ") }
         let text = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
         FileHandle.standardError.write(Data("iap-reconcile: \(text) (see iap-reconcile --help)\n".utf8))
         exit(64)

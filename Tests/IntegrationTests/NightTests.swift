@@ -78,6 +78,14 @@ struct NightTests {
         }
         let summary = Self.read(day.appendingPathComponent("summary.json"))
         #expect(summary.contains("\"exit_code\":0") && summary.contains("\"compensate\":"))
+        // The conservation tally: every source row in exactly one bucket.
+        let tally = try RightToTheRowTests.tally(day.appendingPathComponent("summary.json"))
+        for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {
+            let buckets = try #require(tally[relation])
+            let rows = try w.t.int("SELECT count(*) FROM \(relation)")
+            #expect(buckets["rows"] == rows && buckets.filter { $0.key != "rows" }.values.reduce(0, +) == rows,
+                    "\(relation): \(buckets)")
+        }
 
         // The same --as-of again, from stored answers: the same files, byte for byte.
         let before = Dictionary(uniqueKeysWithValues: (Self.findingFiles + ["unresolved.csv"]).map {
@@ -161,12 +169,14 @@ struct NightTests {
         let w = try Self.world("unwritable", users: 50)
         defer { w.stop() }
         let blocker = w.out.appendingPathComponent("not-a-folder")
-        FileManager.default.createFile(atPath: blocker.path, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: blocker.path, contents: Data("x".utf8))
         let r = try runTool("iap-reconcile", ["run", "--as-of", Self.asOf, "--out", blocker.appendingPathComponent("reports").path,
                                               "--no-progress"], environment: w.env)
         #expect(r.status == 73)
         let lines = r.stderr.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].contains("reports cannot be written"), "\(r.stderr)")
+        // The operating system's reason and the path it concerns, not a Foundation error code.
+        #expect(lines.first?.contains("\(blocker.path): Not a directory") == true, "\(r.stderr)")
     }
 
     @Test("bad usage: exit 64")

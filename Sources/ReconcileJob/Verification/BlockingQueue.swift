@@ -1,9 +1,12 @@
+import DequeModule
 import Foundation
 
 /// A bounded FIFO handing work between threads; `push` waits while full, `pop` while empty.
-final class BlockingQueue<Element>: @unchecked Sendable {
-    private var items: [Element] = []
-    private var head = 0
+///
+/// Waiting needs a condition variable, which the standard library's `Synchronization` does not
+/// have: an `NSCondition` guards the storage, and every access holds it (hence `@unchecked`).
+final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
+    private var items = Deque<Element>()
     private let capacity: Int
     private let condition = NSCondition()
     private var closed = false
@@ -15,7 +18,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     func push(_ item: Element) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while items.count - head >= capacity && !closed { condition.wait() }
+        while items.count >= capacity && !closed { condition.wait() }
         guard !closed else { return false }
         items.append(item)
         condition.broadcast()
@@ -26,10 +29,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     func pop(timeoutMs: Int) -> Element? {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
-        while items.count == head && !closed {
-            if !condition.wait(until: deadline) { break }
-        }
+        waitForItems(timeoutMs: timeoutMs)
         return takeLocked()
     }
 
@@ -37,13 +37,9 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     func popAll(timeoutMs: Int) -> [Element] {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
-        while items.count == head && !closed {
-            if !condition.wait(until: deadline) { break }
-        }
-        let out = Array(items[head...])
+        waitForItems(timeoutMs: timeoutMs)
+        let out = Array(items)
         items.removeAll(keepingCapacity: true)
-        head = 0
         condition.broadcast()
         return out
     }
@@ -54,14 +50,15 @@ final class BlockingQueue<Element>: @unchecked Sendable {
         return takeLocked()
     }
 
-    private func takeLocked() -> Element? {
-        guard head < items.count else { return nil }
-        let item = items[head]
-        head += 1
-        if head > 1024 && head * 2 > items.count {
-            items.removeFirst(head)
-            head = 0
+    private func waitForItems(timeoutMs: Int) {
+        let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
+        while items.isEmpty && !closed {
+            if !condition.wait(until: deadline) { break }
         }
+    }
+
+    private func takeLocked() -> Element? {
+        guard let item = items.popFirst() else { return nil }
         condition.broadcast()
         return item
     }
@@ -77,6 +74,6 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     var isClosedAndEmpty: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return closed && head == items.count
+        return closed && items.isEmpty
     }
 }

@@ -52,7 +52,7 @@ public final class DecideStage {
     }
 
     /// Every family, sorted by key: `T` rows (Apple transactions with their receipt and exact
-    /// order) and `G` rows (grants with what their linked receipts say). 22 text columns each.
+    /// order) and `G` rows (grants with what their linked receipts say); see `FamilyRow`.
     var familySQL: String {
         """
         WITH first_receipt AS (
@@ -94,26 +94,14 @@ public final class DecideStage {
             GROUP BY l.grant_id
         )
         SELECT * FROM (
-            SELECT t.original_transaction_id AS fkey, 'T' AS kind, t.transaction_id AS id, t.environment,
-                   t.product_id, t.quantity::text, t.purchase_date_ms::text, t.original_purchase_date_ms::text,
-                   t.expires_date_ms::text, t.cancellation_date_ms::text, t.cancellation_reason,
-                   t.is_trial_period::text, t.web_order_line_item_id, t.bundle_id, p.product_type,
-                   f.receipt_id, f.user_id, coalesce(e1.order_id, e2.order_id),
-                   CASE WHEN e1.order_id IS NOT NULL THEN e1.user_id ELSE e2.user_id END,
-                   CASE WHEN e1.order_id IS NOT NULL THEN e1.product_id ELSE e2.product_id END,
-                   CASE WHEN e1.order_id IS NOT NULL THEN e1.created_ms ELSE e2.created_ms END::text,
-                   NULL::text
+            SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
             FROM \(S).apple_transactions t
             LEFT JOIN p ON p.product_id = t.product_id
             LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
             LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
             LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
             UNION ALL
-            SELECT gf.fkey, 'G', gf.grant_id, gf.user_id, gf.order_id, gf.product_id, gf.transaction_id,
-                   gf.original_transaction_id, gf.quantity::text, gf.granted_ms::text, gf.revoked_ms::text,
-                   p.product_type, coalesce(k.linked, 0)::text, coalesce(k.invalid, 0)::text,
-                   coalesce(k.wrong_bundle, 0)::text, coalesce(k.without_tx, 0)::text,
-                   lo.quantity::text, NULL, NULL, NULL, NULL, NULL
+            SELECT \(FamilyRow.selectList(GrantColumn.self, \.sql))
             FROM grant_family gf
             LEFT JOIN p ON p.product_id = gf.product_id
             LEFT JOIN links k ON k.grant_id = gf.grant_id
@@ -162,17 +150,16 @@ public final class DecideStage {
         }
         try sink.begin()
         try db.copyOut("COPY (\(familySQL)) TO STDOUT") { line in
-            let f = CopyText.fields(line)
             rows += 1
             if rows % 50_000 == 0 { progress.rows(rows) }
-            guard f.count == 22, let key = f[0] else { parseProblems += 1; return }
+            guard let row = FamilyRow(line), let key = row.key else { parseProblems += 1; return }
             if key != current.key {
                 try flush()
                 current = Family(key: key)
             }
-            if f[1] == "T", let t = FamilyRow.transaction(f) {
+            if row.isTransaction, let t = row.transaction() {
                 current.transactions.append(t)
-            } else if f[1] == "G", let g = FamilyRow.grant(f) {
+            } else if row.isGrant, let g = row.grant() {
                 current.grants.append(g)
             } else {
                 parseProblems += 1
@@ -238,40 +225,6 @@ public final class DecideStage {
                   AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
                 """, [day])
         }
-    }
-}
-
-/// Turns the 22 text columns of a family row into the core's types.
-enum FamilyRow {
-    static func transaction(_ f: [String?]) -> KnownTransaction? {
-        guard let tid = f[2], let env = f[3].flatMap(AppStoreEnvironment.init(rawValue:)), let pid = f[4],
-              let qty = f[5].flatMap({ Int($0) }), let pd = f[6].flatMap({ Int64($0) }), let otid = f[0]
-        else { return nil }
-        let t = AppleTransaction(
-            transactionID: tid, originalTransactionID: otid, productID: pid, quantity: qty, purchaseDate: pd,
-            originalPurchaseDate: f[7].flatMap { Int64($0) }, expiresDate: f[8].flatMap { Int64($0) },
-            cancellationDate: f[9].flatMap { Int64($0) }, cancellationReason: f[10],
-            isTrialPeriod: f[11].map { $0 == "true" }, webOrderLineItemID: f[12], environment: env, bundleID: f[13])
-        var order: OrderRef?
-        if let oid = f[17], let ouser = f[18], let oproduct = f[19], let created = f[20].flatMap({ Int64($0) }) {
-            order = OrderRef(orderID: oid, userID: ouser, productID: oproduct, createdAt: created)
-        }
-        return KnownTransaction(transaction: t, productType: f[14].flatMap(ProductType.init(rawValue:)),
-                                receiptID: f[15], userID: f[16], exactOrder: order)
-    }
-
-    static func grant(_ f: [String?]) -> GrantFacts? {
-        guard let gid = f[2], let user = f[3], let pid = f[5], let tid = f[6], let qty = f[8].flatMap({ Int($0) }),
-              let granted = f[9].flatMap({ Int64($0) })
-        else { return nil }
-        let grant = Grant(grantID: gid, userID: user, orderID: f[4], productID: pid, transactionID: tid,
-                          originalTransactionID: f[7], quantity: qty, grantedAt: granted,
-                          revokedAt: f[10].flatMap { Int64($0) })
-        let links = ReceiptLinks(linked: Int(f[12] ?? "0") ?? 0, rejectedInvalid: Int(f[13] ?? "0") ?? 0,
-                                 rejectedWrongBundle: Int(f[14] ?? "0") ?? 0,
-                                 verifiedWithoutTransaction: Int(f[15] ?? "0") ?? 0)
-        return GrantFacts(grant: grant, productType: f[11].flatMap(ProductType.init(rawValue:)), links: links,
-                          linkedOrderQuantity: f[16].flatMap { Int($0) })
     }
 }
 

@@ -78,7 +78,7 @@ struct ReportWriter {
                 ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
                 """
         case .unresolved:
-            return VerifyStage.unresolvedReceiptsSQL(
+            return ReceiptSelection.unresolvedReceiptsSQL(
                 select: """
                     r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
                            s.last_status::text, s.last_error,

@@ -1,0 +1,142 @@
+import Postgres
+import Reconciliation
+
+/// The rows the decide stage streams from Postgres, one family after another: `T` rows (an
+/// Apple transaction with its receipt and exact order) and `G` rows (a grant with what its
+/// linked receipts say). Each kind names its columns once, with the SQL that fills them; the
+/// SELECT lists, the row width and the reader all follow from these two enums, so adding a
+/// column is one case and its SQL.
+enum TransactionColumn: Int, CaseIterable {
+    case key, kind, transactionID, environment, productID, quantity, purchaseMs, originalPurchaseMs, expiresMs
+    case cancellationMs, cancellationReason, isTrialPeriod, webOrderLineItemID, bundleID, productType
+    case receiptID, userID, orderID, orderUserID, orderProductID, orderCreatedMs
+
+    /// Over `t` (apple_transactions), `p` (products), `f` (first receipt), `e1`/`e2` (exact orders).
+    var sql: String {
+        func order(_ column: String) -> String { "CASE WHEN e1.order_id IS NOT NULL THEN e1.\(column) ELSE e2.\(column) END" }
+        switch self {
+        case .key: return "t.original_transaction_id"
+        case .kind: return "'T'"
+        case .transactionID: return "t.transaction_id"
+        case .environment: return "t.environment"
+        case .productID: return "t.product_id"
+        case .quantity: return "t.quantity::text"
+        case .purchaseMs: return "t.purchase_date_ms::text"
+        case .originalPurchaseMs: return "t.original_purchase_date_ms::text"
+        case .expiresMs: return "t.expires_date_ms::text"
+        case .cancellationMs: return "t.cancellation_date_ms::text"
+        case .cancellationReason: return "t.cancellation_reason"
+        case .isTrialPeriod: return "t.is_trial_period::text"
+        case .webOrderLineItemID: return "t.web_order_line_item_id"
+        case .bundleID: return "t.bundle_id"
+        case .productType: return "p.product_type"
+        case .receiptID: return "f.receipt_id"
+        case .userID: return "f.user_id"
+        case .orderID: return "coalesce(e1.order_id, e2.order_id)"
+        case .orderUserID: return order("user_id")
+        case .orderProductID: return order("product_id")
+        case .orderCreatedMs: return order("created_ms") + "::text"
+        }
+    }
+}
+
+enum GrantColumn: Int, CaseIterable {
+    case key, kind, grantID, userID, orderID, productID, transactionID, originalTransactionID, quantity, grantedMs
+    case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
+    case linkedOrderQuantity
+
+    /// Over `gf` (grants with their family key), `p` (products), `k` (links), `lo` (linked order).
+    var sql: String {
+        switch self {
+        case .key: return "gf.fkey"
+        case .kind: return "'G'"
+        case .grantID: return "gf.grant_id"
+        case .userID: return "gf.user_id"
+        case .orderID: return "gf.order_id"
+        case .productID: return "gf.product_id"
+        case .transactionID: return "gf.transaction_id"
+        case .originalTransactionID: return "gf.original_transaction_id"
+        case .quantity: return "gf.quantity::text"
+        case .grantedMs: return "gf.granted_ms::text"
+        case .revokedMs: return "gf.revoked_ms::text"
+        case .productType: return "p.product_type"
+        case .linkedReceipts: return "coalesce(k.linked, 0)::text"
+        case .rejectedInvalid: return "coalesce(k.invalid, 0)::text"
+        case .rejectedWrongBundle: return "coalesce(k.wrong_bundle, 0)::text"
+        case .verifiedWithoutTransaction: return "coalesce(k.without_tx, 0)::text"
+        case .linkedOrderQuantity: return "lo.quantity::text"
+        }
+    }
+}
+
+/// One family row as COPY delivered it, read by column name.
+struct FamilyRow {
+    /// Both kinds share one width: the wider kind's.
+    static let width = max(TransactionColumn.allCases.count, GrantColumn.allCases.count)
+
+    /// The SELECT list of one kind, padded with NULLs to `width`. The first three columns are
+    /// named `fkey`, `kind`, `id` for the ORDER BY of the union.
+    static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> String) -> String {
+        var list = columns.allCases.map(sql)
+        list[0] += " AS fkey"
+        list[1] += " AS kind"
+        list[2] += " AS id"
+        while list.count < width { list.append("NULL::text") }
+        return list.joined(separator: ", ")
+    }
+
+    let fields: [String?]
+
+    init?(_ line: UnsafeBufferPointer<UInt8>) {
+        fields = CopyText.fields(line)
+        guard fields.count == Self.width else { return nil }
+    }
+
+    var key: String? { fields[0] }
+    var isTransaction: Bool { fields[1] == "T" }
+    var isGrant: Bool { fields[1] == "G" }
+
+    subscript(_ c: TransactionColumn) -> String? { fields[c.rawValue] }
+    subscript(_ c: GrantColumn) -> String? { fields[c.rawValue] }
+
+    /// A `T` row as the core's `KnownTransaction`; nil when a required field is missing.
+    func transaction() -> KnownTransaction? {
+        guard let tid = self[TransactionColumn.transactionID], let otid = self[TransactionColumn.key],
+              let env = self[TransactionColumn.environment].flatMap(AppStoreEnvironment.init(rawValue:)),
+              let pid = self[TransactionColumn.productID], let qty = self[TransactionColumn.quantity].flatMap({ Int($0) }),
+              let pd = self[TransactionColumn.purchaseMs].flatMap({ Int64($0) })
+        else { return nil }
+        let t = AppleTransaction(
+            transactionID: tid, originalTransactionID: otid, productID: pid, quantity: qty, purchaseDate: pd,
+            originalPurchaseDate: self[.originalPurchaseMs].flatMap { Int64($0) },
+            expiresDate: self[.expiresMs].flatMap { Int64($0) },
+            cancellationDate: self[.cancellationMs].flatMap { Int64($0) },
+            cancellationReason: self[.cancellationReason], isTrialPeriod: self[.isTrialPeriod].map { $0 == "true" },
+            webOrderLineItemID: self[.webOrderLineItemID], environment: env, bundleID: self[TransactionColumn.bundleID])
+        var order: OrderRef?
+        if let oid = self[TransactionColumn.orderID], let user = self[.orderUserID],
+           let product = self[.orderProductID], let created = self[.orderCreatedMs].flatMap({ Int64($0) }) {
+            order = OrderRef(orderID: oid, userID: user, productID: product, createdAt: created)
+        }
+        return KnownTransaction(transaction: t, productType: self[TransactionColumn.productType].flatMap(ProductType.init(rawValue:)),
+                                receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order)
+    }
+
+    /// A `G` row as the core's `GrantFacts`; nil when a required field is missing.
+    func grant() -> GrantFacts? {
+        guard let gid = self[GrantColumn.grantID], let user = self[GrantColumn.userID],
+              let pid = self[GrantColumn.productID], let tid = self[GrantColumn.transactionID],
+              let qty = self[GrantColumn.quantity].flatMap({ Int($0) }),
+              let granted = self[GrantColumn.grantedMs].flatMap({ Int64($0) })
+        else { return nil }
+        let grant = Grant(grantID: gid, userID: user, orderID: self[GrantColumn.orderID], productID: pid, transactionID: tid,
+                          originalTransactionID: self[GrantColumn.originalTransactionID], quantity: qty,
+                          grantedAt: granted, revokedAt: self[.revokedMs].flatMap { Int64($0) })
+        func count(_ c: GrantColumn) -> Int { Int(self[c] ?? "0") ?? 0 }
+        let links = ReceiptLinks(linked: count(.linkedReceipts), rejectedInvalid: count(.rejectedInvalid),
+                                 rejectedWrongBundle: count(.rejectedWrongBundle),
+                                 verifiedWithoutTransaction: count(.verifiedWithoutTransaction))
+        return GrantFacts(grant: grant, productType: self[GrantColumn.productType].flatMap(ProductType.init(rawValue:)),
+                          links: links, linkedOrderQuantity: self[.linkedOrderQuantity].flatMap { Int($0) })
+    }
+}

@@ -1,0 +1,117 @@
+import AppStore
+import Postgres
+import Reconciliation
+
+/// One receipt on its way through verification.
+struct VerifyJob: Sendable {
+    let receiptID: String
+    let receiptData: String
+    /// Requests sent for it in earlier runs (the attempt numbers continue from there).
+    let priorAttempts: Int
+    let sweep: Bool
+    /// Where the next request goes.
+    var environment: AppStoreEnvironment
+    /// Requests sent in this run, switches included.
+    var sends = 0
+    /// The retry policy's counters (failed runs, 21002 runs, attempts this run, switched).
+    var retry: RetryPolicy.State
+    /// Set once production said "sandbox" and the sandbox said "production" (in this run or an
+    /// earlier one): the environment that last answered, where the receipt stays.
+    var startEnvironment: AppStoreEnvironment?
+}
+
+/// Contract §2: which receipts are sent to the App Store in this run, in SQL. The report of
+/// unresolved receipts uses the same definition, so the two always agree.
+struct ReceiptSelection {
+    let settings: JobSettings
+
+    /// Contract §2's unresolved receipts: submitted in the window, no definitive answer of ours,
+    /// not settled at upload (status 0/21006 with an active grant), not an input error (decodable
+    /// data, user and time present). One row per receipt_id (a duplicated key keeps its first row
+    /// by submitted_at). The report of
+    /// unresolved receipts uses the same definition, without the wait between runs.
+    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool) -> String {
+        let src = "\"\(settings.sourceSchema)\""
+        let job = settings.jobSchema.quoted
+        return """
+        SELECT \(select)
+        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+        LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
+        WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
+          AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+          AND NOT coalesce(s.definitive, false)
+          AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
+                SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
+          \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "")
+        """
+    }
+
+    /// The receipts this run sends: the unresolved ones whose wait between runs has passed.
+    var candidateSQL: String {
+        Self.unresolvedReceiptsSQL(
+            select: """
+                r.receipt_id, r.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
+                       coalesce(s.runs_21002, 0), s.start_environment
+                """,
+            settings: settings, eligibleNow: true) + "\nORDER BY r.submitted_at, r.receipt_id"
+    }
+
+    /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
+    /// or subscriptions granted within the refund window, oldest-checked first. Receipts checked
+    /// within `sweepIntervalHours` are skipped, so a rerun after a crash does not ask again.
+    var sweepSQL: String {
+        let src = "\"\(settings.sourceSchema)\""
+        let job = settings.jobSchema.quoted
+        let refundStart = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        return """
+        WITH holders AS (
+            SELECT DISTINCT g.user_id FROM \(src).iap_grants g
+            JOIN \(src).iap_products p ON p.product_id = g.product_id
+            WHERE g.revoked_at IS NULL AND p.product_type IN ('non_consumable', 'auto_renewable', 'non_renewing')
+              AND g.granted_at >= to_timestamp(\(refundStart) / 1000.0)
+              AND g.granted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+        ), newest AS (
+            SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
+            FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+            JOIN holders h ON h.user_id = r.user_id
+            WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+            ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
+        )
+        SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
+               coalesce(s.runs_21002, 0), NULL
+        FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
+        -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
+        -- or settled at upload (status 0/21006 with an active grant) with no definitive answer of ours yet
+        -- (a sweep that failed is tried again once the sweep interval has passed)
+        WHERE (CASE WHEN s.definitive THEN s.verdict = 'valid'
+                    ELSE coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
+                        SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = n.transaction_id AND g.revoked_at IS NULL)
+               END)
+          AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - interval '\(settings.sweepIntervalHours) hours'
+        ORDER BY coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity'), n.receipt_id
+        LIMIT \(settings.sweepLimit)
+        """
+    }
+
+    /// The sweep list: small (at most `--sweep-limit`), so it is read whole.
+    func sweepJobs(_ db: PGConnection) throws -> [VerifyJob] {
+        var jobs: [VerifyJob] = []
+        try db.copyOut("COPY (\(sweepSQL)) TO STDOUT") { line in
+            if let job = Self.job(fromCopyLine: line, sweep: true) { jobs.append(job) }
+        }
+        return jobs
+    }
+
+    static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {
+        let f = CopyText.fields(line)
+        guard f.count == 6, let id = f[0], let data = f[1] else { return nil }
+        // A receipt the environments disagreed on starts where the last answer came from and is
+        // never switched again; every other receipt starts in production.
+        let start = f[5].flatMap(AppStoreEnvironment.init(rawValue:))
+        let retry = RetryPolicy.State(failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0,
+                                      switched: start != nil)
+        return VerifyJob(receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0, sweep: sweep,
+                         environment: start ?? .production, retry: retry, startEnvironment: start)
+    }
+
+}

@@ -1,0 +1,147 @@
+import AppStore
+import DequeModule
+import Foundation
+import HTTP
+import HeapModule
+import Logging
+import Reconciliation
+
+/// The request loop: keeps `concurrency` requests in flight on one libcurl multi handle, applies
+/// the retry policy to every answer, and hands a record of each to the writer. Generic over the
+/// protocol (`AppStoreClient`): it never looks inside a request or an answer body.
+///
+/// Concurrency: runs on the thread that calls `run`, which owns the multi handle (`HTTPMulti` is
+/// not `Sendable`) and every job in flight; it talks to the reader and the writer only through
+/// their queues.
+struct RequestLoop<Client: AppStoreClient> {
+    let client: Client
+    let policy: RetryPolicy
+    let concurrency: Int
+    let runID: Int64
+    let progress: Progress
+    let logger: Logger
+
+    /// A job waiting for its backoff to pass; due on the monotonic clock.
+    private struct Waiting: Comparable {
+        var due: UInt64
+        var sequence: Int
+        var job: VerifyJob
+        static func < (a: Waiting, b: Waiting) -> Bool { (a.due, a.sequence) < (b.due, b.sequence) }
+        static func == (a: Waiting, b: Waiting) -> Bool { a.due == b.due && a.sequence == b.sequence }
+    }
+
+    func run(input: BlockingQueue<VerifyJob>, records: BlockingQueue<AnswerRecord>, counts: inout VerifyCounts) throws {
+        let http = HTTPMulti()
+        defer { http.close() }
+        var inFlight: [Int: VerifyJob] = [:]
+        var waiting = Heap<Waiting>()
+        var nextTag = 0
+        var stopping: JobError?
+        var inputDone = false
+        var rng = SystemRandomNumberGenerator()
+        var sawResponse = false
+        var lastTransportError = ""
+
+        func send(_ job: VerifyJob) throws {
+            var job = job
+            job.sends += 1
+            nextTag += 1
+            try http.add(client.request(for: job, tag: nextTag))
+            inFlight[nextTag] = job
+            counts.requests += 1
+        }
+
+        while true {
+            let now = Self.monotonicNanos()
+            if stopping == nil {
+                while inFlight.count < concurrency {
+                    if let first = waiting.min, first.due <= now {
+                        try send(waiting.removeMin().job)
+                    } else if !inputDone, let job = input.tryPop() {
+                        try send(job)
+                    } else {
+                        if !inputDone && input.isClosedAndEmpty { inputDone = true }
+                        break
+                    }
+                }
+            }
+            if inFlight.isEmpty {
+                if stopping != nil || (inputDone && waiting.isEmpty) { break }
+                if !inputDone && waiting.isEmpty {
+                    // Nothing to do until the reader delivers.
+                    if let job = input.pop(timeoutMs: 200) { try send(job) } else if input.isClosedAndEmpty { inputDone = true }
+                    continue
+                }
+            }
+            let untilDue = waiting.min.map { Int(($0.due > now ? $0.due - now : 0) / 1_000_000) } ?? 100
+            for completion in http.poll(timeoutMs: min(100, untilDue)) {
+                guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
+                let asked = job.environment
+                var httpStatus: Int?
+                switch completion.outcome {
+                case .response(let status, _):
+                    httpStatus = status
+                    sawResponse = true
+                case .failure(_, let message, _):
+                    lastTransportError = message
+                }
+                var answer = client.answer(to: completion.outcome, for: job)
+                let decision = policy.decide(answer.answerClass, status: answer.status, state: &job.retry,
+                                             now: Self.unixMillis(), jitter: Double.random(in: 0...1, using: &rng))
+                if case .stop = decision {
+                    counts.config += 1
+                    if stopping == nil { stopping = Self.configurationError(answer) }
+                    continue
+                }
+                if case .environmentsDisagree = decision {
+                    answer.problem = Self.environmentsDisagree
+                    job.startEnvironment = job.environment
+                }
+                let record = AnswerRecord(job: job, asked: asked, runID: runID, httpStatus: httpStatus, answer: answer,
+                                          decision: decision, elapsedMs: completion.elapsedMs, now: Self.unixMillis())
+                guard records.push(record) else {
+                    throw JobError(.failure, "recording App Store answers failed; verification stopped")
+                }
+                switch decision {
+                case .definitive, .rejectedAfterRepeated21002:
+                    if answer.answerClass == .ok { counts.ok += 1 } else { counts.rejected += 1 }
+                    progress.tick()
+                case .switchEnvironment:
+                    counts.switched += 1
+                    job.environment = job.environment == .production ? .sandbox : .production
+                    if stopping == nil { try send(job) }
+                case .sendAgain(let afterMs):
+                    counts.retried += 1
+                    waiting.insert(Waiting(due: Self.monotonicNanos() + UInt64(afterMs) * 1_000_000,
+                                           sequence: nextTag, job: job))
+                case .leaveForNextRun, .environmentsDisagree:
+                    counts.unresolved += 1
+                    progress.tick()
+                case .stop:
+                    break
+                }
+                progress.note(retries: counts.retried)
+            }
+        }
+        if let stopping { throw stopping }
+        if counts.requests > 0 && !sawResponse {
+            throw JobError(.temporary, "the App Store is unreachable (\(lastTransportError)); "
+                + "\(counts.unresolved) receipts stay unresolved: run again later")
+        }
+    }
+
+    /// `last_error` of a receipt production calls a sandbox receipt and the sandbox a production one.
+    static var environmentsDisagree: String { "production says sandbox, sandbox says production" }
+
+    static func configurationError(_ answer: Answer) -> JobError {
+        JobError(.configuration, "the App Store answered status \(answer.status ?? 0) ("
+            + (answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")
+            + "); verification stopped, no receipt was blamed")
+    }
+
+    /// Backoff deadlines: a clock that never jumps.
+    static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Wall time, for what is stored (when an answer came, when a receipt may be sent again).
+    static func unixMillis() -> EpochMillis { EpochMillis(Date().timeIntervalSince1970 * 1000) }
+}

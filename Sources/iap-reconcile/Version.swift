@@ -1,0 +1,2 @@
+/// Printed by `iap-reconcile --version`.
+let iapReconcileVersion = "0.4.0"
