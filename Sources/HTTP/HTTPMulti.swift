@@ -191,7 +191,7 @@ public final class HTTPMulti {
     }
 }
 
-public struct HTTPError: Error, CustomStringConvertible {
+public struct HTTPError: Error, CustomStringConvertible, Sendable {
     public var message: String
     public var description: String { message }
 }
@@ -214,3 +214,7 @@ func monotonicMillis() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
 }
+
+// The multi handle and its easy handles belong to the thread that drives them: never Sendable.
+@available(*, unavailable)
+extension HTTPMulti: Sendable {}

@@ -330,3 +330,14 @@ public final class PGCopyWriter {
 extension PGConnection {
     fileprivate static func trimmedPublic(_ p: UnsafePointer<CChar>?) -> String { trimmed(p) }
 }
+
+// A connection, its results and its COPY writer belong to one thread: never Sendable, so handing
+// one to another thread is a compile error (the way GRDB marks its `Database`).
+@available(*, unavailable)
+extension PGConnection: Sendable {}
+
+@available(*, unavailable)
+extension PGResult: Sendable {}
+
+@available(*, unavailable)
+extension PGCopyWriter: Sendable {}
