@@ -118,7 +118,7 @@ extension JSONDocument {
                 }
                 return v
             }
-            guard !isNumber, let v = AppleDate.parse(String(decoding: s, as: UTF8.self)) else {
+            guard !isNumber, let v = AppleDate.parseGMT(s) ?? AppleDate.parse(String(decoding: s, as: UTF8.self)) else {
                 throw Garbage("\(field()) \(shown(index)) is not a date")
             }
             guard v >= 0 && v <= AppleDate.maxMillis else { throw Garbage("\(field()) \(shown(index)) is out of range") }

@@ -186,6 +186,31 @@ enum AppleDate {
     static func parse(_ text: String) -> EpochMillis? {
         UTC.parse(text)
     }
+
+    /// The exact form Apple sends, `yyyy-MM-dd HH:mm:ss Etc/GMT`, read from the bytes without
+    /// allocating (an answer has several per transaction); nil for any other form, which then
+    /// goes to `parse`. Accepts exactly what `UTC.parse` accepts for this form.
+    static func parseGMT(_ s: UnsafeBufferPointer<UInt8>) -> EpochMillis? {
+        guard s.count == 27, s[4] == 0x2D, s[7] == 0x2D, s[10] == 0x20, s[13] == 0x3A, s[16] == 0x3A else { return nil }
+        let suffix: StaticString = " Etc/GMT"
+        let p = suffix.utf8Start
+        for i in 0..<8 where s[19 + i] != p[i] { return nil }
+        func num(_ from: Int, _ count: Int) -> Int64? {
+            var v: Int64 = 0
+            for i in from..<(from + count) {
+                let c = s[i]
+                guard c >= 0x30, c <= 0x39 else { return nil }
+                v = v * 10 + Int64(c - 0x30)
+            }
+            return v
+        }
+        guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+              let se = num(17, 2), (1...12).contains(mo), h < 24, mi < 60, se < 61 else { return nil }
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+        let days: Int64 = mo == 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].contains(mo) ? 30 : 31
+        guard (1...days).contains(d) else { return nil }
+        return UTC.millis(year: y, month: mo, day: d, hour: h, minute: mi, second: se)
+    }
 }
 /// A transaction as read from one object, before defaults; merged across the places it appears.
 struct PartialTransaction {

@@ -175,6 +175,25 @@ struct HostileAnswerTests {
         #expect(answer.transactions.first?.purchaseDate == ms)
     }
 
+    /// Apple's date text is read by a fast path that must agree with `UTC.parse` exactly.
+    @Test(arguments: ["2019-11-11 06:00:00 Etc/GMT", "2020-02-29 23:59:59 Etc/GMT", "2019-02-29 00:00:00 Etc/GMT",
+                      "2000-02-29 12:00:00 Etc/GMT", "1900-02-29 12:00:00 Etc/GMT", "2019-04-31 00:00:00 Etc/GMT",
+                      "2019-11-11 24:00:00 Etc/GMT", "2019-11-11 23:60:00 Etc/GMT", "2019-11-11 23:59:60 Etc/GMT",
+                      "2019-13-01 00:00:00 Etc/GMT", "2019-00-01 00:00:00 Etc/GMT", "2019-11-00 00:00:00 Etc/GMT",
+                      "9999-12-31 23:59:59 Etc/GMT", "1969-12-31 23:59:59 Etc/GMT", "2019-11-11 06:00:00 Etc/GMX",
+                      "2019-11-11T06:00:00 Etc/GMT", "2019-11-11 06:00:00 GMT", "2019-11-11T06:00:00Z",
+                      "2019-1a-11 06:00:00 Etc/GMT", "2019-11-11 06:00:00 Etc/GMT "])
+    func appleDateTextAgreesWithUTCParse(_ text: String) {
+        let tx = HostileAnswers.transaction(set: [("purchase_date", "\"\(text)\"")], remove: ["purchase_date_ms"])
+        let answer = classify(HostileAnswers.ios7(inApp: "[\(tx)]"))
+        if let ms = UTC.parse(text), ms >= 0, ms <= 253_402_300_799_999 {
+            #expect(answer.transactions.first?.purchaseDate == ms, "\(answer.problem ?? "")")
+        } else {
+            #expect(answer.answerClass == .retry)
+            #expect(answer.problem?.hasPrefix("in_app[0].purchase_date ") == true, "\(answer.problem ?? "")")
+        }
+    }
+
     // MARK: Styles
 
     @Test func ios6LatestReceiptInfoIsOneObject() {
