@@ -71,12 +71,12 @@ let package = Package(
         ),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v5),
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "Reconciliation"],
+            name: "AppStoreTests", dependencies: ["AppStore", "Reconciliation", "AppStoreSimulator"],
             resources: [.copy("Fixtures")], swiftSettings: v5
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation"],
+            dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore"],
             swiftSettings: v5
         ),
     ]

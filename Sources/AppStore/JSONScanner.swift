@@ -5,6 +5,12 @@
 // it builds a dictionary of every field (including the multi-kilobyte `latest_receipt`) that the
 // job never reads. This scanner records the document as a flat tape of nodes pointing into the
 // body bytes: numbers keep their exact text, strings are decoded only when a field is read.
+//
+// It accepts only what a strict reader of RFC 8259 accepts, and a little less: the body must be
+// valid UTF-8 everywhere (no overlong forms, no encoded surrogates, nothing above U+10FFFF, no cut
+// sequences; no escaped lone surrogate such as "\ud800" either), exactly one value, no byte-order
+// mark, no object with the same key twice (compared as decoded text), at most `maxDepth` levels
+// of nesting. Anything else is a `JSONError` saying what and where.
 
 /// One JSON value on the tape. Containers are followed by their children; `after` is the tape index
 /// just past the whole subtree, so skipping a value is O(1).
@@ -21,6 +27,60 @@ struct JSONNode {
     var after: Int32
 }
 
+/// Why a body is not one acceptable JSON document. `description` is the problem text of the
+/// answer: one short line, offsets counted in bytes from 0, no more than 20 characters of a key.
+public enum JSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    case empty
+    case byteOrderMark
+    case tooLarge
+    /// A byte that starts no valid UTF-8 sequence, or a sequence cut short or ill-formed.
+    case invalidUTF8(byte: UInt8, offset: Int)
+    /// `\ud800`…`\udfff` not forming a surrogate pair.
+    case loneSurrogate(offset: Int)
+    case unexpectedEnd(offset: Int)
+    case unexpectedByte(byte: UInt8, offset: Int)
+    /// A raw control character (below 0x20) inside a string.
+    case controlCharacter(byte: UInt8, offset: Int)
+    /// Something after the one value.
+    case trailingData(offset: Int)
+    case tooDeep
+    /// The decoded key text, sanitized and cut.
+    case duplicateKey(String)
+
+    public var description: String {
+        switch self {
+        case .empty:
+            return "body is empty"
+        case .byteOrderMark:
+            return "body starts with a UTF-8 byte-order mark"
+        case .tooLarge:
+            return "body is larger than 2 GiB"
+        case .invalidUTF8(let byte, let offset):
+            return "body is not valid UTF-8 (byte \(Self.hex(byte)) at offset \(offset))"
+        case .loneSurrogate(let offset):
+            return "body is not valid UTF-8 (escaped lone surrogate at offset \(offset))"
+        case .unexpectedEnd(let offset):
+            return "body is not JSON: unexpected end at offset \(offset)"
+        case .unexpectedByte(let byte, let offset):
+            let shown = byte >= 0x21 && byte <= 0x7E && byte != 0x27 ? "'\(Character(Unicode.Scalar(byte)))'" : Self.hex(byte)
+            return "body is not JSON: unexpected \(shown) at offset \(offset)"
+        case .controlCharacter(let byte, let offset):
+            return "body is not JSON: raw control byte \(Self.hex(byte)) in a string at offset \(offset)"
+        case .trailingData(let offset):
+            return "body is not JSON: more data after the value at offset \(offset)"
+        case .tooDeep:
+            return "nesting deeper than \(JSONDocument.maxDepth) levels"
+        case .duplicateKey(let key):
+            return "duplicate key \(key)"
+        }
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
+    }
+}
+
 /// A parsed document: the body bytes (borrowed, valid only inside the caller's
 /// `withUnsafeBufferPointer`) and the tape. The root is node 0.
 struct JSONDocument {
@@ -30,14 +90,18 @@ struct JSONDocument {
     /// Nesting deeper than this is refused (a verifyReceipt answer is at most 4 levels deep).
     static let maxDepth = 64
 
-    /// nil when `bytes` is not exactly one JSON value (surrounding whitespace and a UTF-8 BOM
-    /// allowed).
-    init?(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard bytes.count < Int(Int32.max) else { return nil }
+    /// Objects with more members than this are checked for repeated keys with a hash set; smaller
+    /// ones (every object Apple sends) with a bit set of key signatures, which allocates nothing.
+    static let pairwiseKeyLimit = 32
+
+    /// Scans `bytes` as exactly one JSON value (surrounding whitespace allowed).
+    init(_ bytes: UnsafeBufferPointer<UInt8>) throws {
+        guard bytes.count < Int(Int32.max) else { throw JSONError.tooLarge }
+        guard !bytes.isEmpty else { throw JSONError.empty }
         var scanner = Scanner(bytes: bytes)
-        guard let nodes = scanner.scanDocument() else { return nil }
+        guard scanner.scanDocument() else { throw scanner.error ?? JSONError.unexpectedEnd(offset: scanner.pos) }
         self.bytes = bytes
-        self.nodes = nodes
+        self.nodes = scanner.nodes
     }
 
     func kind(_ index: Int) -> JSONNode.Kind { nodes[index].kind }
@@ -46,27 +110,29 @@ struct JSONDocument {
 
     /// Calls `body(keyIndex, valueIndex)` for every member of the object at `index`.
     @inline(__always)
-    func forEachMember(of index: Int, _ body: (Int, Int) -> Void) {
+    func forEachMember(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
         let node = nodes[index]
         guard node.kind == .object else { return }
         var child = index + 1
         let end = Int(node.after)
         while child < end {
             let value = child + 1
-            body(child, value)
+            try body(child, value)
             child = Int(nodes[value].after)
         }
     }
 
-    /// Calls `body(elementIndex)` for every element of the array at `index`.
+    /// Calls `body(position, elementIndex)` for every element of the array at `index`.
     @inline(__always)
-    func forEachElement(of index: Int, _ body: (Int) -> Void) {
+    func forEachElement(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
         let node = nodes[index]
         guard node.kind == .array else { return }
         var child = index + 1
+        var position = 0
         let end = Int(node.after)
         while child < end {
-            body(child)
+            try body(position, child)
+            position += 1
             child = Int(nodes[child].after)
         }
     }
@@ -89,14 +155,23 @@ struct JSONDocument {
         return false
     }
 
-    // MARK: Reading scalars (every field may be a string or a number)
+    // MARK: Reading scalars
 
-    /// A string's text, or a number's exact lexeme (so 1000000315361723 stays "1000000315361723").
+    /// The bytes of a node as they are in the body: a number's lexeme, a string's bytes between
+    /// the quotes (escapes not decoded).
+    @inline(__always)
+    func raw(_ index: Int) -> UnsafeBufferPointer<UInt8> {
+        let node = nodes[index]
+        return UnsafeBufferPointer(rebasing: bytes[Int(node.start)..<Int(node.end)])
+    }
+
+    /// A string's decoded text, or a number's exact lexeme (so 1000000315361723 stays
+    /// "1000000315361723"); nil for other kinds.
     func text(_ index: Int) -> String? {
         let node = nodes[index]
         switch node.kind {
         case .string, .number:
-            return String(decoding: slice(node), as: UTF8.self)
+            return String(decoding: raw(index), as: UTF8.self)
         case .escapedString:
             return decodedString(node)
         default:
@@ -104,90 +179,14 @@ struct JSONDocument {
         }
     }
 
-    /// An integer from a number or a string of digits (surrounding spaces allowed). A value with a
-    /// fraction or exponent is accepted when it is integral. nil for anything else or on overflow.
-    func integer(_ index: Int) -> Int64? {
-        let node = nodes[index]
-        switch node.kind {
-        case .number, .string:
-            return Self.parseInteger(slice(node))
-        case .escapedString:
-            let utf8 = Array(decodedString(node).utf8)
-            return utf8.withUnsafeBufferPointer { Self.parseInteger($0) }
-        default:
-            return nil
-        }
-    }
-
-    /// true/false, "true"/"false" (any case), 1/0, "1"/"0", "yes"/"no".
-    func bool(_ index: Int) -> Bool? {
-        let node = nodes[index]
-        switch node.kind {
-        case .true: return true
-        case .false: return false
-        case .number:
-            switch Self.parseInteger(slice(node)) {
-            case 1: return true
-            case 0: return false
-            default: return nil
-            }
-        case .string, .escapedString:
-            guard let raw = text(index) else { return nil }
-            switch raw.lowercased() {
-            case "true", "1", "yes": return true
-            case "false", "0", "no": return false
-            default: return nil
-            }
-        default:
-            return nil
-        }
-    }
-
     // MARK: Internals
 
-    @inline(__always)
-    private func slice(_ node: JSONNode) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(rebasing: bytes[Int(node.start)..<Int(node.end)])
-    }
-
-    static func parseInteger(_ s: UnsafeBufferPointer<UInt8>) -> Int64? {
-        var lo = 0
-        var hi = s.count
-        while lo < hi, s[lo] == 0x20 { lo += 1 }
-        while hi > lo, s[hi - 1] == 0x20 { hi -= 1 }
-        guard lo < hi else { return nil }
-        var i = lo
-        let negative = s[i] == UInt8(ascii: "-")
-        if negative || s[i] == UInt8(ascii: "+") { i += 1 }
-        guard i < hi else { return nil }
-        var value: Int64 = 0
-        var sawFraction = false
-        while i < hi {
-            let c = s[i]
-            if c >= 0x30, c <= 0x39 {
-                let (m, o1) = value.multipliedReportingOverflow(by: 10)
-                let (a, o2) = negative ? m.subtractingReportingOverflow(Int64(c - 0x30))
-                                       : m.addingReportingOverflow(Int64(c - 0x30))
-                if o1 || o2 { return nil }
-                value = a
-                i += 1
-            } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
-                sawFraction = true
-                break
-            } else {
-                return nil
-            }
-        }
-        guard sawFraction else { return value }
-        // "1500001905000.0", "1.5E12": accept only integral values that fit.
-        guard let d = Double(String(decoding: UnsafeBufferPointer(rebasing: s[lo..<hi]), as: UTF8.self)),
-              d.isFinite, d >= -9.2e18, d <= 9.2e18, Double(Int64(d)) == d
-        else { return nil }
-        return Int64(d)
-    }
-
     private func decodedString(_ node: JSONNode) -> String {
-        let s = slice(node)
+        Self.decode(UnsafeBufferPointer(rebasing: bytes[Int(node.start)..<Int(node.end)]))
+    }
+
+    /// Decodes the bytes between the quotes of a string the scanner accepted.
+    static func decode(_ s: UnsafeBufferPointer<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.count)
         var i = 0
@@ -204,10 +203,6 @@ struct JSONDocument {
                 v = v << 4 | d
             }
             return v
-        }
-        func append(_ scalar: UInt32) {
-            let u = Unicode.Scalar(scalar) ?? "\u{FFFD}"
-            out.append(contentsOf: UTF8.encode(u)!)
         }
         while i < s.count {
             let c = s[i]
@@ -227,15 +222,11 @@ struct JSONDocument {
             case UInt8(ascii: "u"):
                 var v = hex4(i)
                 i += 4
-                if v >= 0xD800, v < 0xDC00, i + 6 <= s.count, s[i] == UInt8(ascii: "\\"),
-                   s[i + 1] == UInt8(ascii: "u") {
-                    let low = hex4(i + 2)
-                    if low >= 0xDC00, low < 0xE000 {
-                        v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
-                        i += 6
-                    }
+                if v >= 0xD800, v < 0xDC00 {  // the scanner made sure a low surrogate follows
+                    v = 0x10000 + ((v - 0xD800) << 10) + (hex4(i + 2) - 0xDC00)
+                    i += 6
                 }
-                append(v)  // a lone surrogate becomes U+FFFD
+                out.append(contentsOf: UTF8.encode(Unicode.Scalar(v) ?? "\u{FFFD}")!)
             default: out.append(e)  // \" \\ \/
             }
         }
@@ -247,20 +238,76 @@ private struct Scanner {
     let bytes: UnsafeBufferPointer<UInt8>
     var pos = 0
     var nodes: [JSONNode] = []
+    var error: JSONError?
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
         nodes.reserveCapacity(64)
     }
 
-    mutating func scanDocument() -> [JSONNode]? {
-        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { pos = 3 }
+    mutating func scanDocument() -> Bool {
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { return fail(.byteOrderMark) }
         skipSpace()
-        guard value(depth: 0) else { return nil }
+        guard value(depth: 0) else { return false }
         skipSpace()
-        guard pos == bytes.count else { return nil }
-        return nodes
+        guard pos == bytes.count else {
+            if let bad = invalidUTF8(at: pos) { return fail(bad) }
+            return fail(.trailingData(offset: pos))
+        }
+        return true
     }
+
+    // MARK: Errors
+
+    @inline(__always)
+    mutating func fail(_ e: JSONError) -> Bool {
+        error = e
+        return false
+    }
+
+    /// The error for the byte at `pos` that the grammar does not allow there.
+    mutating func unexpected() -> Bool {
+        guard pos < bytes.count else { return fail(.unexpectedEnd(offset: pos)) }
+        if let bad = invalidUTF8(at: pos) { return fail(bad) }
+        return fail(.unexpectedByte(byte: bytes[pos], offset: pos))
+    }
+
+    /// The UTF-8 error of the sequence starting at `at`, if it is not a valid one.
+    func invalidUTF8(at: Int) -> JSONError? {
+        guard at < bytes.count, bytes[at] >= 0x80 else { return nil }
+        return utf8Length(at: at) == nil ? .invalidUTF8(byte: bytes[at], offset: at) : nil
+    }
+
+    /// The length of the well-formed UTF-8 sequence starting at `at` (a byte >= 0x80), or nil
+    /// (Unicode table 3-7: no overlongs, no surrogates, nothing above U+10FFFF).
+    @inline(__always)
+    func utf8Length(at: Int) -> Int? {
+        let b0 = bytes[at]
+        let n = bytes.count
+        @inline(__always) func cont(_ i: Int, _ lo: UInt8 = 0x80, _ hi: UInt8 = 0xBF) -> Bool {
+            i < n && bytes[i] >= lo && bytes[i] <= hi
+        }
+        switch b0 {
+        case 0xC2...0xDF:
+            return cont(at + 1) ? 2 : nil
+        case 0xE0:
+            return cont(at + 1, 0xA0) && cont(at + 2) ? 3 : nil
+        case 0xE1...0xEC, 0xEE, 0xEF:
+            return cont(at + 1) && cont(at + 2) ? 3 : nil
+        case 0xED:
+            return cont(at + 1, 0x80, 0x9F) && cont(at + 2) ? 3 : nil
+        case 0xF0:
+            return cont(at + 1, 0x90) && cont(at + 2) && cont(at + 3) ? 4 : nil
+        case 0xF1...0xF3:
+            return cont(at + 1) && cont(at + 2) && cont(at + 3) ? 4 : nil
+        case 0xF4:
+            return cont(at + 1, 0x80, 0x8F) && cont(at + 2) && cont(at + 3) ? 4 : nil
+        default:
+            return nil  // 0x80…0xC1 (continuation, overlong lead), 0xF5…0xFF
+        }
+    }
+
+    // MARK: Grammar
 
     @inline(__always)
     mutating func skipSpace() {
@@ -277,8 +324,9 @@ private struct Scanner {
         nodes.append(JSONNode(kind: kind, start: Int32(start), end: Int32(end), after: Int32(nodes.count + 1)))
     }
 
+    /// Recursion is bounded by `maxDepth`: a body of 10,000 `[` is refused at level 64.
     mutating func value(depth: Int) -> Bool {
-        guard pos < bytes.count else { return false }
+        guard pos < bytes.count else { return fail(.unexpectedEnd(offset: pos)) }
         switch bytes[pos] {
         case UInt8(ascii: "{"): return container(object: true, depth: depth)
         case UInt8(ascii: "["): return container(object: false, depth: depth)
@@ -291,38 +339,116 @@ private struct Scanner {
     }
 
     mutating func container(object: Bool, depth: Int) -> Bool {
-        guard depth < JSONDocument.maxDepth else { return false }
+        guard depth < JSONDocument.maxDepth else { return fail(.tooDeep) }
         let start = pos
         let index = nodes.count
         nodes.append(JSONNode(kind: object ? .object : .array, start: Int32(start), end: 0, after: 0))
         pos += 1
         skipSpace()
         let close = object ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        var members = 0
         if pos < bytes.count, bytes[pos] == close {
             pos += 1
         } else {
             while true {
                 if object {
-                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\""), string() else { return false }
+                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else { return unexpected() }
+                    guard string() else { return false }
                     skipSpace()
-                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { return false }
+                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { return unexpected() }
                     pos += 1
                     skipSpace()
                 }
                 guard value(depth: depth + 1) else { return false }
+                members += 1
                 skipSpace()
-                guard pos < bytes.count else { return false }
+                guard pos < bytes.count else { return fail(.unexpectedEnd(offset: pos)) }
                 let c = bytes[pos]
+                if c == close {
+                    pos += 1
+                    break
+                }
+                guard c == UInt8(ascii: ",") else { return unexpected() }
                 pos += 1
-                if c == close { break }
-                guard c == UInt8(ascii: ",") else { return false }
                 skipSpace()
             }
         }
         nodes[index].end = Int32(pos)
         nodes[index].after = Int32(nodes.count)
+        if object && members > 1 {
+            if let key = repeatedKey(object: index, members: members) { return fail(.duplicateKey(key)) }
+        }
         return true
     }
+
+    // MARK: Repeated keys
+
+    /// The first key of the object at `index` that appears twice, sanitized; nil when all differ.
+    func repeatedKey(object index: Int, members: Int) -> String? {
+        let end = Int(nodes[index].after)
+        if members <= JSONDocument.pairwiseKeyLimit {
+            // A 128-bit set of key signatures (length, first and last byte): a key whose bit is
+            // new cannot repeat an earlier one; only on a hit is it compared with the keys before
+            // it. An object of Apple's costs a few instructions per key and allocates nothing.
+            var low: UInt64 = 0, high: UInt64 = 0
+            var child = index + 1
+            while child < end {
+                let key = nodes[child]
+                if key.kind == .escapedString { return repeatedKeyBySet(object: index, members: members) }
+                let start = Int(key.start), count = Int(key.end) - start
+                let edges = count == 0 ? 0 : UInt64(bytes[start]) << 8 | UInt64(bytes[start + count - 1])
+                let bit = Int(((UInt64(count) << 16 | edges) &* 0x9E37_79B9_7F4A_7C15) >> 57)
+                let mask: UInt64 = 1 << UInt64(bit & 63)
+                if (bit < 64 ? low : high) & mask != 0 {
+                    var other = index + 1
+                    while other < child {
+                        if sameKey(key, nodes[other]) { return shown(key) }
+                        other = Int(nodes[other + 1].after)
+                    }
+                }
+                if bit < 64 { low |= mask } else { high |= mask }
+                child = Int(nodes[child + 1].after)
+            }
+            return nil
+        }
+        return repeatedKeyBySet(object: index, members: members)
+    }
+
+    /// Any object, by decoded key text in a hash set (linear in the number of keys).
+    func repeatedKeyBySet(object index: Int, members: Int) -> String? {
+        let end = Int(nodes[index].after)
+        var seen = Set<String>(minimumCapacity: members)
+        var child = index + 1
+        while child < end {
+            let key = nodes[child]
+            if !seen.insert(text(key)).inserted { return shown(key) }
+            child = Int(nodes[child + 1].after)
+        }
+        return nil
+    }
+
+    @inline(__always)
+    func sameKey(_ a: JSONNode, _ b: JSONNode) -> Bool {
+        if a.kind == .string && b.kind == .string {
+            let count = Int(a.end - a.start)
+            guard count == Int(b.end - b.start) else { return false }
+            let p = bytes.baseAddress!
+            for i in 0..<count where p[Int(a.start) + i] != p[Int(b.start) + i] { return false }
+            return true
+        }
+        return text(a) == text(b)
+    }
+
+    func text(_ key: JSONNode) -> String {
+        let raw = UnsafeBufferPointer(rebasing: bytes[Int(key.start)..<Int(key.end)])
+        return key.kind == .escapedString ? JSONDocument.decode(raw) : String(decoding: raw, as: UTF8.self)
+    }
+
+    func shown(_ key: JSONNode) -> String {
+        VerifyReceipt.sanitized(text(key).utf8, limit: 20)
+    }
+
+    // MARK: Scalars
 
     mutating func string() -> Bool {
         pos += 1  // opening quote
@@ -330,58 +456,93 @@ private struct Scanner {
         var escaped = false
         let raw = UnsafeRawPointer(bytes.baseAddress!)
         while true {
-            // Skip 8 plain bytes at a time (no quote, backslash or control character): the
-            // multi-kilobyte base64 `latest_receipt` is most of a typical answer.
+            // Skip 8 plain ASCII bytes at a time (no quote, backslash, control character or byte
+            // >= 0x80): the multi-kilobyte base64 `latest_receipt` is most of a typical answer.
             while pos + 8 <= bytes.count {
                 let w = raw.loadUnaligned(fromByteOffset: pos, as: UInt64.self)
                 let q = w ^ 0x2222_2222_2222_2222
                 let b = w ^ 0x5C5C_5C5C_5C5C_5C5C
                 let ones: UInt64 = 0x0101_0101_0101_0101
                 let high: UInt64 = 0x8080_8080_8080_8080
-                let special = ((q &- ones) & ~q) | ((b &- ones) & ~b) | ((w &- 0x2020_2020_2020_2020) & ~w)
+                let special = ((q &- ones) & ~q) | ((b &- ones) & ~b) | ((w &- 0x2020_2020_2020_2020) & ~w) | w
                 if special & high != 0 { break }
                 pos += 8
             }
-            guard pos < bytes.count else { return false }  // unterminated
+            guard pos < bytes.count else { return fail(.unexpectedEnd(offset: pos)) }  // unterminated
             let c = bytes[pos]
             if c == UInt8(ascii: "\"") {
                 push(escaped ? .escapedString : .string, start, pos)
                 pos += 1
                 return true
             }
+            if c >= 0x80 {
+                guard let n = utf8Length(at: pos) else { return fail(.invalidUTF8(byte: c, offset: pos)) }
+                pos += n
+                continue
+            }
             if c == UInt8(ascii: "\\") {
                 escaped = true
-                guard pos + 1 < bytes.count else { return false }
+                guard pos + 1 < bytes.count else { return fail(.unexpectedEnd(offset: pos + 1)) }
                 switch bytes[pos + 1] {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
                      UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     pos += 2
                 case UInt8(ascii: "u"):
-                    guard pos + 6 <= bytes.count else { return false }
-                    for j in (pos + 2)..<(pos + 6) {
-                        switch bytes[j] {
-                        case 0x30...0x39, 0x41...0x46, 0x61...0x66: continue
-                        default: return false
-                        }
-                    }
+                    let at = pos
+                    guard let v = hex4(at + 2) else { return false }
                     pos += 6
+                    if v >= 0xDC00 && v < 0xE000 { return fail(.loneSurrogate(offset: at)) }
+                    if v >= 0xD800 && v < 0xDC00 {
+                        guard pos + 1 < bytes.count, bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
+                        else { return fail(.loneSurrogate(offset: at)) }
+                        guard let low = hex4(pos + 2) else { return false }
+                        guard low >= 0xDC00 && low < 0xE000 else { return fail(.loneSurrogate(offset: at)) }
+                        pos += 6
+                    }
                 default:
-                    return false
+                    pos += 1
+                    return unexpected()
                 }
                 continue
             }
-            guard c >= 0x20 else { return false }  // raw control characters are not JSON
+            guard c >= 0x20 else { return fail(.controlCharacter(byte: c, offset: pos)) }
             pos += 1
         }
     }
 
+    /// The four hex digits at `at` of a `\u` escape.
+    mutating func hex4(_ at: Int) -> UInt32? {
+        var v: UInt32 = 0
+        for j in at..<(at + 4) {
+            guard j < bytes.count else {
+                _ = fail(.unexpectedEnd(offset: j))
+                return nil
+            }
+            let c = bytes[j]
+            let d: UInt32
+            switch c {
+            case 0x30...0x39: d = UInt32(c - 0x30)
+            case 0x41...0x46: d = UInt32(c - 0x41 + 10)
+            case 0x61...0x66: d = UInt32(c - 0x61 + 10)
+            default:
+                pos = j
+                _ = unexpected()
+                return nil
+            }
+            v = v << 4 | d
+        }
+        return v
+    }
+
     mutating func literal(_ word: StaticString, _ kind: JSONNode.Kind) -> Bool {
         let n = word.utf8CodeUnitCount
-        guard pos + n <= bytes.count else { return false }
         let w = word.utf8Start
-        for i in 0..<n where bytes[pos + i] != w[i] { return false }
-        push(kind, pos, pos + n)
-        pos += n
+        let start = pos
+        for i in 0..<n {
+            guard pos < bytes.count, bytes[pos] == w[i] else { return unexpected() }
+            pos += 1
+        }
+        push(kind, start, pos)
         return true
     }
 
@@ -393,20 +554,20 @@ private struct Scanner {
             return s.pos - from
         }
         if bytes[pos] == UInt8(ascii: "-") { pos += 1 }
-        guard pos < bytes.count else { return false }
+        guard pos < bytes.count else { return fail(.unexpectedEnd(offset: pos)) }
         if bytes[pos] == UInt8(ascii: "0") {
             pos += 1
         } else {
-            guard digits(&self) > 0 else { return false }
+            guard digits(&self) > 0 else { return unexpected() }
         }
         if pos < bytes.count, bytes[pos] == UInt8(ascii: ".") {
             pos += 1
-            guard digits(&self) > 0 else { return false }
+            guard digits(&self) > 0 else { return unexpected() }
         }
         if pos < bytes.count, bytes[pos] == UInt8(ascii: "e") || bytes[pos] == UInt8(ascii: "E") {
             pos += 1
             if pos < bytes.count, bytes[pos] == UInt8(ascii: "+") || bytes[pos] == UInt8(ascii: "-") { pos += 1 }
-            guard digits(&self) > 0 else { return false }
+            guard digits(&self) > 0 else { return unexpected() }
         }
         push(.number, start, pos)
         return true

@@ -1,6 +1,14 @@
-// Reading the transactions out of an ok (0 / 21006) verifyReceipt answer, iOS 6 and iOS 7 style.
+// Reading the transactions out of an ok (0 / 21006) verifyReceipt answer, iOS 6 and iOS 7 style,
+// accepting only the shapes and value forms Apple sends. Anything else is `Garbage`: the answer
+// is retried, never believed (contract §3).
 
 import Reconciliation
+
+/// Why an answer is not what Apple sends: one short line naming the field.
+struct Garbage: Error {
+    var problem: String
+    init(_ problem: String) { self.problem = problem }
+}
 
 /// The receipt part of an ok answer.
 struct ReceiptContents {
@@ -11,46 +19,75 @@ struct ReceiptContents {
     var transactions: [AppleTransaction]
 }
 
+/// Where a transaction object sits, for problem texts: `in_app[3]`, `receipt`,
+/// `latest_receipt_info[0]`, `latest_receipt_info` (iOS 6 style: one object).
+struct Place {
+    var name: StaticString
+    var index: Int?
+
+    var description: String { index.map { "\(name)[\($0)]" } ?? "\(name)" }
+    func field(_ key: StaticString) -> String { "\(description).\(key)" }
+}
+
 struct ReceiptReader {
     let doc: JSONDocument
     let environment: AppStoreEnvironment
 
-    /// nil when the answer has no `receipt` object.
-    func read() -> ReceiptContents? {
+    /// The receipt's transactions; throws `Garbage` when the answer is not shaped like Apple's.
+    ///
+    /// iOS 6 style: the `receipt` object itself has a `transaction_id` (it is a transaction);
+    /// `latest_receipt_info` and `latest_expired_receipt_info`, when present, are ONE object each.
+    /// iOS 7 style: `receipt.in_app` is an array of transaction objects; `latest_receipt_info`
+    /// and `latest_expired_receipt_info`, when present, are arrays of transaction objects.
+    func read() throws -> ReceiptContents {
         var receiptNode: Int?
         var latestNode: Int?
         var expiredNode: Int?
+        // The scanner refused repeated keys, so every key below appears at most once.
         doc.forEachMember(of: 0) { key, value in
             if doc.keyIs(key, "receipt") {
-                if receiptNode == nil { receiptNode = value }
+                receiptNode = value
             } else if doc.keyIs(key, "latest_receipt_info") {
-                if latestNode == nil { latestNode = value }
+                latestNode = value
             } else if doc.keyIs(key, "latest_expired_receipt_info") {
-                if expiredNode == nil { expiredNode = value }
+                expiredNode = value
             }
         }
-        guard let receiptNode, doc.kind(receiptNode) == .object else { return nil }
+        guard let receiptNode else { throw Garbage("receipt is missing") }
+        guard doc.kind(receiptNode) == .object else { throw Garbage("receipt is \(doc.kindName(receiptNode))") }
 
         var bundleIDNode: Int?
         var bidNode: Int?
         var inAppNode: Int?
+        var ownTransactionID = false
         doc.forEachMember(of: receiptNode) { key, value in
             if doc.keyIs(key, "bundle_id") {
-                if bundleIDNode == nil { bundleIDNode = value }
+                bundleIDNode = value
             } else if doc.keyIs(key, "bid") {
-                if bidNode == nil { bidNode = value }
+                bidNode = value
             } else if doc.keyIs(key, "in_app") {
-                if inAppNode == nil { inAppNode = value }
+                inAppNode = value
+            } else if doc.keyIs(key, "transaction_id") {
+                ownTransactionID = true
             }
         }
-        let receiptBundle = nonEmptyText(bundleIDNode) ?? nonEmptyText(bidNode)
+        let bundleID = try bundleIDNode.map { try doc.textValue($0, field: "receipt.bundle_id") }
+        let bid = try bidNode.map { try doc.textValue($0, field: "receipt.bid") }
+        let receiptBundle = [bundleID, bid].lazy.compactMap { $0 }.first { !$0.isEmpty }
 
         // Order of preference on ties when merging: the receipt's own transactions first.
         var collector = Collector()
-        if let inAppNode { collect(inAppNode, into: &collector) }
-        collector.add(read(object: receiptNode))  // iOS 6 style: the receipt is a transaction
-        if let latestNode { collect(latestNode, into: &collector) }
-        if let expiredNode { collect(expiredNode, into: &collector) }
+        if ownTransactionID {
+            if inAppNode != nil { throw Garbage("receipt has both transaction_id and in_app") }
+            collector.add(try read(object: receiptNode, at: Place(name: "receipt")))
+            if let latestNode { collector.add(try one(latestNode, "latest_receipt_info")) }
+            if let expiredNode { collector.add(try one(expiredNode, "latest_expired_receipt_info")) }
+        } else {
+            guard let inAppNode else { throw Garbage("receipt has no in_app and no transaction_id") }
+            try each(inAppNode, "in_app", into: &collector)
+            if let latestNode { try each(latestNode, "latest_receipt_info", into: &collector) }
+            if let expiredNode { try each(expiredNode, "latest_expired_receipt_info", into: &collector) }
+        }
 
         var bundles: [String] = []
         if let receiptBundle { bundles.append(receiptBundle) }
@@ -63,63 +100,63 @@ struct ReceiptReader {
         return ReceiptContents(bundleID: receiptBundle, bundles: bundles, transactions: transactions)
     }
 
-    /// An object, or an array of objects (`latest_receipt_info` is either, by style).
-    private func collect(_ node: Int, into collector: inout Collector) {
-        switch doc.kind(node) {
-        case .object:
-            collector.add(read(object: node))
-        case .array:
-            doc.forEachElement(of: node) { element in
-                if doc.kind(element) == .object { collector.add(read(object: element)) }
+    /// iOS 6 style `latest_*_info`: exactly one transaction object.
+    private func one(_ node: Int, _ name: StaticString) throws -> PartialTransaction {
+        guard doc.kind(node) == .object else { throw Garbage("\(name) is \(doc.kindName(node))") }
+        return try read(object: node, at: Place(name: name))
+    }
+
+    /// iOS 7 style `in_app` / `latest_*_info`: an array of transaction objects.
+    private func each(_ node: Int, _ name: StaticString, into collector: inout Collector) throws {
+        guard doc.kind(node) == .array else { throw Garbage("\(name) is \(doc.kindName(node))") }
+        try doc.forEachElement(of: node) { position, element in
+            guard doc.kind(element) == .object else {
+                throw Garbage("\(name)[\(position)] is \(doc.kindName(element))")
             }
-        default:
-            break
+            collector.add(try read(object: element, at: Place(name: name, index: position)))
         }
     }
 
-    private func nonEmptyText(_ node: Int?) -> String? {
-        guard let node, let text = doc.text(node), !text.isEmpty else { return nil }
-        return text
-    }
-
-    /// The transaction fields of one object; nil when it has no transaction_id.
-    private func read(object: Int) -> PartialTransaction? {
+    /// The transaction fields of one object. Every field the job reads is checked when present;
+    /// the rest (`*_pst`, `item_id`, …) only had to be valid JSON.
+    private func read(object: Int, at place: Place) throws -> PartialTransaction {
         var tid, otid, pid, qty, trial, wol, bid, bundleID, reason: Int?
         var purchase = DateNodes(), original = DateNodes(), expires = DateNodes(), cancel = DateNodes()
         doc.forEachMember(of: object) { k, v in
-            // One pass over the members; the first occurrence of a key counts.
-            if doc.keyIs(k, "transaction_id") { tid = tid ?? v }
-            else if doc.keyIs(k, "original_transaction_id") { otid = otid ?? v }
-            else if doc.keyIs(k, "product_id") { pid = pid ?? v }
-            else if doc.keyIs(k, "quantity") { qty = qty ?? v }
-            else if doc.keyIs(k, "purchase_date_ms") { purchase.ms = purchase.ms ?? v }
-            else if doc.keyIs(k, "purchase_date") { purchase.text = purchase.text ?? v }
-            else if doc.keyIs(k, "original_purchase_date_ms") { original.ms = original.ms ?? v }
-            else if doc.keyIs(k, "original_purchase_date") { original.text = original.text ?? v }
-            else if doc.keyIs(k, "expires_date_ms") { expires.ms = expires.ms ?? v }
-            else if doc.keyIs(k, "expires_date") { expires.text = expires.text ?? v }
-            else if doc.keyIs(k, "expires_date_formatted") { expires.formatted = expires.formatted ?? v }
-            else if doc.keyIs(k, "cancellation_date_ms") { cancel.ms = cancel.ms ?? v }
-            else if doc.keyIs(k, "cancellation_date") { cancel.text = cancel.text ?? v }
-            else if doc.keyIs(k, "cancellation_reason") { reason = reason ?? v }
-            else if doc.keyIs(k, "is_trial_period") { trial = trial ?? v }
-            else if doc.keyIs(k, "web_order_line_item_id") { wol = wol ?? v }
-            else if doc.keyIs(k, "bid") { bid = bid ?? v }
-            else if doc.keyIs(k, "bundle_id") { bundleID = bundleID ?? v }
+            if doc.keyIs(k, "transaction_id") { tid = v }
+            else if doc.keyIs(k, "original_transaction_id") { otid = v }
+            else if doc.keyIs(k, "product_id") { pid = v }
+            else if doc.keyIs(k, "quantity") { qty = v }
+            else if doc.keyIs(k, "purchase_date_ms") { purchase.ms = v }
+            else if doc.keyIs(k, "purchase_date") { purchase.text = v }
+            else if doc.keyIs(k, "original_purchase_date_ms") { original.ms = v }
+            else if doc.keyIs(k, "original_purchase_date") { original.text = v }
+            else if doc.keyIs(k, "expires_date_ms") { expires.ms = v }
+            else if doc.keyIs(k, "expires_date") { expires.text = v }
+            else if doc.keyIs(k, "expires_date_formatted") { expires.formatted = v }
+            else if doc.keyIs(k, "cancellation_date_ms") { cancel.ms = v }
+            else if doc.keyIs(k, "cancellation_date") { cancel.text = v }
+            else if doc.keyIs(k, "cancellation_reason") { reason = v }
+            else if doc.keyIs(k, "is_trial_period") { trial = v }
+            else if doc.keyIs(k, "web_order_line_item_id") { wol = v }
+            else if doc.keyIs(k, "bid") { bid = v }
+            else if doc.keyIs(k, "bundle_id") { bundleID = v }
         }
-        guard let transactionID = nonEmptyText(tid) else { return nil }
-        var p = PartialTransaction(transactionID: transactionID)
-        p.originalTransactionID = nonEmptyText(otid)
-        p.productID = nonEmptyText(pid)
-        if let qty, let q = doc.integer(qty), q >= 1 { p.quantity = Int(clamping: q) }
-        p.purchaseDate = date(purchase)
-        p.originalPurchaseDate = date(original)
-        p.expiresDate = date(expires)
-        p.cancellationDate = date(cancel)
-        p.cancellationReason = nonEmptyText(reason)
-        p.isTrialPeriod = trial.flatMap { doc.bool($0) }
-        p.webOrderLineItemID = nonEmptyText(wol)
-        p.bundleID = nonEmptyText(bid) ?? nonEmptyText(bundleID)
+        guard let tid else { throw Garbage("\(place.description) has no transaction_id") }
+        var p = PartialTransaction(transactionID: try doc.identifier(tid, field: place.field("transaction_id")))
+        p.originalTransactionID = try otid.map { try doc.identifier($0, field: place.field("original_transaction_id")) }
+        p.webOrderLineItemID = try wol.map { try doc.identifier($0, field: place.field("web_order_line_item_id")) }
+        p.productID = try pid.map { try doc.textValue($0, field: place.field("product_id")) }.flatMap { $0.isEmpty ? nil : $0 }
+        if let qty { p.quantity = try doc.quantity(qty, field: place.field("quantity")) }
+        p.purchaseDate = try date(purchase, place, "purchase_date_ms", "purchase_date")
+        p.originalPurchaseDate = try date(original, place, "original_purchase_date_ms", "original_purchase_date")
+        p.expiresDate = try date(expires, place, "expires_date_ms", "expires_date", "expires_date_formatted")
+        p.cancellationDate = try date(cancel, place, "cancellation_date_ms", "cancellation_date")
+        p.cancellationReason = try reason.map { try doc.identifier($0, field: place.field("cancellation_reason")) }
+        p.isTrialPeriod = try trial.map { try doc.flag($0, field: place.field("is_trial_period")) }
+        let ownBid = try bid.map { try doc.textValue($0, field: place.field("bid")) }
+        let ownBundle = try bundleID.map { try doc.textValue($0, field: place.field("bundle_id")) }
+        p.bundleID = [ownBid, ownBundle].lazy.compactMap { $0 }.first { !$0.isEmpty }
         return p
     }
 
@@ -131,28 +168,50 @@ struct ReceiptReader {
         var formatted: Int?
     }
 
-    /// Prefers `X_ms` (number or digits), then `X` as digits or as `yyyy-MM-dd HH:mm:ss Etc/GMT`,
-    /// then `X_formatted`.
-    private func date(_ nodes: DateNodes) -> EpochMillis? {
-        if let ms = nodes.ms, let value = doc.integer(ms) { return value }
-        if let node = nodes.text {
-            if let value = doc.integer(node) { return value }
-            if let text = doc.text(node), let value = AppleDate.parse(text) { return value }
-        }
-        if let node = nodes.formatted, let text = doc.text(node), let value = AppleDate.parse(text) {
-            return value
-        }
-        return nil
+    /// Every present field must be a date; `X_ms` is preferred, then `X`, then `X_formatted`.
+    private func date(_ nodes: DateNodes, _ place: Place, _ msName: StaticString, _ textName: StaticString,
+                      _ formattedName: StaticString = "") throws -> EpochMillis? {
+        let ms = try nodes.ms.map { try doc.date($0, field: place.field(msName)) }
+        let text = try nodes.text.map { try doc.date($0, field: place.field(textName)) }
+        let formatted = try nodes.formatted.map { try doc.date($0, field: place.field(formattedName)) }
+        return ms ?? text ?? formatted
     }
 }
 
 /// Apple's `*_date` text. Delegates to `UTC.parse`, which also accepts `Etc/GMT`.
 enum AppleDate {
+    /// The largest date accepted: 9999-12-31 23:59:59.999 UTC.
+    static let maxMillis: EpochMillis = 253_402_300_799_999
+
     static func parse(_ text: String) -> EpochMillis? {
         UTC.parse(text)
     }
-}
 
+    /// The exact form Apple sends, `yyyy-MM-dd HH:mm:ss Etc/GMT`, read from the bytes without
+    /// allocating (an answer has several per transaction); nil for any other form, which then
+    /// goes to `parse`. Accepts exactly what `UTC.parse` accepts for this form.
+    static func parseGMT(_ s: UnsafeBufferPointer<UInt8>) -> EpochMillis? {
+        guard s.count == 27, s[4] == 0x2D, s[7] == 0x2D, s[10] == 0x20, s[13] == 0x3A, s[16] == 0x3A else { return nil }
+        let suffix: StaticString = " Etc/GMT"
+        let p = suffix.utf8Start
+        for i in 0..<8 where s[19 + i] != p[i] { return nil }
+        func num(_ from: Int, _ count: Int) -> Int64? {
+            var v: Int64 = 0
+            for i in from..<(from + count) {
+                let c = s[i]
+                guard c >= 0x30, c <= 0x39 else { return nil }
+                v = v * 10 + Int64(c - 0x30)
+            }
+            return v
+        }
+        guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+              let se = num(17, 2), (1...12).contains(mo), h < 24, mi < 60, se < 61 else { return nil }
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+        let days: Int64 = mo == 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].contains(mo) ? 30 : 31
+        guard (1...days).contains(d) else { return nil }
+        return UTC.millis(year: y, month: mo, day: d, hour: h, minute: mi, second: se)
+    }
+}
 /// A transaction as read from one object, before defaults; merged across the places it appears.
 struct PartialTransaction {
     var transactionID: String

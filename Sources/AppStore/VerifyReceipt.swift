@@ -66,28 +66,38 @@ public enum VerifyReceipt {
     /// Classifies an HTTP answer from `environment`'s endpoint (contract §3 table).
     ///
     /// - HTTP 5xx, 429 and any other non-2xx → retry ("HTTP 503").
-    /// - A body that is not one JSON object, or has no numeric `status` → retry.
-    /// - 0, 21006 → ok, unless the `receipt` object is missing (garbage → retry) or
-    ///   `allowedBundles` is non-empty and a bundle of the receipt is not in it (→ reject
-    ///   `.wrongBundle`, transactions dropped). A receipt without any bundle id is rejected too
-    ///   when `allowedBundles` is set: it cannot show it is ours.
+    /// - A body that is not what Apple sends → retry with a short problem naming what is wrong:
+    ///   not valid UTF-8, not exactly one JSON object, a byte-order mark, a repeated key, nesting
+    ///   deeper than 64, a `status` or `is_retryable` of another form than Apple's, and for
+    ///   0 / 21006 a receipt not shaped like Apple's (see `ReceiptReader`) or a transaction field
+    ///   the job reads in another form (see `AnswerValues.swift`). Such an answer is never ok.
+    /// - 0, 21006 → ok, unless `allowedBundles` is non-empty and a bundle of the receipt is not in
+    ///   it (→ reject `.wrongBundle`, transactions dropped). A receipt without any bundle id is
+    ///   rejected too when `allowedBundles` is set: it cannot show it is ours.
     /// - 21007, 21008 → switch; 21005, 21009, 21002 → retry; 21003, 21010 → reject;
     ///   21100–21199 → retry unless `is_retryable`/`is-retryable` is false, then reject;
     ///   21000, 21004 → config; any other number → retry ("unknown status N").
     ///
-    /// `status` may be a number or a string of digits, like every other field.
+    /// `status` is a JSON integer or a string of digits; `is_retryable` true/false, "true"/"false",
+    /// 1/0 or "1"/"0".
     public static func classify(httpStatus: Int, body: [UInt8], environment: AppStoreEnvironment,
                                 allowedBundles: Set<String>) -> Answer {
         guard (200..<300).contains(httpStatus) else {
             return Answer(status: nil, answerClass: .retry, problem: "HTTP \(httpStatus)")
         }
         return body.withUnsafeBufferPointer { buffer -> Answer in
-            guard let doc = JSONDocument(buffer) else {
-                return Answer(status: nil, answerClass: .retry, problem: "body is not JSON" + describe(buffer))
+            let doc: JSONDocument
+            do {
+                doc = try JSONDocument(buffer)
+            } catch {
+                let e = error as? JSONError
+                let text = e?.description ?? "body is not JSON"
+                return Answer(status: nil, answerClass: .retry,
+                              problem: e == .byteOrderMark ? text : text + describe(buffer))
             }
             guard doc.kind(0) == .object else {
                 return Answer(status: nil, answerClass: .retry,
-                              problem: "body is not a JSON object" + describe(buffer))
+                              problem: "body is \(doc.kindName(0)), not a JSON object" + describe(buffer))
             }
             return classify(doc, environment: environment, allowedBundles: allowedBundles)
         }
@@ -104,21 +114,28 @@ public enum VerifyReceipt {
                                  allowedBundles: Set<String>) -> Answer {
         var statusNode: Int?
         var retryableNode: Int?
+        var retryableKey = "is_retryable"
+        // The scanner refused repeated keys; when both spellings of the flag are there, the first counts.
         doc.forEachMember(of: 0) { key, value in
             if doc.keyIs(key, "status") {
-                if statusNode == nil { statusNode = value }
-            } else if doc.keyIs(key, "is_retryable") || doc.keyIs(key, "is-retryable") {
-                if retryableNode == nil { retryableNode = value }
+                statusNode = value
+            } else if retryableNode == nil && doc.keyIs(key, "is_retryable") {
+                retryableNode = value
+            } else if retryableNode == nil && doc.keyIs(key, "is-retryable") {
+                retryableNode = value
+                retryableKey = "is-retryable"
             }
         }
-        let isRetryable = retryableNode.flatMap { doc.bool($0) }
         guard let statusNode else {
-            return Answer(status: nil, answerClass: .retry, isRetryable: isRetryable, problem: "no status in body")
+            return Answer(status: nil, answerClass: .retry, problem: "no status in body")
         }
-        guard let raw = doc.integer(statusNode), let status = Int(exactly: raw) else {
-            let shown = doc.text(statusNode).map { " (\(sanitized($0.utf8, limit: 20)))" } ?? ""
-            return Answer(status: nil, answerClass: .retry, isRetryable: isRetryable,
-                          problem: "status is not a number" + shown)
+        let status: Int
+        let isRetryable: Bool?
+        do {
+            status = try doc.status(statusNode)
+            isRetryable = try retryableNode.map { try doc.flag($0, field: retryableKey) }
+        } catch {
+            return Answer(status: nil, answerClass: .retry, problem: (error as? Garbage)?.problem ?? "\(error)")
         }
 
         func answer(_ cls: AnswerClass, _ problem: String?, _ rejection: RejectionReason? = nil) -> Answer {
@@ -160,9 +177,12 @@ public enum VerifyReceipt {
 
     private static func okAnswer(_ doc: JSONDocument, status: Int, isRetryable: Bool?,
                                  environment: AppStoreEnvironment, allowedBundles: Set<String>) -> Answer {
-        guard let receipt = ReceiptReader(doc: doc, environment: environment).read() else {
+        let receipt: ReceiptContents
+        do {
+            receipt = try ReceiptReader(doc: doc, environment: environment).read()
+        } catch {
             return Answer(status: status, answerClass: .retry, isRetryable: isRetryable,
-                          problem: "status \(status) but no receipt")
+                          problem: (error as? Garbage)?.problem ?? "\(error)")
         }
         if !allowedBundles.isEmpty {
             let foreign = receipt.bundles.first { !allowedBundles.contains($0) }
@@ -177,10 +197,13 @@ public enum VerifyReceipt {
                       transactions: receipt.transactions, bundleID: receipt.bundleID)
     }
 
-    /// " (17 bytes): <html>…" — size and a short printable prefix of a body that is not JSON.
+    /// " (49 bytes): <html><body>503 Ser…": size and a short printable prefix of a body that
+    /// does not even start like a JSON object; nothing for one that does.
     private static func describe(_ body: UnsafeBufferPointer<UInt8>) -> String {
-        guard !body.isEmpty else { return " (empty)" }
-        let shown = sanitized(body.prefix(48), limit: 40)
+        guard !body.isEmpty else { return "" }
+        let first = body.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+        if first == UInt8(ascii: "{") { return "" }
+        let shown = sanitized(body.prefix(64), limit: 19)
         return " (\(body.count) bytes)" + (shown.isEmpty ? "" : ": " + shown)
     }
 

@@ -39,6 +39,11 @@ struct Serve: ParsableCommand {
         set → 21004; data that is not a simulator token → 21002; a sandbox token sent to /production → \
         21007, a production token to /sandbox → 21008; else the token's forced status or 0 with the \
         transactions rendered in iOS 6 or iOS 7 style.
+
+        Garbage mode (--garbage, --garbage-bodies): every request that draws no fault is answered \
+        HTTP 200 with a body that is not what Apple sends, whatever it asked; the body is a pure \
+        function of --seed, the receipt id and the n-th call for it, and the call log names it \
+        (`garbage:<name>`). The job must treat each as retry, never believe it.
         """
     )
 
@@ -79,11 +84,26 @@ struct Serve: ParsableCommand {
     var refunds: String?
 
     @Option(name: .customLong("call-log"),
-            help: "Append `<unix ms>\\t<production|sandbox>\\t<receipt id or ->\\t<status or fault>` per request, flushed per line.")
+            help: "Append `<unix ms>\\t<production|sandbox>\\t<receipt id or ->\\t<status, fault or garbage:NAME>` per request, flushed per line.")
     var callLog: String?
 
     @Option(help: "Event-loop threads (default: one per core).")
     var threads: Int?
+
+    @Flag(help: """
+        Garbage mode with the built-in list of about 160 hostile bodies (bad UTF-8, BOM, NUL bytes, \
+        repeated keys, 10,000-level nesting, truncations, non-objects, odd status and id forms, \
+        in_app/latest_receipt_info of the wrong shape, bad dates, quantities and flags).
+        """)
+    var garbage = false
+
+    @Option(name: .customLong("garbage-bodies"), help: ArgumentHelp("""
+        Garbage mode with the bodies in this file (added to the built-in list when --garbage is \
+        given too): one body per line; `\\xNN` (two hex digits) stands for any byte, every other \
+        byte is itself, so JSON escapes like `\\u0073` stay as written; empty lines and lines \
+        starting with `#` are skipped.
+        """, valueName: "file"))
+    var garbageBodies: String?
 
     func validate() throws {
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be within 0…1") }
@@ -91,16 +111,28 @@ struct Serve: ParsableCommand {
             throw ValidationError("--faults: unknown kind in '\(faults)'; known: \(SimFault.allCases.map(\.rawValue).joined(separator: ","))")
         }
         guard latencyMs >= 0, timeoutHoldMs >= 0 else { throw ValidationError("times must not be negative") }
+        if let garbageBodies {
+            guard let data = FileManager.default.contents(atPath: garbageBodies) else {
+                throw ValidationError("--garbage-bodies: cannot read \(garbageBodies)")
+            }
+            guard !HostileAnswers.parseFile([UInt8](data)).isEmpty else {
+                throw ValidationError("--garbage-bodies: \(garbageBodies) holds no body")
+            }
+        }
     }
 
     func run() throws {
         let refundList = try refunds.map { try readRefunds($0) } ?? [:]
         let secret = sharedSecret ?? ProcessInfo.processInfo.environment["IAP_SHARED_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        var garbageList = garbage ? HostileAnswers.all : []
+        if let garbageBodies, let data = FileManager.default.contents(atPath: garbageBodies) {
+            garbageList += HostileAnswers.parseFile([UInt8](data))
+        }
         let config = SimulatorConfig(
             host: host, port: port, sharedSecret: secret, latencyMs: latencyMs,
             faults: FaultPlan(seed: seed, rate: faultRate, kinds: SimFault.parseList(faults) ?? SimFault.allCases),
             timeoutHoldMs: timeoutHoldMs, refunds: refundList, callLogPath: callLog, recordCalls: false,
-            threads: threads)
+            threads: threads, garbage: garbageList)
         let sim: Simulator
         do {
             sim = try Simulator.start(config)
@@ -114,7 +146,7 @@ struct Serve: ParsableCommand {
         print("listening \(sim.host):\(sim.port)")
         fflush(stdout)
         FileHandle.standardError.write(Data(
-            "iap-sim: serving \(sim.productionURL) and \(sim.sandboxURL) (refunds: \(refundList.count), fault rate: \(faultRate), latency: \(latencyMs) ms)\n".utf8))
+            "iap-sim: serving \(sim.productionURL) and \(sim.sandboxURL) (refunds: \(refundList.count), fault rate: \(faultRate), latency: \(latencyMs) ms\(garbageList.isEmpty ? "" : ", garbage bodies: \(garbageList.count)"))\n".utf8))
 
         signal(SIGPIPE, SIG_IGN)
         var sources: [DispatchSourceSignal] = []

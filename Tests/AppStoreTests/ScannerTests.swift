@@ -28,9 +28,10 @@ struct ScannerAndSpeedTests {
         #expect(answer.problem?.hasPrefix("body is not JSON") == true)
     }
 
-    @Test func firstOccurrenceOfARepeatedKeyCounts() {
+    @Test func aRepeatedKeyIsRefused() {
         let answer = classify(#"{"status":21007,"status":0,"receipt":{"bid":"b","transaction_id":"1"}}"#)
-        #expect(answer.answerClass == .switchEnvironment)
+        #expect(answer.answerClass == .retry)
+        #expect(answer.problem == "duplicate key status")
     }
 
     /// Speed is measured by `make bench-verify`, not here: these only check that a typical and a

@@ -74,6 +74,8 @@ public final class Simulator: @unchecked Sendable {
     /// Replaces the fault plan.
     public func setFaults(_ plan: FaultPlan) { core.setFaults(plan) }
     public func setLatency(ms: Int) { core.setLatency(ms: ms) }
+    /// Garbage mode on (a non-empty list) or off (empty).
+    public func setGarbage(_ bodies: [HostileAnswers.Body]) { core.setGarbage(bodies) }
 
     /// Blocks until the server is closed (by `shutdown()` from another thread).
     public func waitUntilClosed() throws {

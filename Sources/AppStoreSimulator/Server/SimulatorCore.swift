@@ -25,10 +25,14 @@ public struct SimulatorConfig: Sendable {
     public var recordCalls: Bool
     /// Event-loop threads; nil = one per core.
     public var threads: Int?
+    /// Garbage mode when not empty: every request not given a fault is answered HTTP 200 with one
+    /// of these bodies (chosen by seed, receipt id and call number), whatever it asked.
+    public var garbage: [HostileAnswers.Body]
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
                 faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
-                callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil) {
+                callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil,
+                garbage: [HostileAnswers.Body] = []) {
         self.host = host
         self.port = port
         self.sharedSecret = sharedSecret
@@ -39,6 +43,7 @@ public struct SimulatorConfig: Sendable {
         self.callLogPath = callLogPath
         self.recordCalls = recordCalls
         self.threads = threads
+        self.garbage = garbage
     }
 }
 
@@ -50,7 +55,8 @@ public struct SimCall: Sendable, Equatable {
     public var environment: AppStoreEnvironment
     /// The token's receipt id, nil when the data was not a token (or the body was broken).
     public var receiptID: String?
-    /// The status number (`"0"`, `"21007"`…) or the fault name (`"timeout"`, `"http5xx"`…).
+    /// The status number (`"0"`, `"21007"`…), the fault name (`"timeout"`, `"http5xx"`…) or, in
+    /// garbage mode, `garbage:<body name>`.
     public var outcome: String
 }
 
@@ -88,6 +94,7 @@ final class SimulatorCore: @unchecked Sendable {
     func setRefunds(_ refunds: [String: SimRefund]) { lock.locked { config.refunds = refunds } }
     func setFaults(_ plan: FaultPlan) { lock.locked { config.faults = plan } }
     func setLatency(ms: Int) { lock.locked { config.latencyMs = ms } }
+    func setGarbage(_ bodies: [HostileAnswers.Body]) { lock.locked { config.garbage = bodies } }
 
     func callCount(receiptID: String) -> Int { lock.locked { counts[receiptID] ?? 0 } }
     var calls: [SimCall] { lock.locked { callList } }
@@ -116,12 +123,12 @@ final class SimulatorCore: @unchecked Sendable {
         }
         let rid = receipt?.rid
         // Count the call and pick a fault for it.
-        let callIndex: Int = lock.locked {
+        let (callIndex, totalBefore): (Int, Int) = lock.locked {
             total += 1
-            guard let rid else { return 0 }
+            guard let rid else { return (0, total - 1) }
             let n = counts[rid] ?? 0
             counts[rid] = n + 1
-            return n
+            return (n, total - 1)
         }
         if let rid, let fault = cfg.faults.fault(receiptID: rid, callIndex: callIndex) {
             var body: [UInt8] = []
@@ -142,6 +149,13 @@ final class SimulatorCore: @unchecked Sendable {
             }
             record(environment: environment, rid: rid, outcome: fault.rawValue)
             return .fault(fault, body: body)
+        }
+        // Garbage: by receipt id and call number, like the faults; requests without a token by
+        // their place among all requests.
+        if let garbage = HostileAnswers.pick(cfg.garbage, seed: cfg.faults.seed, receiptID: rid,
+                                             callIndex: rid == nil ? totalBefore : callIndex) {
+            record(environment: environment, rid: rid, outcome: "garbage:" + garbage.name)
+            return .json(garbage.bytes)
         }
         let status: Int
         let text: [UInt8]
