@@ -9,7 +9,6 @@ import PackageDescription
 //   ReconcileJob             the night's stages wired to Postgres and the App Store
 //   iap-reconcile            the command
 //   AppStoreSimulator, iap-sim  the App Store test double (a real HTTP server) and data generator
-let v5: [SwiftSetting] = [.swiftLanguageMode(.v5)]
 let v6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
@@ -31,7 +30,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v6),
         .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v6),
         .target(name: "Reconciliation", swiftSettings: v6),
-        .target(name: "AppStore", dependencies: ["Reconciliation"], swiftSettings: v5),
+        .target(name: "AppStore", dependencies: ["Reconciliation"], swiftSettings: v6),
         .target(
             name: "ReconcileJob",
             dependencies: [
@@ -49,7 +48,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: v5
+            swiftSettings: v6
         ),
         .target(
             name: "AppStoreSimulator",
@@ -59,7 +58,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            swiftSettings: v5
+            swiftSettings: v6
         ),
         .executableTarget(
             name: "iap-sim",
@@ -67,17 +66,17 @@ let package = Package(
                 "AppStoreSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: v5
+            swiftSettings: v6
         ),
-        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v5),
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v6),
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "Reconciliation", "AppStoreSimulator"],
-            resources: [.copy("Fixtures")], swiftSettings: v5
+            resources: [.copy("Fixtures")], swiftSettings: v6
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore"],
-            swiftSettings: v5
+            swiftSettings: v6
         ),
     ]
 )

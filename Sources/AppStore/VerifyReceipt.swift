@@ -181,7 +181,8 @@ public enum VerifyReceipt {
         do {
             receipt = try ReceiptReader(doc: doc, environment: environment).read()
         } catch {
-            return Answer(status: status, answerClass: .retry, isRetryable: isRetryable,
+            // No status: a 0 beside a garbage body would read as "valid" in unresolved.csv.
+            return Answer(status: nil, answerClass: .retry, isRetryable: isRetryable,
                           problem: (error as? Garbage)?.problem ?? "\(error)")
         }
         if !allowedBundles.isEmpty {

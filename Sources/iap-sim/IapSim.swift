@@ -143,8 +143,8 @@ struct Serve: ParsableCommand {
         if let portFile {
             try "\(sim.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
         }
-        print("listening \(sim.host):\(sim.port)")
-        fflush(stdout)
+        // Unbuffered: a parent reading our stdout sees the line at once.
+        FileHandle.standardOutput.write(Data("listening \(sim.host):\(sim.port)\n".utf8))
         FileHandle.standardError.write(Data(
             "iap-sim: serving \(sim.productionURL) and \(sim.sandboxURL) (refunds: \(refundList.count), fault rate: \(faultRate), latency: \(latencyMs) ms\(garbageList.isEmpty ? "" : ", garbage bodies: \(garbageList.count)"))\n".utf8))
 

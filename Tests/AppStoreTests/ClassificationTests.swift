@@ -64,7 +64,7 @@ struct ClassificationTests {
                      #"{"status":\#(status),"receipt":[]}"#, #"{"status":\#(status),"latest_receipt_info":[]}"#] {
             let answer = classify(body)
             #expect(answer.answerClass == .retry, "\(body)")
-            #expect(answer.status == status)
+            #expect(answer.status == nil, "a garbage answer keeps no status: 0 would read as valid in unresolved.csv")
             #expect(answer.problem?.hasPrefix("receipt is ") == true, "\(answer.problem ?? "")")
         }
     }

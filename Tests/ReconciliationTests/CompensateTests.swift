@@ -24,7 +24,7 @@ struct CompensateCase: NamedCase {
 
 @Suite("compensate")
 struct CompensateTests {
-    static let reasonsAndQuantities: [CompensateCase] = [
+    static let reasonsAndQuantitiesCases: [CompensateCase] = [
         .init(name: "paid_not_granted: no grant at all",
               transactions: [known(apple("t1"))], expected: [Owed("t1", .paidNotGranted, 1)]),
         .init(name: "paid_not_granted owes every unit",
@@ -68,10 +68,10 @@ struct CompensateTests {
               expected: [Owed("t1", .paidNotGranted, 1)]),
     ]
 
-    @Test(arguments: reasonsAndQuantities)
+    @Test(arguments: reasonsAndQuantitiesCases)
     func reasonsAndQuantities(_ c: CompensateCase) { check(c) }
 
-    static let whichTransactions: [CompensateCase] = [
+    static let whichTransactionsCases: [CompensateCase] = [
         .init(name: "cancelled (refunded) transaction is not compensated",
               transactions: [known(apple("t1", cancelled: asOf - hour))], expected: []),
         .init(name: "cancelled, revoked grant: not revoked_not_refunded",
@@ -107,10 +107,10 @@ struct CompensateTests {
               expected: [Owed("t1", .paidNotGranted, 1)]),
     ]
 
-    @Test(arguments: whichTransactions)
+    @Test(arguments: whichTransactionsCases)
     func whichTransactions(_ c: CompensateCase) { check(c) }
 
-    static let restores: [CompensateCase] = [
+    static let restoresCases: [CompensateCase] = [
         // non_consumable
         .init(name: "non_consumable: another transaction of the original granted to the user → restore",
               transactions: [known(apple("t1"), .nonConsumable), known(apple("t2", original: "t1"), .nonConsumable)],
@@ -187,7 +187,7 @@ struct CompensateTests {
               grants: [facts(grant("g1", tx: "t1"), .consumable)], expected: [Owed("t2", .paidNotGranted, 1)]),
     ]
 
-    @Test(arguments: restores)
+    @Test(arguments: restoresCases)
     func restores(_ c: CompensateCase) { check(c) }
 
     private func check(_ c: CompensateCase) {

@@ -33,7 +33,7 @@ let t0 = asOf - 90 * day
 
 @Suite("duplicate_grants")
 struct DuplicateGrantsTests {
-    static let sameTransaction: [DuplicateCase] = [
+    static let sameTransactionCases: [DuplicateCase] = [
         .init(name: "same_transaction: a second grant of a one-unit transaction",
               transactions: [known(old("t1"))],
               grants: [facts(grant("g1", tx: "t1", at: t0)), facts(grant("g2", tx: "t1", at: t0 + hour))],
@@ -97,10 +97,10 @@ struct DuplicateGrantsTests {
               expected: []),
     ]
 
-    @Test(arguments: sameTransaction)
+    @Test(arguments: sameTransactionCases)
     func sameTransaction(_ c: DuplicateCase) { check(c) }
 
-    static let restoreAsPurchase: [DuplicateCase] = [
+    static let restoreAsPurchaseCases: [DuplicateCase] = [
         .init(name: "non_consumable: a new transaction of the same original granted again to the user",
               transactions: [known(old("t1"), .nonConsumable), known(old("t2", original: "t1"), .nonConsumable)],
               grants: [facts(grant("g1", tx: "t1", at: t0), .nonConsumable),
@@ -186,10 +186,10 @@ struct DuplicateGrantsTests {
               expected: [Dup("g2", .sameTransaction, kept: "g1"), Dup("g3", .crossAccount, kept: "g1")]),
     ]
 
-    @Test(arguments: restoreAsPurchase)
+    @Test(arguments: restoreAsPurchaseCases)
     func restoreAsPurchase(_ c: DuplicateCase) { check(c) }
 
-    static let crossAccount: [DuplicateCase] = [
+    static let crossAccountCases: [DuplicateCase] = [
         .init(name: "cross_account: a non_consumable on two accounts; the earliest user keeps it",
               transactions: [known(old("t1"), .nonConsumable), known(old("t2", original: "t1"), .nonConsumable)],
               grants: [facts(grant("g1", tx: "t1", user: "u1", at: t0), .nonConsumable),
@@ -229,10 +229,10 @@ struct DuplicateGrantsTests {
               expected: []),
     ]
 
-    @Test(arguments: crossAccount)
+    @Test(arguments: crossAccountCases)
     func crossAccount(_ c: DuplicateCase) { check(c) }
 
-    static let precedence: [DuplicateCase] = [
+    static let precedenceCases: [DuplicateCase] = [
         .init(name: "same_transaction before restore_as_purchase",
               transactions: [known(old("t1"), .nonConsumable), known(old("t2", original: "t1"), .nonConsumable)],
               grants: [facts(grant("g1", tx: "t1", at: t0), .nonConsumable),
@@ -253,10 +253,10 @@ struct DuplicateGrantsTests {
               expected: [Dup("g2", .crossAccount, kept: "g1"), Dup("g3", .restoreAsPurchase, kept: "g2")]),
     ]
 
-    @Test(arguments: precedence)
+    @Test(arguments: precedenceCases)
     func precedence(_ c: DuplicateCase) { check(c) }
 
-    static let withClawback: [DuplicateCase] = [
+    static let withClawbackCases: [DuplicateCase] = [
         .init(name: "grants of a refunded transaction are clawed back, not duplicated",
               transactions: [known(old("t1", cancelled: t0 + day))],
               grants: [facts(grant("g1", tx: "t1", at: t0)), facts(grant("g2", tx: "t1", at: t0 + hour))],
@@ -273,7 +273,7 @@ struct DuplicateGrantsTests {
               expected: []),
     ]
 
-    @Test(arguments: withClawback)
+    @Test(arguments: withClawbackCases)
     func withClawback(_ c: DuplicateCase) {
         check(c)
         let decision = decide(c.transactions, c.grants)

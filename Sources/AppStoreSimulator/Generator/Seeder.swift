@@ -2,6 +2,7 @@
 // relation, each pass on its own connection and thread) and the expected report files.
 
 import Foundation
+import Synchronization
 import Postgres
 import Reconciliation
 
@@ -126,7 +127,7 @@ public enum Seeder {
         // 3. COPY, one pass per relation, each on its own connection.
         let refunds = RefundList.parse(refundLines)
         let servedRefunds = options.refundsPath != nil ? refunds : [:]
-        var passes: [(String, (PGCopyWriter, UserData) throws -> Int)] = [
+        var passes: [(String, @Sendable (PGCopyWriter, UserData) throws -> Int)] = [
             ("iap_orders", { w, d in
                 for o in d.orders {
                     try w.row([o.orderID, o.userID, o.productID, String(o.quantity), o.status, o.transactionID,
@@ -181,12 +182,12 @@ public enum Seeder {
         }
         summary.rows["iap_products"] = productRows.count
 
-        let lock = NSLock()
-        var errors: [Error] = []
-        var counts: [String: Int] = [:]
+        let errors = Mutex<[Error]>([])
+        let counts = Mutex<[String: Int]>([:])
         let conninfo = options.conninfo
-        DispatchQueue.concurrentPerform(iterations: passes.count) { i in
-            let (rel, emit) = passes[i]
+        let allPasses = passes
+        DispatchQueue.concurrentPerform(iterations: allPasses.count) { i in
+            let (rel, emit) = allPasses[i]
             do {
                 let db = try PGConnection(conninfo: conninfo)
                 defer { db.close() }
@@ -199,13 +200,13 @@ public enum Seeder {
                         if users % 200_000 == 0 { progress("\(rel): \(users) users, \(n) rows") }
                     }
                 }
-                lock.locked { counts[rel] = n }
+                counts.withLock { $0[rel] = n }
             } catch {
-                lock.locked { errors.append(error) }
+                errors.withLock { $0.append(error) }
             }
         }
-        if let first = errors.first { throw first }
-        for (k, v) in counts { summary.rows[k] = v }
+        if let first = errors.withLock({ $0.first }) { throw first }
+        for (k, v) in counts.withLock({ $0 }) { summary.rows[k] = v }
 
         // 4. Indexes (after the load: faster) and statistics.
         progress("indexes")

@@ -48,8 +48,9 @@ public final class Simulator: @unchecked Sendable {
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(VerifyReceiptHandler(core: core))
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(VerifyReceiptHandler(core: core))
                 }
             }
         do {
@@ -160,7 +161,7 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
             return
         }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let perform = {
+        let perform: @Sendable () -> Void = {
             let (handler, ctx) = loopBound.value
             handler.perform(action, context: ctx, head: head)
         }
