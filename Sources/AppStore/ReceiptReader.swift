@@ -195,15 +195,7 @@ enum AppleDate {
         let suffix: StaticString = " Etc/GMT"
         let p = suffix.utf8Start
         for i in 0..<8 where s[19 + i] != p[i] { return nil }
-        func num(_ from: Int, _ count: Int) -> Int64? {
-            var v: Int64 = 0
-            for i in from..<(from + count) {
-                let c = s[i]
-                guard c >= 0x30, c <= 0x39 else { return nil }
-                v = v * 10 + Int64(c - 0x30)
-            }
-            return v
-        }
+        func num(_ from: Int, _ count: Int) -> Int64? { UTC.digits(s, from: from, count: count) }
         guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
               let se = num(17, 2), (1...12).contains(mo), h < 24, mi < 60, se < 61 else { return nil }
         let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0

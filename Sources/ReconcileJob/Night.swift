@@ -73,8 +73,9 @@ public final class Night {
         }
         if case .full = stages {
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
-            summary.tally = try Conservation.compute(db, settings: settings, dropOne: settings.faultDropTallyRow)
             summary.stageSeconds["decide"] = clock.lap()
+            summary.tally = try Conservation.compute(db, settings: settings, dropOne: settings.faultDropTallyRow)
+            summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
             try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary)
             summary.stageSeconds["write"] = clock.lap()

@@ -66,21 +66,27 @@ public enum UTC {
         return ((days * 86_400) + hour * 3600 + minute * 60 + second) * 1000
     }
 
+    /// The number written by `count` ASCII digits at `from`; nil when one is not a digit or the
+    /// text is too short. (Date fields: no sign, no overflow possible at these widths.)
+    @inlinable
+    public static func digits<C: RandomAccessCollection>(_ s: C, from: Int, count: Int) -> Int64?
+    where C.Element == UInt8, C.Index == Int {
+        guard from >= s.startIndex, from + count <= s.endIndex else { return nil }
+        var v: Int64 = 0
+        for i in from..<(from + count) {
+            let c = s[i]
+            guard c >= 48, c <= 57 else { return nil }
+            v = v * 10 + Int64(c - 48)
+        }
+        return v
+    }
+
     /// Parses `yyyy-MM-dd HH:mm:ss Etc/GMT` (Apple's `*_date`; also ` GMT`, ` UTC`), ISO 8601
     /// `yyyy-MM-ddTHH:mm:ss[.fff](Z|±HH:MM|±HHMM|±HH)` (no zone = UTC) and `yyyy-MM-dd` (00:00Z).
     /// Returns nil for anything else, including dates that do not exist (`2026-02-30`).
     public static func parse(_ text: String) -> EpochMillis? {
         let s = Array(text.utf8)
-        func num(_ from: Int, _ count: Int) -> Int64? {
-            guard from + count <= s.count else { return nil }
-            var v: Int64 = 0
-            for i in from..<(from + count) {
-                let c = s[i]
-                guard c >= 48, c <= 57 else { return nil }
-                v = v * 10 + Int64(c - 48)
-            }
-            return v
-        }
+        func num(_ from: Int, _ count: Int) -> Int64? { digits(s, from: from, count: count) }
         guard s.count >= 10, s[4] == UInt8(ascii: "-"), s[7] == UInt8(ascii: "-"),
               let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), (1...12).contains(mo),
               (1...daysIn(month: mo, year: y)).contains(d)
