@@ -3,6 +3,9 @@
 #   make test          unit + integration + end-to-end tests against a real Postgres and the simulator
 #   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
+#   make chaos         the promises under faults: crash loop, database gone, lying App Store, fuzzing,
+#                      secrets, privileges, load (CHAOS_ARGS=--quick: the CI form, a few minutes)
+#   make fuzz-build    the answer parser's libFuzzer target (.build-fuzz/release/iap-fuzz)
 #   make build         debug build;  make release  optimized build
 #   make deps          install what is missing (apt, as root) or say what to install
 #   make pg-start / pg-stop   the throwaway Postgres cluster (.pg/)
@@ -19,7 +22,7 @@ ifneq ($(shell id -u),0)
 export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
 endif
 
-.PHONY: demo test bench bench-verify build release deps pg-start pg-stop clean
+.PHONY: demo test bench bench-verify chaos fuzz-build build release deps pg-start pg-stop clean
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -60,6 +63,16 @@ bench: release
 bench-verify: release
 	@scripts/bench-verify.sh
 
+# libFuzzer's instrumentation in a build folder of its own; lld links it (gold fails on it), and
+# the package's own entry point calls libFuzzer's driver (Tests/Fuzz/Fuzz.swift).
+fuzz-build: deps
+	$(SWIFT) build -c release --product iap-fuzz --scratch-path .build-fuzz \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld \
+	  -Xlinker -u -Xlinker LLVMFuzzerRunDriver -Xlinker --export-dynamic
+
+chaos: release fuzz-build
+	@python3 Tests/Chaos/chaos.py $(CHAOS_ARGS)
+
 clean:
 	scripts/pg.sh stop || true
-	rm -rf .build .run reports/20*
+	rm -rf .build .build-fuzz .run reports/20*

@@ -68,6 +68,9 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
+        // The answer parser under libFuzzer (`make fuzz-build`); a corpus replayer otherwise.
+        .executableTarget(name: "iap-fuzz", dependencies: ["AppStore"], path: "Tests/Fuzz", exclude: ["corpus"],
+                          swiftSettings: v6),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v6),
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "Reconciliation", "AppStoreSimulator"],

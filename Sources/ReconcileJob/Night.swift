@@ -47,10 +47,12 @@ public final class Night {
     private func stagesOfTheNight(_ stages: Stages, command: String, db: PGConnection, summary: inout RunSummary) throws {
         try acquireLock(db)
         var clock = StageClock()
+        logger.info("stage migrate")
         try Migrations.apply(db, schema: settings.jobSchema)
         summary.stageSeconds["migrate"] = clock.lap()
         if case .migrateOnly = stages { return }
 
+        logger.info("stage check")
         try SourceCheck.verify(db, schema: settings.sourceSchema)
         summary.runID = try startLedger(db, command: command)
 
@@ -68,15 +70,19 @@ public final class Night {
         case .migrateOnly, .decideDatabaseOnly: verify = false
         }
         if verify {
+            logger.info("stage verify")
             summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
             summary.stageSeconds["verify"] = clock.lap()
         }
         if case .full = stages {
+            logger.info("stage decide")
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
             summary.stageSeconds["decide"] = clock.lap()
+            logger.info("stage tally")
             summary.tally = try Conservation.compute(db, settings: settings, dropOne: settings.faultDropTallyRow)
             summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
+            logger.info("stage write")
             try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary)
             summary.stageSeconds["write"] = clock.lap()
         }

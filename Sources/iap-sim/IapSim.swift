@@ -105,7 +105,22 @@ struct Serve: ParsableCommand {
         """, valueName: "file"))
     var garbageBodies: String?
 
+    @Option(name: .customLong("mutate-rate"), help: """
+        Share of answers (0…1) broken on the way out (logged `mutated:<kind>`): cut short, a byte         made invalid UTF-8, in_app/transaction_id/status of the wrong type, status named twice, a         30-digit transaction_id, 100 levels of nesting. None is an answer Apple sends.
+        """)
+    var mutateRate: Double = 0
+
+    @Option(name: .customLong("slow-share"), help: "Share of calls (0…1) answered after --slow-ms instead of --latency-ms (a slow tail).")
+    var slowShare: Double = 0
+
+    @Option(name: .customLong("slow-ms"), help: "The slow tail's latency in milliseconds.")
+    var slowMs: Int = 2000
+
     func validate() throws {
+        guard (0...1).contains(mutateRate), (0...1).contains(slowShare) else {
+            throw ValidationError("--mutate-rate and --slow-share must be within 0…1")
+        }
+        guard slowMs >= 0 else { throw ValidationError("--slow-ms must not be negative") }
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be within 0…1") }
         guard SimFault.parseList(faults) != nil else {
             throw ValidationError("--faults: unknown kind in '\(faults)'; known: \(SimFault.allCases.map(\.rawValue).joined(separator: ","))")
@@ -132,7 +147,7 @@ struct Serve: ParsableCommand {
             host: host, port: port, sharedSecret: secret, latencyMs: latencyMs,
             faults: FaultPlan(seed: seed, rate: faultRate, kinds: SimFault.parseList(faults) ?? SimFault.allCases),
             timeoutHoldMs: timeoutHoldMs, refunds: refundList, callLogPath: callLog, recordCalls: false,
-            threads: threads, garbage: garbageList)
+            threads: threads, garbage: garbageList, mutateRate: mutateRate, slowShare: slowShare, slowMs: slowMs)
         let sim: Simulator
         do {
             sim = try Simulator.start(config)

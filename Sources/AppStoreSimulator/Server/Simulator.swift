@@ -150,8 +150,7 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
             send(context: context, head: head, status: .payloadTooLarge, contentType: "text/plain", body: Array("Too Large".utf8))
             return
         }
-        let action = core.handle(environment: environment, body: body)
-        let latency = core.latencyMs
+        let (action, latency) = core.handle(environment: environment, body: body)
         if case .fault(.timeout, _) = action {
             let hold = core.timeoutHoldMs
             let channel = context.channel

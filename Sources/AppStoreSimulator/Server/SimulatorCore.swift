@@ -28,11 +28,17 @@ public struct SimulatorConfig: Sendable {
     /// Garbage mode when not empty: every request not given a fault is answered HTTP 200 with one
     /// of these bodies (chosen by seed, receipt id and call number), whatever it asked.
     public var garbage: [HostileAnswers.Body]
+    /// Share of answers (0…1) sent broken by an `AnswerMutation` (chaos: the App Store lies).
+    public var mutateRate: Double
+    /// Share of calls (0…1) answered after `slowMs` instead of `latencyMs` (a slow tail).
+    public var slowShare: Double
+    public var slowMs: Int
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
                 faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
                 callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil,
-                garbage: [HostileAnswers.Body] = []) {
+                garbage: [HostileAnswers.Body] = [], mutateRate: Double = 0, slowShare: Double = 0,
+                slowMs: Int = 2000) {
         self.host = host
         self.port = port
         self.sharedSecret = sharedSecret
@@ -44,6 +50,9 @@ public struct SimulatorConfig: Sendable {
         self.recordCalls = recordCalls
         self.threads = threads
         self.garbage = garbage
+        self.mutateRate = mutateRate
+        self.slowShare = slowShare
+        self.slowMs = slowMs
     }
 }
 
@@ -55,8 +64,8 @@ public struct SimCall: Sendable, Equatable {
     public var environment: AppStoreEnvironment
     /// The token's receipt id, nil when the data was not a token (or the body was broken).
     public var receiptID: String?
-    /// The status number (`"0"`, `"21007"`…), the fault name (`"timeout"`, `"http5xx"`…) or, in
-    /// garbage mode, `garbage:<body name>`.
+    /// The status number (`"0"`, `"21007"`…), the fault name (`"timeout"`, `"http5xx"`…), in
+    /// garbage mode `garbage:<body name>`, or `mutated:<mutation>` for a broken real answer.
     public var outcome: String
 }
 
@@ -89,6 +98,14 @@ final class SimulatorCore: @unchecked Sendable {
     deinit { if logFD >= 0 { close(logFD) } }
 
     var latencyMs: Int { lock.locked { config.latencyMs } }
+
+    /// How long the answer to this call waits: `slowMs` for a seeded `slowShare` of the calls.
+    func latencyMs(receiptID: String?, callIndex: Int) -> Int {
+        let (base, share, slow, seed) = lock.locked { (config.latencyMs, config.slowShare, config.slowMs, config.faults.seed) }
+        guard share > 0 else { return base }
+        let h = SimHash.combine(seed, SimHash.fnv(receiptID ?? "-"), UInt64(callIndex), 0x510)
+        return SimHash.unit(h) < share ? slow : base
+    }
     var timeoutHoldMs: Int { lock.locked { config.timeoutHoldMs } }
 
     func setRefunds(_ refunds: [String: SimRefund]) { lock.locked { config.refunds = refunds } }
@@ -107,8 +124,14 @@ final class SimulatorCore: @unchecked Sendable {
         }
     }
 
-    /// Decides the answer for a POST body sent to `environment`'s endpoint, counts and logs it.
-    func handle(environment: AppStoreEnvironment, body: [UInt8]) -> SimAction {
+    /// Decides the answer for a POST body sent to `environment`'s endpoint, counts and logs it;
+    /// also says how long to wait before sending it.
+    func handle(environment: AppStoreEnvironment, body: [UInt8]) -> (action: SimAction, latencyMs: Int) {
+        let (action, rid, callIndex) = decide(environment: environment, body: body)
+        return (action, latencyMs(receiptID: rid, callIndex: callIndex))
+    }
+
+    private func decide(environment: AppStoreEnvironment, body: [UInt8]) -> (SimAction, String?, Int) {
         let (cfg, refunds) = lock.locked { (config, config.refunds) }
         var receipt: SimReceipt?
         var receiptData: String?
@@ -148,14 +171,14 @@ final class SimulatorCore: @unchecked Sendable {
             case .timeout, .reset: body = []
             }
             record(environment: environment, rid: rid, outcome: fault.rawValue)
-            return .fault(fault, body: body)
+            return (.fault(fault, body: body), rid, callIndex)
         }
         // Garbage: by receipt id and call number, like the faults; requests without a token by
         // their place among all requests.
         if let garbage = HostileAnswers.pick(cfg.garbage, seed: cfg.faults.seed, receiptID: rid,
                                              callIndex: rid == nil ? totalBefore : callIndex) {
             record(environment: environment, rid: rid, outcome: "garbage:" + garbage.name)
-            return .json(garbage.bytes)
+            return (.json(garbage.bytes), rid, callIndex)
         }
         let status: Int
         let text: [UInt8]
@@ -172,8 +195,14 @@ final class SimulatorCore: @unchecked Sendable {
             status = 21002
             text = AppleAnswer.statusOnly(21002, environment: environment)
         }
+        if let mutation = AnswerMutation.pick(rate: cfg.mutateRate, seed: cfg.faults.seed, receiptID: rid,
+                                              callIndex: rid == nil ? totalBefore : callIndex) {
+            let position = SimHash.combine(cfg.faults.seed, SimHash.fnv(rid ?? "-"), UInt64(callIndex), 0x9051)
+            record(environment: environment, rid: rid, outcome: "mutated:" + mutation.rawValue)
+            return (.json(mutation.apply(to: text, position: position)), rid, callIndex)
+        }
         record(environment: environment, rid: rid, outcome: String(status))
-        return .json(text)
+        return (.json(text), rid, callIndex)
     }
 
     /// The answer for a well-formed request carrying a token.

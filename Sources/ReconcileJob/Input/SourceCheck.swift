@@ -52,6 +52,28 @@ public enum SourceCheck {
             throw JobError(.sourceMismatch, "source relations do not match the contract: "
                 + problems.joined(separator: "; ") + " (see docs/contract.md, 'Source relations')")
         }
+        try checkPrivileges(db, schema: schema)
+    }
+
+    /// Every source relation must be readable by the job's role: one line naming each missing
+    /// privilege (exit 78), before any row is read, rather than a failure halfway through.
+    static func checkPrivileges(_ db: PGConnection, schema: String) throws {
+        let result = try db.query("""
+            SELECT r.name, has_schema_privilege(current_user, $1, 'USAGE')
+                   AND has_table_privilege(current_user, format('%I.%I', $1, r.name), 'SELECT'),
+                   current_user
+            FROM unnest(ARRAY['iap_products', 'iap_orders', 'iap_receipts', 'iap_grants']) AS r(name)
+            """, [schema])
+        var missing: [String] = []
+        var role = ""
+        for row in 0..<result.rowCount {
+            role = result.value(row, 2) ?? ""
+            if result.value(row, 1) != "t" { missing.append("SELECT on \(schema).\(result.value(row, 0) ?? "")") }
+        }
+        if !missing.isEmpty {
+            throw JobError(.configuration, "the database role \(role) lacks a privilege: " + missing.joined(separator: ", ")
+                + " (grant it, see docs/contract.md, 'Database privileges')")
+        }
     }
 
     static func matches(_ type: String, _ kind: Kind) -> Bool {

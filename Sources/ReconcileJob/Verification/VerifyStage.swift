@@ -112,6 +112,10 @@ extension JobError {
             if e.isCredentialProblem {
                 return JobError(.configuration, "\(what): \(e) (check the database user, password and name)")
             }
+            if e.sqlState == "42501" {
+                return JobError(.configuration, "\(what): a privilege is missing: \(e) "
+                    + "(grant it, see docs/contract.md, 'Database privileges')")
+            }
             return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
         }
         return JobError(.failure, "\(what): \(error)")
