@@ -19,9 +19,7 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let maxDelayMinutes = 24 * 60
 
     public init(maxAttempts: Int = 4, retryBaseMs: Int = 500, retryDelayMinutes: Int = 10) {
-        self.maxAttempts = maxAttempts
-        self.retryBaseMs = retryBaseMs
-        self.retryDelayMinutes = retryDelayMinutes
+        (self.maxAttempts, self.retryBaseMs, self.retryDelayMinutes) = (maxAttempts, retryBaseMs, retryDelayMinutes)
     }
 
     /// Where one receipt stands. Carried from run to run (`failedRuns`, `runs21002`) and within
@@ -40,9 +38,7 @@ public struct RetryPolicy: Sendable, Equatable {
         public var switched: Bool
 
         public init(failedRuns: Int = 0, runs21002: Int = 0, switched: Bool = false) {
-            self.failedRuns = failedRuns
-            self.runs21002 = runs21002
-            self.switched = switched
+            (self.failedRuns, self.runs21002, self.switched) = (failedRuns, runs21002, switched)
         }
     }
 

@@ -386,14 +386,18 @@ def database_gone(cluster, quick):
     folder = os.path.join(out, DAY)
     env = job_env(cluster, "gone", sim)
     results = []
+    def lose_database(args, stage, mode):
+        """A run whose database stops (`mode` shutdown) half a second into `stage`: exit 75, one line."""
+        job = Job(run_args(out, *args), env, work)
+        if not job.wait_for(f"stage {stage}"):
+            fail(f"the run never reached {stage}: {job.stderr()[-300:]}")
+        time.sleep(0.5)
+        cluster.stop(mode)
+        job.wait()
+        one_line_error(job, 75, "")
+
     # 1. The first night loses its database while verifying (fast shutdown): no folder appears.
-    job = Job(run_args(out, "--concurrency", "4", "--retry-delay-minutes", "0"), env, work)
-    if not job.wait_for("stage verify"):
-        fail(f"the run never reached verify: {job.stderr()[-300:]}")
-    time.sleep(0.5)
-    cluster.stop("fast")
-    job.wait()
-    one_line_error(job, 75, "")
+    lose_database(["--concurrency", "4", "--retry-delay-minutes", "0"], "verify", "fast")
     if os.path.exists(folder):
         fail("a report folder was written by a run whose database went away (verify)")
     cluster.start()
@@ -407,13 +411,7 @@ def database_gone(cluster, quick):
             fail(f"after the restart {f} differs from the generator's truth")
     before = {f: open(os.path.join(folder, f), "rb").read() for f in sorted(os.listdir(folder))}
     # 3. A rerun loses its database while deciding (immediate shutdown): last night's folder stays as it was.
-    job = Job(run_args(out, "--sweep-limit", "0", "--source-schema", "slowdecide"), env, work)
-    if not job.wait_for("stage decide"):
-        fail(f"the rerun never reached decide: {job.stderr()[-300:]}")
-    time.sleep(0.5)
-    cluster.stop("immediate")
-    job.wait()
-    one_line_error(job, 75, "")
+    lose_database(["--sweep-limit", "0", "--source-schema", "slowdecide"], "decide", "immediate")
     after = {f: open(os.path.join(folder, f), "rb").read() for f in sorted(os.listdir(folder))}
     if after != before:
         fail("a run whose database went away changed the report folder (decide)")

@@ -52,6 +52,16 @@ final class TestDatabase {
 
     func int(_ sql: String) throws -> Int { Int(try scalar(sql) ?? "0") ?? 0 }
 
+    /// A schema of views over the four source relations in `public`; `overrides` gives the
+    /// SELECT of some of them (a missing column, a slow read).
+    func sourceViews(_ schema: String, _ overrides: [String: String] = [:]) throws {
+        var sql = "CREATE SCHEMA \(schema);"
+        for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {
+            sql += " CREATE VIEW \(schema).\(relation) AS \(overrides[relation] ?? "SELECT * FROM public.\(relation)");"
+        }
+        try db.execute(sql)
+    }
+
     func drop() {
         db.close()
         if let admin = try? PGConnection(conninfo: "dbname=postgres") {

@@ -149,14 +149,10 @@ struct NightTests {
     func missingColumn() throws {
         let w = try Self.world("schema", users: 50)
         defer { w.stop() }
-        try w.t.db.execute("""
-            CREATE SCHEMA shop;
-            CREATE VIEW shop.iap_products AS SELECT * FROM public.iap_products;
-            CREATE VIEW shop.iap_orders AS SELECT * FROM public.iap_orders;
-            CREATE VIEW shop.iap_receipts AS SELECT * FROM public.iap_receipts;
-            CREATE VIEW shop.iap_grants AS SELECT grant_id, user_id, order_id, product_id, transaction_id,
-                original_transaction_id, quantity, granted_at FROM public.iap_grants;
-            """)
+        try w.t.sourceViews("shop", ["iap_grants": """
+            SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity,
+                   granted_at FROM public.iap_grants
+            """])
         let r = try w.run(["--source-schema", "shop"])
         #expect(r.status == 65)
         let lines = r.stderr.split(separator: "\n")

@@ -126,13 +126,7 @@ struct RightToTheRowTests {
         let w = try N.world("killlock", users: 60)
         defer { w.stop() }
         // A source schema whose products view takes 60 s: the first statement that reads it is long.
-        try w.t.db.execute("""
-            CREATE SCHEMA slow;
-            CREATE VIEW slow.iap_products AS SELECT p.* FROM public.iap_products p, (SELECT pg_sleep(60)) s;
-            CREATE VIEW slow.iap_orders AS SELECT * FROM public.iap_orders;
-            CREATE VIEW slow.iap_receipts AS SELECT * FROM public.iap_receipts;
-            CREATE VIEW slow.iap_grants AS SELECT * FROM public.iap_grants;
-            """)
+        try w.t.sourceViews("slow", ["iap_products": "SELECT p.* FROM public.iap_products p, (SELECT pg_sleep(60)) s"])
         let first = try startTool("iap-reconcile", ["run", "--as-of", N.asOf, "--out", w.out.path, "--no-progress",
                                                     "--source-schema", "slow"], environment: w.env)
         let deadline = Date().addingTimeInterval(30)

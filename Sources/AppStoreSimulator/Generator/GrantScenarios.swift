@@ -7,10 +7,7 @@ extension ScenarioBuilder {
     /// One transaction granted two or three times (client retry, repeated notification). The
     /// second grant sometimes has the very same granted_at: the grant id decides.
     mutating func sameTransaction() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
                 txs: [tx(t, product, at: p)])
         let firstAt = p + seconds(31...60)
@@ -107,10 +104,7 @@ extension ScenarioBuilder {
 
     /// Granted on a receipt Apple rejects for good: 21003, 21010 or 211xx not retryable.
     mutating func invalidReceipt() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables)
         let st = rng.pick([21003, 21010, 21100 + Int(rng.int(0...99))])
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: rng.pick([nil, st]), st: st,
                 txs: [tx(t, product, at: p)])
@@ -120,10 +114,7 @@ extension ScenarioBuilder {
 
     /// Granted on a valid receipt of another app.
     mutating func wrongBundle() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
                 bundle: Catalog.otherBundle, txs: [tx(t, Catalog.otherProduct, at: p, type: "consumable")])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
@@ -146,10 +137,7 @@ extension ScenarioBuilder {
 
     /// A tester's sandbox purchase granted in production.
     mutating func sandboxGranted() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables + cat.nonConsumables)
-        let t = tid(u)
-        let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables + cat.nonConsumables)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: rng.pick([nil, 21007]),
                 env: .sandbox, txs: [tx(t, product, at: p)])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
@@ -158,10 +146,7 @@ extension ScenarioBuilder {
 
     /// A sandbox purchase never granted: never compensated.
     mutating func sandboxMissed() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "created", tid: nil, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables, status: "created", linked: false)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: nil, env: .sandbox,
                 txs: [tx(t, product, at: p)])
     }
@@ -199,10 +184,7 @@ extension ScenarioBuilder {
     /// Granted, but the uploaded receipt is base64 of garbage (Apple: 21002, retryable): on the
     /// first run nothing is definitive, so nothing is reported.
     mutating func malformedReceipt() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables)
         var garbage = [UInt8]()
         for _ in 0..<48 { garbage.append(UInt8(truncatingIfNeeded: rng.next())) }
         garbage[0] = 0x30  // never "{": not a token

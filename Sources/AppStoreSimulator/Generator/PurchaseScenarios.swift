@@ -87,10 +87,7 @@ extension ScenarioBuilder {
     /// The server linked the transaction to the order (status paid) and died before granting;
     /// the upload had status 0 but no grant exists, so the receipt is unresolved.
     mutating func paidNotGrantedOrderTransaction() {
-        let p = purchaseTime(minDaysAgo: 0, maxDaysAgo: 28)
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "paid", tid: t, at: p - seconds(5...300))
+        let (p, product, t, o) = purchase(cat.consumables, status: "paid", daysAgo: 0...28, orderLead: 5...300)
         let x = tx(t, product, at: p)
         let r = receipt(u, order: nil, tidColumn: t, at: p + seconds(2...60), verify: 0, txs: [x])
         expectCompensate(order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted",
@@ -100,10 +97,8 @@ extension ScenarioBuilder {
     /// The same purchase uploaded twice; the receipt with the higher id was submitted first and
     /// is the transaction's receipt.
     mutating func paidNotGrantedEarliestReceipt() {
-        let p = purchaseTime(minDaysAgo: 0, maxDaysAgo: 28)
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, status: "created", tid: nil, at: p - seconds(5...300))
+        let (p, product, t, o) = purchase(cat.consumables, status: "created", linked: false, daysAgo: 0...28,
+                                          orderLead: 5...300)
         let x = tx(t, product, at: p)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(120...600), verify: unresolvedStatus(), txs: [x])
         let first = receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...60), verify: unresolvedStatus(),
@@ -118,11 +113,7 @@ extension ScenarioBuilder {
         let product = rng.pick(cat.consumables)
         let t = tid(u)
         let o = order(u, product, status: "created", tid: nil, at: p - rng.int(Span.minute...23 * Span.hour))
-        let x = tx(t, product, at: p)
-        let r = receipt(u, order: nil, tidColumn: rng.chance(0.5) ? t : nil, at: p + seconds(2...60),
-                        verify: unresolvedStatus(), txs: [x])
-        expectCompensate(order: o.orderID, user: u, x, owed: 1, match: "inferred", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        uploadMissed(tx(t, product, at: p), tidColumn: rng.chance(0.5) ? t : nil, order: o, match: "inferred")
     }
 
     /// Two candidate orders (2–20 h and 1–20 min before): the closer one wins. A third open
@@ -134,10 +125,7 @@ extension ScenarioBuilder {
         order(u, product, status: "created", tid: nil, at: p - rng.int(2 * Span.hour...20 * Span.hour))
         let near = order(u, product, status: "created", tid: nil, at: p - rng.int(Span.minute...20 * Span.minute))
         order(u, cat.coins500, status: "created", tid: nil, at: p - rng.int(Span.second...50 * Span.second))
-        let x = tx(t, product, at: p)
-        let r = receipt(u, order: nil, tidColumn: nil, at: p + seconds(2...60), verify: unresolvedStatus(), txs: [x])
-        expectCompensate(order: near.orderID, user: u, x, owed: 1, match: "inferred", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        uploadMissed(tx(t, product, at: p), tidColumn: nil, order: near, match: "inferred")
     }
 
     /// The edges of [purchase − 24 h, purchase + 5 min]: (a) an order 1–4 min after the purchase
@@ -202,10 +190,7 @@ extension ScenarioBuilder {
 
     /// Three units bought, one or two granted.
     mutating func partiallyGranted() {
-        let p = purchaseTime()
-        let product = rng.pick(cat.consumables)
-        let t = tid(u)
-        let o = order(u, product, qty: 3, status: "delivered", tid: t, at: p - seconds(5...120))
+        let (p, product, t, o) = purchase(cat.consumables, qty: 3)
         let x = tx(t, product, qty: 3, at: p)
         let r = receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(), txs: [x])
         let grants = Int(rng.int(1...2))

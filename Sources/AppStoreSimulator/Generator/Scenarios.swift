@@ -226,6 +226,28 @@ struct ScenarioBuilder {
     }
 
     /// A purchase time inside the window with room after it (refunds, revocations).
+    /// The usual start of a scenario: a purchase of one of `products` at a time in the window, its
+    /// transaction id, and its order, created 5 s to 2 min before and linked to the transaction
+    /// unless `linked` is false. (The random draws come in this order, always.)
+    mutating func purchase(_ products: [String], qty: Int = 1, status: String = "delivered", linked: Bool = true,
+                           daysAgo: ClosedRange<Int64> = 3...25, orderLead: ClosedRange<Int64> = 5...120)
+        -> (p: Int64, product: String, t: String, o: OrderRow) {
+        let p = purchaseTime(minDaysAgo: daysAgo.lowerBound, maxDaysAgo: daysAgo.upperBound)
+        let product = rng.pick(products)
+        let t = tid(u)
+        let o = order(u, product, qty: qty, status: status, tid: linked ? t : nil, at: p - seconds(orderLead))
+        return (p, product, t, o)
+    }
+
+    /// A missed purchase uploaded 2 s to 1 min after it was made, without an answer at upload
+    /// (or a temporary one), naming no order; and the compensation row it must give (one unit).
+    mutating func uploadMissed(_ x: SimTransaction, tidColumn: String?, order: OrderRow?, match: String) {
+        let r = receipt(u, order: nil, tidColumn: tidColumn, at: x.pd + seconds(2...60), verify: unresolvedStatus(),
+                        txs: [x])
+        expectCompensate(order: order?.orderID, user: u, x, owed: 1, match: match, reason: "paid_not_granted",
+                         receipt: r.receiptID)
+    }
+
     mutating func purchaseTime(minDaysAgo: Int64 = 3, maxDaysAgo: Int64 = 25) -> Int64 {
         asOf - rng.int(minDaysAgo * Span.day...maxDaysAgo * Span.day)
     }

@@ -3,21 +3,17 @@
 // that could leave a believable answer (a changed digit inside an id, say) is not among them: no
 // reader can tell that from a real answer, which is what signed transactions are for.
 
-/// One way of breaking an answer, chosen by seed, receipt id and call number like the faults.
+/// One way of breaking an answer, chosen by seed, receipt id and call number like the faults:
+/// - `truncated`: the body cut short (a proper prefix of a JSON object is never JSON);
+/// - `invalid_utf8`: one byte replaced by 0xFF, which is never valid UTF-8;
+/// - `type_swap`: a field the job reads given the wrong type (`in_app` in iOS 7 style,
+///   `transaction_id` in iOS 6 style, else `status`);
+/// - `duplicate_key`: `status` named twice;
+/// - `huge_number`: a `transaction_id` of more than 20 digits (a duplicate key when there is none);
+/// - `deep_nesting`: an array nested 100 deep under an extra key.
 public enum AnswerMutation: String, CaseIterable, Sendable {
-    /// The body cut short: a proper prefix of a JSON object is never JSON.
-    case truncated
-    /// One byte replaced by 0xFF, which is never valid UTF-8.
-    case invalidUTF8 = "invalid_utf8"
-    /// A field the job reads given the wrong type: `in_app` (iOS 7), `transaction_id` (iOS 6) or
-    /// `status` becomes a string or null.
-    case typeSwap = "type_swap"
-    /// `status` named twice.
-    case duplicateKey = "duplicate_key"
-    /// A `transaction_id` of 30 digits (or a duplicate key when the answer has none).
-    case hugeNumber = "huge_number"
-    /// An array nested 100 deep under an extra key.
-    case deepNesting = "deep_nesting"
+    case truncated, invalidUTF8 = "invalid_utf8", typeSwap = "type_swap", duplicateKey = "duplicate_key"
+    case hugeNumber = "huge_number", deepNesting = "deep_nesting"
 
     /// The mutation for a call when `rate` says so; nil to send the answer as it is.
     public static func pick(rate: Double, seed: UInt64, receiptID: String?, callIndex: Int) -> AnswerMutation? {

@@ -4,28 +4,20 @@ import Reconciliation
 /// One answer as `record_answers(jsonb)` stores it (a request, the receipt's state, the
 /// transactions learned). Encoded with `JSONEncoder` by the writer; absent fields are omitted.
 struct AnswerRecord: Codable, Sendable, Equatable {
-    var r: String
-    /// Attempt number over all runs.
-    var n: Int
-    var run: Int64
-    /// Unix ms of the answer.
-    var at: Int64
-    /// The environment asked (which is the one that answered).
-    var env: String
-    var http: Int?
-    var st: Int?
-    var cls: String
-    var err: String?
-    var ms: Int
-    var sweep: Bool
-    /// Always true: the receipt's state row is updated.
+    /// The receipt, the environment asked (the one that answered), the answer class.
+    var r, env, cls: String
+    /// Attempt number over all runs; milliseconds the request took.
+    var n, ms: Int
+    /// The run; Unix ms of the answer.
+    var run, at: Int64
+    /// HTTP status and App Store status, when there were any.
+    var http, st: Int?
+    /// Problem text, bundle id, start environment (after a disagreement), verdict.
+    var err, bundle, start, verdict: String?
+    /// A sweep request; the answer is definitive; always true: the receipt's state row is updated.
+    var sweep, final: Bool
     var state = true
-    var failedRuns: Int
-    var runs21002: Int
-    var bundle: String?
-    var start: String?
-    var final: Bool
-    var verdict: String?
+    var failedRuns, runs21002: Int
     /// Unix ms from which an unresolved receipt may be sent again.
     var next: Int64?
     var txs: [Transaction]?
@@ -46,18 +38,9 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         var wol, bundle: String?
 
         init(_ t: AppleTransaction) {
-            tid = t.transactionID
-            otid = t.originalTransactionID
-            pid = t.productID
-            q = t.quantity
-            pd = t.purchaseDate
-            opd = t.originalPurchaseDate
-            exp = t.expiresDate
-            cd = t.cancellationDate
-            cr = t.cancellationReason
-            trial = t.isTrialPeriod
-            wol = t.webOrderLineItemID
-            bundle = t.bundleID
+            (tid, otid, pid, q, pd) = (t.transactionID, t.originalTransactionID, t.productID, t.quantity, t.purchaseDate)
+            (opd, exp, cd, cr) = (t.originalPurchaseDate, t.expiresDate, t.cancellationDate, t.cancellationReason)
+            (trial, wol, bundle) = (t.isTrialPeriod, t.webOrderLineItemID, t.bundleID)
         }
     }
 

@@ -14,12 +14,10 @@ import Reconciliation
 /// not `Sendable`) and every job in flight; it talks to the reader and the writer only through
 /// their queues.
 struct RequestLoop<Client: AppStoreClient> {
-    let client: Client
-    let policy: RetryPolicy
-    let concurrency: Int
-    let runID: Int64
-    let progress: Progress
-    let logger: Logger
+    let client: Client, policy: RetryPolicy
+    /// Requests in flight at most, and the run the answers belong to.
+    let concurrency: Int, runID: Int64
+    let progress: Progress, logger: Logger
 
     /// A job waiting for its backoff to pass; due on the monotonic clock.
     private struct Waiting: Comparable {
