@@ -551,7 +551,8 @@ def load(cluster, quick):
     cluster.psql(f"""UPDATE iap_receipts SET verify_status = NULL;
         DELETE FROM iap_receipts WHERE receipt_id NOT IN (
           SELECT receipt_id FROM sim_truth WHERE environment = 'production' AND forced_status IS NULL);
-        DELETE FROM iap_receipts WHERE submitted_at < timestamptz '{AS_OF}' - interval '30 days';
+        DELETE FROM iap_receipts WHERE submitted_at < timestamptz '{AS_OF}' - interval '30 days'
+                                    OR submitted_at > timestamptz '{AS_OF}';
         DELETE FROM iap_receipts WHERE receipt_id NOT IN (SELECT receipt_id FROM iap_receipts ORDER BY receipt_id LIMIT {n});
         GRANT CONNECT, TEMPORARY ON DATABASE load TO {JOB_ROLE};
         GRANT SELECT ON iap_products, iap_orders, iap_receipts, iap_grants TO {JOB_ROLE};
