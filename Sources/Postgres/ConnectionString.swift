@@ -88,23 +88,20 @@ public struct ConnectionString: Sendable {
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
     }
 
-    /// Replaces passwords by `***`: in a URI the text between the user's `:` and the last `@` of
-    /// the authority, and any `password=` value (URI parameter or keyword, quoted or not).
-    public static func redact(_ s: String) -> String {
-        var out = s
-        if isURI(out), let scheme = out.firstRange(of: "://") {
-            let rest = out[scheme.upperBound...]
+    /// Where the passwords are: in a URI the text between the user's `:` and the last `@` of the
+    /// authority, and every `password=` value (a URI parameter up to `&`, or a keyword up to a
+    /// space, or quoted). Ascending, not overlapping.
+    public static func passwordRanges(in s: String) -> [Range<String.Index>] {
+        var ranges: [Range<String.Index>] = []
+        if isURI(s), let scheme = s.firstRange(of: "://") {
+            let rest = s[scheme.upperBound...]
             let end = rest.firstIndex(of: "?") ?? rest.endIndex
             if let at = rest[..<end].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
-                out.replaceSubrange(out.index(after: colon)..<at, with: "***")
+                ranges.append(s.index(after: colon)..<at)
             }
         }
-        // password=… as a URI parameter (up to & or the end) or a keyword (up to a space, or quoted).
-        var result = ""
-        var rest = Substring(out)
+        var rest = s[...]
         while let r = rest.firstRange(of: "password=") {
-            result += rest[..<r.upperBound]
-            result += "***"
             var j = r.upperBound
             if j < rest.endIndex, rest[j] == "'" {
                 j = rest.index(after: j)
@@ -116,8 +113,20 @@ public struct ConnectionString: Sendable {
             } else {
                 while j < rest.endIndex, rest[j] != "&", rest[j] != " " { j = rest.index(after: j) }
             }
-            rest = rest[j...]
+            if !(ranges.first?.overlaps(r.upperBound..<j) ?? false) { ranges.append(r.upperBound..<j) }
+            rest = s[j...]
         }
-        return result + rest
+        return ranges.sorted { $0.lowerBound < $1.lowerBound }
+    }
+
+    /// The string with every password (`passwordRanges`) replaced by `***`.
+    public static func redact(_ s: String) -> String {
+        var out = ""
+        var from = s.startIndex
+        for r in passwordRanges(in: s) {
+            out += s[from..<r.lowerBound] + "***"
+            from = r.upperBound
+        }
+        return out + s[from...]
     }
 }

@@ -1,3 +1,5 @@
+import Postgres
+
 /// The exit codes of contract §5.
 public enum ExitStatus: Int32, Sendable {
     case done = 0
@@ -28,4 +30,22 @@ public struct JobError: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { message }
+}
+
+extension JobError {
+    /// Maps a lower-level error to the contract's exit codes: an unreachable database is temporary.
+    static func from(_ error: Error, doing what: String) -> JobError {
+        if let e = error as? JobError { return e }
+        if let e = error as? PGError {
+            if e.isCredentialProblem {
+                return JobError(.configuration, "\(what): \(e) (check the database user, password and name)")
+            }
+            if e.sqlState == "42501" {
+                return JobError(.configuration, "\(what): a privilege is missing: \(e) "
+                    + "(grant it, see docs/contract.md, 'Database privileges')")
+            }
+            return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
+        }
+        return JobError(.failure, "\(what): \(error)")
+    }
 }

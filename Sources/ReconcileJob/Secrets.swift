@@ -19,29 +19,12 @@ public enum Secrets {
         return out
     }
 
-    /// The password of a connection string as written and, for a URI, percent-decoded.
+    /// The passwords of a connection string as written and, percent-decoded (as libpq uses them).
     static func passwords(in url: String) -> [String] {
-        var found: [String] = []
-        if let scheme = url.range(of: "://") {
-            let rest = url[scheme.upperBound...]
-            let end = rest.firstIndex(of: "?") ?? rest.endIndex
-            if let at = rest[..<end].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
-                let raw = String(rest[rest.index(after: colon)..<at])
-                found.append(raw)
-                if let decoded = raw.removingPercentEncoding { found.append(decoded) }
-            }
-        }
-        var rest = Substring(url)
-        while let r = rest.range(of: "password=") {
-            let tail = rest[r.upperBound...]
-            let value = tail.prefix { $0 != "&" && $0 != " " }
-            let unquoted = value.hasPrefix("'") ? value.dropFirst().prefix { $0 != "'" } : value
-            if !unquoted.isEmpty {
-                found.append(String(unquoted))
-                if let decoded = String(unquoted).removingPercentEncoding { found.append(decoded) }
-            }
-            rest = tail
-        }
-        return found
+        ConnectionString.passwordRanges(in: url).flatMap { range -> [String] in
+            var value = String(url[range])
+            if value.hasPrefix("'") && value.hasSuffix("'") && value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            return [value] + (value.removingPercentEncoding.map { [$0] } ?? [])
+        }.filter { !$0.isEmpty }
     }
 }

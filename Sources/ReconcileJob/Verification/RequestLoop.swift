@@ -3,7 +3,6 @@ import DequeModule
 import Foundation
 import HTTP
 import HeapModule
-import Logging
 import Reconciliation
 
 /// The request loop: keeps `concurrency` requests in flight on one libcurl multi handle, applies
@@ -17,7 +16,7 @@ struct RequestLoop<Client: AppStoreClient> {
     let client: Client, policy: RetryPolicy
     /// Requests in flight at most, and the run the answers belong to.
     let concurrency: Int, runID: Int64
-    let progress: Progress, logger: Logger
+    let progress: Progress
 
     /// A job waiting for its backoff to pass; due on the monotonic clock.
     private struct Waiting: Comparable {

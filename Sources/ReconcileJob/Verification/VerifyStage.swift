@@ -84,7 +84,7 @@ public final class VerifyStage {
             client: VerifyReceiptClient(settings: settings),
             policy: RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
                                 retryDelayMinutes: settings.retryDelayMinutes),
-            concurrency: settings.concurrency, runID: runID, progress: progress, logger: logger)
+            concurrency: settings.concurrency, runID: runID, progress: progress)
         var loopError: Error?
         do {
             try loop.run(input: input, records: records, counts: &counts)
@@ -101,23 +101,5 @@ public final class VerifyStage {
         if let error = writer.error { throw JobError.from(error, doing: "recording App Store answers") }
         if let loopError { throw loopError }
         return counts
-    }
-}
-
-extension JobError {
-    /// Maps a lower-level error to the contract's exit codes: an unreachable database is temporary.
-    static func from(_ error: Error, doing what: String) -> JobError {
-        if let e = error as? JobError { return e }
-        if let e = error as? PGError {
-            if e.isCredentialProblem {
-                return JobError(.configuration, "\(what): \(e) (check the database user, password and name)")
-            }
-            if e.sqlState == "42501" {
-                return JobError(.configuration, "\(what): a privilege is missing: \(e) "
-                    + "(grant it, see docs/contract.md, 'Database privileges')")
-            }
-            return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
-        }
-        return JobError(.failure, "\(what): \(error)")
     }
 }
