@@ -156,6 +156,14 @@ struct SignedTransactionTests {
         expectMalformed(ES256Signer.base64URL(Array("not json".utf8)) + "." + parts[1] + "." + parts[2],
                         mentions: "header is not JSON")
         expectMalformed(pki.withDERSignature(good), mentions: "signature is not 64-byte r‖s")
+        // 64 bytes take 86 characters; the last one carries 4 unused bits, which must be zero, so
+        // that each signature has exactly one text.
+        let last = parts[2].last!
+        let next = ["A": "B", "Q": "R", "g": "h", "w": "x"][String(last)]!
+        expectMalformed(parts[0] + "." + parts[1] + "." + parts[2].dropLast() + next,
+                        mentions: "signature is not base64url (unused bits are not zero)")
+        expectMalformed(parts[0] + "." + parts[1] + "." + ES256Signer.base64URL([UInt8](repeating: 1, count: 63)),
+                        mentions: "signature is not 64-byte r‖s (63 bytes)")
     }
 
     @Test func malformedHeaders() {

@@ -60,24 +60,50 @@ enum Base64 {
             if s[n - 1] == UInt8(ascii: "=") { n -= 1 }
             if s[n - 1] == UInt8(ascii: "=") { n -= 1 }
         }
-        guard n % 4 != 1 else { return .failure(.badLength(s.count)) }
-        let t = tables[table]
-        var out = [UInt8]()
-        out.reserveCapacity(n * 3 / 4)
-        var acc: UInt32 = 0
-        var bits = 0
-        for i in 0..<n {
-            let v = t[Int(s[i])]
-            guard v != 0xFF else { return .failure(.badByte(s[i], offset: i)) }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
-                acc &= (1 << UInt32(bits)) - 1
+        let tail = n % 4
+        guard tail != 1 else { return .failure(.badLength(s.count)) }
+        var problem: Problem?
+        let out = [UInt8](unsafeUninitializedCapacity: n / 4 * 3 + max(0, tail - 1)) { out, initialized in
+            tables[table].withUnsafeBufferPointer { t in
+                // Four characters make three bytes; a value above 63 marks a byte outside the alphabet.
+                func value(_ i: Int) -> UInt32? {
+                    let v = t[Int(s[i])]
+                    if v == 0xFF { problem = .badByte(s[i], offset: i) }
+                    return v == 0xFF ? nil : UInt32(v)
+                }
+                var i = 0, o = 0
+                while i + 4 <= n {
+                    let a = t[Int(s[i])], b = t[Int(s[i + 1])], c = t[Int(s[i + 2])], d = t[Int(s[i + 3])]
+                    guard (a | b | c | d) & 0x80 == 0 else {
+                        for j in i..<(i + 4) where value(j) == nil { break }
+                        initialized = o
+                        return
+                    }
+                    let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[o] = UInt8(truncatingIfNeeded: v >> 16)
+                    out[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[o + 2] = UInt8(truncatingIfNeeded: v)
+                    i += 4
+                    o += 3
+                }
+                if tail >= 2 {
+                    guard let a = value(i), let b = value(i + 1) else { initialized = o; return }
+                    out[o] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
+                    o += 1
+                    if tail == 3 {
+                        guard let c = value(i + 2) else { initialized = o; return }
+                        out[o] = UInt8(truncatingIfNeeded: (b & 0xF) << 4 | c >> 2)
+                        o += 1
+                        // Canonical: the bits past the last byte are zero.
+                        if c & 0x3 != 0 { problem = .nonCanonical }
+                    } else if b & 0xF != 0 {
+                        problem = .nonCanonical
+                    }
+                }
+                initialized = o
             }
         }
-        guard acc == 0 else { return .failure(.nonCanonical) }
+        if let problem { return .failure(problem) }
         return .success(out)
     }
 
