@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Reconciliation
 import SwiftASN1
+import Synchronization
 import Testing
 import X509
 
@@ -124,6 +125,50 @@ struct SignedDataSupportTests {
         // A leaf about to expire is replaced (with a whole new PKI).
         let later = try TestPKI.loadOrCreate(directory: dir.path, now: Date() + 400 * 86_400)
         #expect(later.rootPEM != first.rootPEM)
+    }
+
+    /// The job's verify threads share one verifier: plain threads hitting the cache, and tasks
+    /// that all miss it at once while every thread of the cooperative pool waits on them (the
+    /// validation runs on its own executor, so this cannot deadlock).
+    @Test func sharedAcrossThreadsAndTasks() async throws {
+        let pki = try TestPKI.create()
+        let verifier = SignedDataVerifier(roots: [pki.root])
+        let jws = pki.signTransaction(SignedTransactionTests.payload())
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<25 where (try? verifier.verifyTransaction(jws, bundleIDs: nil).get()) == nil {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        #expect(verifier.cachedChainCount == 1)
+
+        var distinct: [String] = []
+        for _ in 0..<12 {
+            let other = try pki.reissuingLeaf(.init())
+            distinct.append(other.signTransaction(SignedTransactionTests.payload()))
+        }
+        let accepted = await withTaskGroup(of: Bool.self) { group in
+            for jws in distinct {
+                group.addTask { (try? verifier.verifyTransaction(jws, bundleIDs: nil).get()) != nil }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(accepted == 12)
+        #expect(verifier.cachedChainCount == 13)
+    }
+
+    @Test func processesStartingTogetherShareOnePKI() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let roots = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let pem = (try? TestPKI.loadOrCreate(directory: dir.path).rootPEM) ?? "failed"
+            roots.withLock { $0.append(pem) }
+        }
+        let seen = roots.withLock { $0 }
+        #expect(seen.count == 4 && Set(seen).count == 1 && !seen.contains("failed"))
+        #expect(try TestPKI.load(directory: dir.path).rootPEM == seen.first)
     }
 
     /// Per-JWS cost with and without the chain cache (debug build; see the printed figures).
