@@ -3,6 +3,7 @@
 #   make test          unit + integration + end-to-end tests against a real Postgres and the simulator
 #   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
+#   make bench-api     the job's rate budget for the App Store Server API (6,000 calls, simulator limit 200/s)
 #   make chaos         the promises under faults: crash loop, database gone, lying App Store, fuzzing,
 #                      secrets, privileges, load (CHAOS_ARGS=--quick: the CI form, a few minutes)
 #   make fuzz-build    the answer parser's libFuzzer target (.build-fuzz/release/iap-fuzz)
@@ -22,7 +23,7 @@ ifneq ($(shell id -u),0)
 export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
 endif
 
-.PHONY: demo test bench bench-verify chaos fuzz-build build release deps pg-start pg-stop clean
+.PHONY: demo test bench bench-verify bench-api chaos fuzz-build build release deps pg-start pg-stop clean
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -62,6 +63,9 @@ bench: release
 
 bench-verify: release
 	@scripts/bench-verify.sh
+
+bench-api: release
+	@scripts/bench-api.sh
 
 # libFuzzer's instrumentation in a build folder of its own; lld links it (gold fails on it), and
 # the package's own entry point calls libFuzzer's driver (Tests/Fuzz/Fuzz.swift).

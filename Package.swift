@@ -58,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "iap-reconcile",
             dependencies: [
-                "ReconcileJob", "HTTP",
+                "ReconcileJob", "HTTP", "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -8,11 +8,14 @@ as_of=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 secret="demo-shared-secret"
 
 echo "== generating 3000 users' orders, receipts and grants (as of $as_of)"
+echo "   a quarter of them upload StoreKit 2 signed transactions, signed by a test PKI in $work/pki"
 "$bin/iap-sim" seed --users 3000 --seed 2026 --as-of "$as_of" --bundle com.example.game \
-  --refunds "$work/refunds.csv" --expected "$work/expected"
+  --refunds "$work/refunds.csv" --expected "$work/expected" --pki "$work/pki"
 start_sim --shared-secret "$secret" --refunds "$work/refunds.csv" --latency-ms 20 --fault-rate 0.1 --seed 2026
 
 export IAP_SHARED_SECRET="$secret" IAP_BUNDLE_IDS=com.example.game
+# the test PKI's root stands in for Apple Root CA - G3 (embedded in the job, used when this is unset)
+export IAP_ROOT_CERTIFICATES="$work/pki/root.pem"
 echo "== the night: iap-reconcile run (the simulator fails 10% of the requests on purpose)"
 # --retry-delay-minutes 0: a receipt the faults leave unresolved may be asked again at once
 # (a real night waits 10 minutes, doubled per failed run), so the rerun below can show it.

@@ -34,11 +34,15 @@ public struct Answer: Sendable, Equatable {
     /// One short line for retry/switch/reject/config/garbage. Never carries request data or a
     /// secret; at most a few dozen sanitized characters of a non-JSON body.
     public var problem: String?
+    /// Server API answers: the verified signed transactions, with every field Apple signs
+    /// (`transactions` holds their `transaction`s).
+    public var signed: [SignedTransaction]
 
     public init(status: Int?, answerClass: AnswerClass, isRetryable: Bool? = nil,
                 transactions: [AppleTransaction] = [], bundleID: String? = nil,
-                rejection: RejectionReason? = nil, problem: String? = nil) {
+                rejection: RejectionReason? = nil, problem: String? = nil, signed: [SignedTransaction] = []) {
         self.status = status
+        self.signed = signed
         self.answerClass = answerClass
         self.isRetryable = isRetryable
         self.transactions = transactions

@@ -10,5 +10,12 @@ static inline CURLcode ccurl_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v
 static inline CURLcode ccurl_easy_setopt_write(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f); }
 static inline CURLcode ccurl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+/* The value of a response header of the last request (curl_easy_header, libcurl >= 7.83), or
+   NULL; valid until the handle is reused. */
+static inline const char *ccurl_response_header(CURL *h, const char *name) {
+    struct curl_header *header = NULL;
+    if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) return NULL;
+    return header->value;
+}
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 #endif

@@ -16,19 +16,26 @@ public enum HTTPGlobal {
 
 /// A POST to send. `tag` is the caller's handle to recognize the answer.
 public struct HTTPRequest: Sendable {
+    public enum Method: Sendable { case get, post }
     public var tag: Int
+    public var method: Method
     public var url: String
+    /// Sent with a POST; ignored for a GET.
     public var body: [UInt8]
     public var headers: [String]
     public var timeoutMs: Int
+    /// Response headers to hand back in `HTTPCompletion.headers` (e.g. `Retry-After`).
+    public var wantedHeaders: [String]
 
-    public init(tag: Int, url: String, body: [UInt8], headers: [String] = ["Content-Type: application/json"],
-                timeoutMs: Int) {
+    public init(tag: Int, method: Method = .post, url: String, body: [UInt8] = [],
+                headers: [String] = ["Content-Type: application/json"], timeoutMs: Int, wantedHeaders: [String] = []) {
         self.tag = tag
+        self.method = method
         self.url = url
         self.body = body
         self.headers = headers
         self.timeoutMs = timeoutMs
+        self.wantedHeaders = wantedHeaders
     }
 }
 
@@ -43,6 +50,8 @@ public struct HTTPCompletion: Sendable {
     public var outcome: Outcome
     /// Milliseconds from start to end of the transfer.
     public var elapsedMs: Int
+    /// The request's `wantedHeaders` that the response carried (names as asked).
+    public var headers: [String: String] = [:]
 }
 
 /// One transfer in flight: owns its easy handle's per-request C resources.
@@ -54,6 +63,7 @@ private final class Transfer {
     var headers: UnsafeMutablePointer<curl_slist>?
     let errorBuffer: UnsafeMutablePointer<CChar>
     let started: UInt64
+    var wantedHeaders: [String] = []
 
     init(tag: Int, redactedURL: String, maxBody: Int) {
         self.tag = tag
@@ -70,7 +80,7 @@ private final class Transfer {
     }
 }
 
-/// A libcurl multi handle driving many POSTs at once over kept-alive connections.
+/// A libcurl multi handle driving many requests (POST or GET) at once over kept-alive connections.
 ///
 /// Concurrency: the object, its multi handle and every easy handle belong to the single thread
 /// that calls `add` and `poll`; nothing else touches them. The caller caps how many transfers
@@ -113,15 +123,21 @@ public final class HTTPMulti {
         curl_easy_reset(easy)
         let transfer = Transfer(tag: request.tag, redactedURL: HTTPMulti.redact(request.url), maxBody: maxBodyBytes)
         for header in request.headers { transfer.headers = curl_slist_append(transfer.headers, header) }
+        transfer.wantedHeaders = request.wantedHeaders
         let me = Unmanaged.passUnretained(transfer).toOpaque()
         var ok = true
         ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_URL, request.url) == CURLE_OK
         ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
         ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, request.timeoutMs) == CURLE_OK
         ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(request.timeoutMs, 10_000)) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
-        ok = ok && request.body.withUnsafeBytes { ccurl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) } == CURLE_OK
+        switch request.method {
+        case .post:
+            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) == CURLE_OK
+            ok = ok && ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
+            ok = ok && request.body.withUnsafeBytes { ccurl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) } == CURLE_OK
+        case .get:
+            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1) == CURLE_OK
+        }
         ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headers) == CURLE_OK
         ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, transfer.errorBuffer) == CURLE_OK
         ok = ok && ccurl_easy_setopt_write(easy, httpWriteBody) == CURLE_OK
@@ -160,8 +176,12 @@ public final class HTTPMulti {
             if code == CURLE_OK {
                 var status = 0
                 ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+                var headers: [String: String] = [:]
+                for name in transfer.wantedHeaders {
+                    if let value = ccurl_response_header(easy, name) { headers[name] = String(cString: value) }
+                }
                 done.append(HTTPCompletion(tag: transfer.tag, outcome: .response(status: status, body: transfer.body),
-                                           elapsedMs: elapsed))
+                                           elapsedMs: elapsed, headers: headers))
             } else {
                 let detail = String(cString: transfer.errorBuffer)
                 let name = String(cString: curl_easy_strerror(code))

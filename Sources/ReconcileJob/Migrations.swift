@@ -99,7 +99,7 @@ enum Migrations {
             closed_on       date
         );
 
-        \(recordAnswersSQL)
+        \(RecordAnswers.sql)
         """),
         (2, "is_base64: one pass over receipt_data", """
         -- True when the text decodes as standard base64 once the whitespace clients add is gone.
@@ -116,7 +116,7 @@ enum Migrations {
         (3, "receipts the environments disagree on stay in the environment that last answered", """
         ALTER TABLE {S}.receipt_state ADD COLUMN start_environment text
             CHECK (start_environment IN ('production', 'sandbox'));
-        \(recordAnswersSQL)
+        \(RecordAnswers.sql)
         """),
         (4, "is_base64 as an inlined SQL expression", """
         -- The planner inlines a SQL function of one expression: no function call per row. Text
@@ -129,87 +129,37 @@ enum Migrations {
                                       AND translate(data, E' \\n\\r\\t', '') ~ '^[A-Za-z0-9+/]+={0,2}$', false) END
         $fn$;
         """),
-    ]
-
-    /// `record_answers(jsonb)`: applies a batch of App Store answers in one round trip; `p` is a
-    /// JSON array (see `AnswerRecord` in Verification/AnswerRecord.swift). Migration 1 creates it and migration 3
-    /// replaces it with the same text: plpgsql resolves columns only when it runs, so a fresh
-    /// schema gets the current function at once and an older one gets it with its new column.
-    static let recordAnswersSQL = """
-        CREATE OR REPLACE FUNCTION {S}.record_answers(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
-        DECLARE
-            a jsonb;
-        BEGIN
-            FOR a IN SELECT * FROM jsonb_array_elements(p) LOOP
-                INSERT INTO {S}.verify_attempts
-                    (receipt_id, attempt, run_id, at, environment, http_status, status, answer_class, problem, elapsed_ms, sweep)
-                VALUES (a->>'r', (a->>'n')::int, (a->>'run')::bigint, to_timestamp((a->>'at')::bigint / 1000.0),
-                        a->>'env', (a->>'http')::int, (a->>'st')::int, a->>'cls', a->>'err', (a->>'ms')::int,
-                        coalesce((a->>'sweep')::boolean, false))
-                ON CONFLICT (receipt_id, attempt) DO NOTHING;
-
-                IF (a->>'state')::boolean THEN
-                    INSERT INTO {S}.receipt_state AS s
-                        (receipt_id, attempts, failed_runs, runs_21002, last_run_id, last_class, last_status, last_error,
-                         last_attempt_at, next_eligible_at, definitive, verdict, environment, bundle_id, last_swept_at,
-                         start_environment)
-                    VALUES (a->>'r', (a->>'n')::int, coalesce((a->>'failed_runs')::int, 0),
-                            coalesce((a->>'runs_21002')::int, 0), (a->>'run')::bigint, a->>'cls',
-                            (a->>'st')::int, a->>'err', to_timestamp((a->>'at')::bigint / 1000.0),
-                            to_timestamp((a->>'next')::bigint / 1000.0), coalesce((a->>'final')::boolean, false),
-                            a->>'verdict', a->>'env', a->>'bundle',
-                            CASE WHEN (a->>'sweep')::boolean THEN to_timestamp((a->>'at')::bigint / 1000.0) END,
-                            a->>'start')
-                    ON CONFLICT (receipt_id) DO UPDATE SET
-                        attempts = greatest(s.attempts, EXCLUDED.attempts),
-                        failed_runs = greatest(s.failed_runs, EXCLUDED.failed_runs),
-                        runs_21002 = greatest(s.runs_21002, EXCLUDED.runs_21002),
-                        last_run_id = EXCLUDED.last_run_id,
-                        last_class = EXCLUDED.last_class,
-                        last_status = EXCLUDED.last_status,
-                        last_error = EXCLUDED.last_error,
-                        last_attempt_at = EXCLUDED.last_attempt_at,
-                        next_eligible_at = EXCLUDED.next_eligible_at,
-                        -- once definitive, always definitive; a sweep never downgrades a verdict
-                        definitive = s.definitive OR EXCLUDED.definitive,
-                        verdict = CASE WHEN s.definitive THEN s.verdict ELSE EXCLUDED.verdict END,
-                        environment = coalesce(EXCLUDED.environment, s.environment),
-                        bundle_id = coalesce(EXCLUDED.bundle_id, s.bundle_id),
-                        last_swept_at = coalesce(EXCLUDED.last_swept_at, s.last_swept_at),
-                        -- once the environments disagreed, later runs start where the last answer came from
-                        start_environment = coalesce(EXCLUDED.start_environment, s.start_environment);
-                END IF;
-
-                IF jsonb_array_length(coalesce(a->'txs', '[]'::jsonb)) > 0 THEN
-                    INSERT INTO {S}.apple_transactions AS t
-                        (transaction_id, environment, original_transaction_id, product_id, quantity, purchase_date_ms,
-                         original_purchase_date_ms, expires_date_ms, cancellation_date_ms, cancellation_reason,
-                         is_trial_period, web_order_line_item_id, bundle_id)
-                    SELECT x.tid, a->>'env', x.otid, x.pid, x.q, x.pd, x.opd, x.exp, x.cd, x.cr, x.trial, x.wol, x.bundle
-                    FROM jsonb_to_recordset(a->'txs') AS x(tid text, otid text, pid text, q int, pd bigint, opd bigint,
-                         exp bigint, cd bigint, cr text, trial boolean, wol text, bundle text)
-                    ON CONFLICT (transaction_id, environment) DO UPDATE SET
-                        original_transaction_id = EXCLUDED.original_transaction_id,
-                        product_id = EXCLUDED.product_id,
-                        quantity = EXCLUDED.quantity,
-                        purchase_date_ms = EXCLUDED.purchase_date_ms,
-                        original_purchase_date_ms = coalesce(EXCLUDED.original_purchase_date_ms, t.original_purchase_date_ms),
-                        expires_date_ms = coalesce(EXCLUDED.expires_date_ms, t.expires_date_ms),
-                        -- a refund, once seen, stays
-                        cancellation_date_ms = coalesce(EXCLUDED.cancellation_date_ms, t.cancellation_date_ms),
-                        cancellation_reason = coalesce(EXCLUDED.cancellation_reason, t.cancellation_reason),
-                        is_trial_period = coalesce(EXCLUDED.is_trial_period, t.is_trial_period),
-                        web_order_line_item_id = coalesce(EXCLUDED.web_order_line_item_id, t.web_order_line_item_id),
-                        bundle_id = coalesce(EXCLUDED.bundle_id, t.bundle_id),
-                        updated_at = now();
-                    INSERT INTO {S}.receipt_transactions (receipt_id, transaction_id, environment)
-                    SELECT a->>'r', x.tid, a->>'env' FROM jsonb_to_recordset(a->'txs') AS x(tid text)
-                    ON CONFLICT DO NOTHING;
-                END IF;
-            END LOOP;
-        END
+        (5, "signed transactions (StoreKit 2): every field Apple signs, the kind of upload, the specific rejection", """
+        -- What a signed transaction carries beyond verifyReceipt's fields (contract §2). Money is
+        -- Apple's: price in milliunits of currency, for the whole transaction (quantity included).
+        ALTER TABLE {S}.apple_transactions
+            ADD COLUMN price_milliunits      bigint,
+            ADD COLUMN currency              text,
+            ADD COLUMN storefront            text,
+            ADD COLUMN app_account_token     text,
+            ADD COLUMN type                  text,
+            ADD COLUMN in_app_ownership_type text,
+            ADD COLUMN transaction_reason    text,
+            ADD COLUMN revocation_date_ms    bigint,
+            ADD COLUMN revocation_reason     int,
+            ADD COLUMN revocation_type       text,
+            ADD COLUMN revocation_percentage int,
+            ADD COLUMN signed_date_ms        bigint,
+            -- how the job learned it: receipt (verifyReceipt), signed_transaction (an upload)
+            ADD COLUMN source                text NOT NULL DEFAULT 'receipt';
+        -- receipt: an app receipt asked of verifyReceipt; signed_transaction: a StoreKit 2 upload
+        -- verified offline. rejection: the specific reason of a definitive rejection
+        -- (unknown_root, broken_chain, bad_signature, expired, wrong_bundle, malformed; 21003…).
+        ALTER TABLE {S}.receipt_state
+            ADD COLUMN kind      text NOT NULL DEFAULT 'receipt' CHECK (kind IN ('receipt', 'signed_transaction')),
+            ADD COLUMN rejection text;
+        -- JWS compact form: three base64url segments. Disjoint from is_base64 (base64 has no dot).
+        CREATE FUNCTION {S}.is_jws(data text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+            SELECT coalesce(data ~ '^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$', false)
         $fn$;
-        """
+        \(RecordAnswers.sql)
+        """),
+    ]
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.
     @discardableResult

@@ -11,7 +11,7 @@ public final class Night {
         case decideDatabaseOnly
     }
 
-    let settings: JobSettings
+    private(set) var settings: JobSettings
     let logger: Logger
 
     public init(settings: JobSettings, logger: Logger) {
@@ -21,6 +21,8 @@ public final class Night {
 
     /// Runs the stages; returns the summary. Throws `JobError` with the contract's exit code.
     public func run(_ stages: Stages, command: String) throws -> RunSummary {
+        if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
+        try settings.configureServerAPI()
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
                 throw JobError(.configuration, "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "

@@ -1,3 +1,5 @@
+import AppStore
+import Foundation
 import Reconciliation
 
 /// Everything a run needs, gathered from options and environment by the command.
@@ -29,6 +31,28 @@ public struct JobSettings: Sendable {
     /// A deliberate fault for the tests (hidden option): the conservation tally of this source
     /// relation loses one row, so the check must fail with exit 70.
     public var faultDropTallyRow: String?
+    /// Verifies StoreKit 2 uploads against the pinned roots: Apple Root CA - G3, embedded, unless
+    /// `$IAP_ROOT_CERTIFICATES` names others (`useRootCertificates`).
+    public var signedData = SignedDataVerifier(roots: [SignedDataVerifier.appleRootCAG3])
+    /// Where the roots came from, for the line of exit 78 when none of them verifies an upload.
+    public var rootCertificatesSource = "Apple Root CA - G3, embedded"
+    /// `$IAP_ROOT_CERTIFICATES` as given; read by the run (`useRootCertificates`), so a bad file is
+    /// an exit 78 with its line like any other configuration error.
+    public var rootCertificateFiles: String?
+    /// `IAP_BUNDLE_IDS` in the order given: the first is the Server API token's `bid`.
+    public var bundleIDList: [String] = []
+    /// `IAP_ISSUER_ID`, `IAP_KEY_ID`, `IAP_PRIVATE_KEY_FILE` as given; the run reads the key
+    /// (`configureServerAPI`). All three set: the App Store Server API is used.
+    public var apiIssuerID: String?
+    public var apiKeyID: String?
+    public var apiPrivateKeyFile: String?
+    /// `IAP_API_URL_PRODUCTION`, `IAP_API_URL_SANDBOX` (nil: Apple's hosts).
+    public var apiProductionURL: String?
+    public var apiSandboxURL: String?
+    /// `--api-rate ENDPOINT=N`: the job's own budget per endpoint (requests per second).
+    public var apiRates: [ServerAPIEndpoint: Double] = [:]
+    /// The Server API client's settings once `configureServerAPI` read the key; nil: not configured.
+    public internal(set) var serverAPI: ServerAPISettings?
 
     public init(asOf: EpochMillis, jobSchema: JobSchema) {
         self.asOf = asOf
@@ -36,6 +60,61 @@ public struct JobSettings: Sendable {
     }
 
     var windowStart: EpochMillis { asOf - EpochMillis(windowDays) * 86_400_000 }
+
+    /// Reads the `.p8` key when `IAP_ISSUER_ID`, `IAP_KEY_ID` and `IAP_PRIVATE_KEY_FILE` are set.
+    /// Some but not all of them, a key file that cannot be read or is not a P-256 key, or no
+    /// `IAP_BUNDLE_IDS`: exit 78 with one line that names the variable, never the key.
+    mutating func configureServerAPI() throws {
+        let given = [("IAP_ISSUER_ID", apiIssuerID), ("IAP_KEY_ID", apiKeyID), ("IAP_PRIVATE_KEY_FILE", apiPrivateKeyFile)]
+        let missing = given.filter { $0.1 == nil }.map(\.0)
+        if missing.count == 3 { return }
+        guard missing.isEmpty, let issuer = apiIssuerID, let keyID = apiKeyID, let file = apiPrivateKeyFile else {
+            throw JobError(.configuration, "the App Store Server API needs IAP_ISSUER_ID, IAP_KEY_ID and "
+                + "IAP_PRIVATE_KEY_FILE together; missing: \(missing.joined(separator: ", "))")
+        }
+        guard let bundle = bundleIDList.first else {
+            throw JobError(.configuration, "the App Store Server API needs IAP_BUNDLE_IDS (its first id is the app of the key)")
+        }
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw JobError(.configuration, "IAP_PRIVATE_KEY_FILE \(file) cannot be read (\(Self.reason(error))); "
+                + "it must be the .p8 file of an In-App Purchase key")
+        }
+        let jwt: AppStoreJWT
+        do {
+            jwt = try AppStoreJWT(privateKeyPEM: pem, keyID: keyID, issuerID: issuer, bundleID: bundle)
+        } catch {
+            throw JobError(.configuration, "IAP_PRIVATE_KEY_FILE \(file): \(error)")
+        }
+        var api = ServerAPISettings(jwt: jwt)
+        if let url = apiProductionURL { api.productionURL = url }
+        if let url = apiSandboxURL { api.sandboxURL = url }
+        api.rates = apiRates
+        serverAPI = api
+    }
+
+    /// The operating system's words for a file error, without the file's content.
+    static func reason(_ error: Error) -> String {
+        let e = error as NSError
+        if let posix = e.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        return e.code == NSFileReadNoSuchFileError ? "No such file or directory" : "unreadable"
+    }
+
+    /// `$IAP_ROOT_CERTIFICATES`: a comma list of PEM files whose certificates replace the pinned
+    /// Apple root (tests, the demo, a future Apple root). A file that cannot be read or holds no
+    /// certificate is a configuration error (exit 78) naming the file.
+    mutating func useRootCertificates(pemFiles list: String) throws {
+        let roots = try Result { try SignedDataVerifier.roots(fromPEMFiles: list) }.mapError {
+            JobError(.configuration, "IAP_ROOT_CERTIFICATES: \($0)")
+        }.get()
+        guard !roots.isEmpty else { throw JobError(.configuration, "IAP_ROOT_CERTIFICATES names no certificate") }
+        signedData = SignedDataVerifier(roots: roots)
+        rootCertificatesSource = "IAP_ROOT_CERTIFICATES=\(list)"
+    }
 }
 
 extension JobSettings: CustomStringConvertible {

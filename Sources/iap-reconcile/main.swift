@@ -1,4 +1,5 @@
 import ArgumentParser
+import AppStore
 import Foundation
 import HTTP
 import Logging
@@ -58,6 +59,12 @@ struct CommonOptions: ParsableArguments {
     @Flag(help: "No progress lines on stderr (the same as --progress never).")
     var noProgress = false
 
+    @Option(name: .customLong("api-rate"), help: ArgumentHelp(
+        "The job's own budget for one App Store Server API endpoint, ENDPOINT=N requests per second (repeatable; the sandbox gets a tenth).",
+        discussion: "Endpoints and Apple's limits: transaction_info, transaction_history, notification_history 50; refund_history, order_lookup 10.",
+        valueName: "endpoint=n"))
+    var apiRate: [String] = []
+
     func settings() throws -> JobSettings {
         let env = ProcessInfo.processInfo.environment
         let asOfMillis: EpochMillis
@@ -107,8 +114,25 @@ struct CommonOptions: ParsableArguments {
         if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
         if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
         if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }
+        if let v = env["IAP_ROOT_CERTIFICATES"], !v.isEmpty { s.rootCertificateFiles = v }
         if let v = env["IAP_BUNDLE_IDS"] {
-            s.bundleIDs = Set(v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            s.bundleIDList = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            s.bundleIDs = Set(s.bundleIDList)
+        }
+        func nonEmpty(_ name: String) -> String? { env[name].flatMap { $0.isEmpty ? nil : $0 } }
+        s.apiIssuerID = nonEmpty("IAP_ISSUER_ID")
+        s.apiKeyID = nonEmpty("IAP_KEY_ID")
+        s.apiPrivateKeyFile = nonEmpty("IAP_PRIVATE_KEY_FILE")
+        s.apiProductionURL = nonEmpty("IAP_API_URL_PRODUCTION")
+        s.apiSandboxURL = nonEmpty("IAP_API_URL_SANDBOX")
+        for rate in apiRate {
+            let parts = rate.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let endpoint = ServerAPIEndpoint(rawValue: parts[0]),
+                  let n = Double(parts[1]), n >= 1, n <= 10_000 else {
+                throw ValidationError("--api-rate '\(rate)' is not ENDPOINT=N with N requests per second (1…10000) and "
+                    + "ENDPOINT one of " + ServerAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            s.apiRates[endpoint] = n
         }
         return s
     }
@@ -142,7 +166,25 @@ let environmentHelp = """
       IAP_VERIFY_URL_PRODUCTION  https://buy.itunes.apple.com/verifyReceipt
       IAP_VERIFY_URL_SANDBOX     https://sandbox.itunes.apple.com/verifyReceipt
       IAP_BUNDLE_IDS             comma list of your bundle ids: a valid receipt
-                                 of another bundle is rejected (wrong_bundle)
+                                 or signed transaction of another bundle is
+                                 rejected (wrong_bundle)
+      IAP_ROOT_CERTIFICATES      comma list of PEM files: the roots a StoreKit 2
+                                 signed transaction must chain to, instead of
+                                 the embedded Apple Root CA - G3 (tests, demo)
+      IAP_ISSUER_ID              App Store Server API (all three, or none):
+      IAP_KEY_ID                 the issuer id and key id of an In-App Purchase
+      IAP_PRIVATE_KEY_FILE       key (App Store Connect > Users and Access >
+                                 Integrations) and its .p8 file; the token's
+                                 bid is the first of IAP_BUNDLE_IDS. The key is
+                                 never logged, reported or printed
+      IAP_API_URL_PRODUCTION     https://api.storekit.apple.com
+      IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
+
+    SIGNED TRANSACTIONS
+      A receipt_data in JWS form (StoreKit 2 Transaction.jwsRepresentation) is
+      verified offline, without the App Store: ES256, a 3-certificate chain to
+      a pinned root with Apple's marker OIDs, validity at its signedDate, the
+      bundle id. A failed check is a definitive rejection with its reason.
 
     EXIT CODES
       0   done (findings are not errors)
@@ -154,8 +196,9 @@ let environmentHelp = """
       75  temporary: database or App Store unreachable, or another run holds
           the lock (after --lock-wait-seconds); run again later
       78  configuration: App Store status 21004 (shared secret) or 21000,
-          DATABASE_URL malformed, or the database refused the user, password
-          or database name
+          DATABASE_URL malformed, the database refused the user, password
+          or database name, a privilege is missing, or no signed transaction
+          verifies against the roots (IAP_ROOT_CERTIFICATES)
       1   anything else
     """
 
@@ -172,7 +215,7 @@ struct IAPReconcile: ParsableCommand {
             \(environmentHelp)
             """,
         version: iapReconcileVersion,
-        subcommands: [Run.self, Verify.self, Migrate.self],
+        subcommands: [Run.self, Verify.self, Migrate.self, LookupCommand.self],
         defaultSubcommand: Run.self)
 }
 
@@ -246,7 +289,7 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
         } else if case .verifyOnly = stages {
             let v = summary.verification
             FileHandle.standardError.write(Data(
-                "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests in \(String(format: "%.1f", v.seconds)) s\n".utf8))
+                "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests; \(v.signedVerified + v.signedRejected) signed transactions (\(v.signedRejected) rejected) in \(String(format: "%.1f", v.seconds)) s\n".utf8))
         }
     } catch let error as JobError {
         FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))

@@ -44,6 +44,12 @@ struct Seed: ParsableCommand {
     @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv and input_errors.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away).")
     var expected: String?
 
+    @Option(help: "Folder of the test PKI (created when missing; `iap-sim serve --pki` uses the same): with it, --storekit2-share of the users upload StoreKit 2 signed transactions, and tampered, other-app, unknown-root and sandbox ones are added. Run the job with IAP_ROOT_CERTIFICATES=<folder>/root.pem.")
+    var pki: String?
+
+    @Option(name: .customLong("storekit2-share"), help: "Share of users (0…1) whose uploads are signed transactions (with --pki).")
+    var storeKit2Share: Double = 0.25
+
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
 
@@ -71,6 +77,9 @@ struct Seed: ParsableCommand {
         options.expectedDir = expected
         options.truthTable = truthTable
         options.badRows = badRows
+        options.pkiDirectory = pki
+        guard (0...1).contains(storeKit2Share) else { throw ValidationError("--storekit2-share must be between 0 and 1") }
+        options.storeKit2Share = storeKit2Share
         options.conninfo = conninfo
         let started = Date()
         do {

@@ -32,14 +32,26 @@ struct NightTests {
         let t = try TestDatabase(label)
         let expected = try Harness.scratchDirectory("\(label)-expected")
         let refunds = expected.appendingPathComponent("refunds.csv")
+        // A quarter of the users upload StoreKit 2 signed transactions, signed by this test PKI.
+        let pki = expected.appendingPathComponent("pki")
         let seeded = try runTool("iap-sim", ["seed", "--users", String(users), "--seed", "42", "--as-of", asOf,
-                                             "--bundle", bundle, "--refunds", refunds.path, "--expected", expected.path],
+                                             "--bundle", bundle, "--refunds", refunds.path, "--expected", expected.path,
+                                             "--pki", pki.path],
                                  environment: t.environment())
         #expect(seeded.status == 0, "iap-sim seed: \(seeded.stderr)")
         let sim = try SimulatorProcess(["--refunds", refunds.path] + simArguments)
         let out = try Harness.scratchDirectory("\(label)-reports")
         return World(t: t, sim: sim, expected: expected, out: out,
-                     env: t.environment(sim.urls.merging(["IAP_BUNDLE_IDS": bundle]) { $1 }))
+                     env: t.environment(sim.urls.merging([
+                         "IAP_BUNDLE_IDS": bundle,
+                         "IAP_ROOT_CERTIFICATES": pki.appendingPathComponent("root.pem").path,
+                     ]) { $1 }))
+    }
+
+    /// summary.json's `verification` counts.
+    static func verification(_ summary: String) throws -> [String: Int] {
+        let json = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any]
+        return json?["verification"] as? [String: Int] ?? [:]
     }
 
     static func read(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "<missing>" }
@@ -78,6 +90,14 @@ struct NightTests {
         }
         let summary = Self.read(day.appendingPathComponent("summary.json"))
         #expect(summary.contains("\"exit_code\":0") && summary.contains("\"compensate\":"))
+        // Signed transactions were verified offline, and the hostile ones (tampered, another
+        // app's, an unknown root) rejected; none of them is an input error.
+        let signed = try Self.verification(summary)
+        #expect((signed["signed_ok"] ?? 0) > 20, "signed transactions verified: \(signed)")
+        #expect((signed["signed_reject"] ?? 0) >= 3, "signed transactions rejected: \(signed)")
+        let receiptDataErrors = Self.read(day.appendingPathComponent("input_errors.csv"))
+            .components(separatedBy: "\r\n").filter { $0.hasPrefix("iap_receipts,") && $0.contains(",receipt_data,") }
+        #expect(receiptDataErrors.count == 1, "only the generator's one bad receipt_data: \(receiptDataErrors)")
         // The conservation tally: every source row in exactly one bucket.
         let tally = try RightToTheRowTests.tally(day.appendingPathComponent("summary.json"))
         for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {

@@ -221,7 +221,8 @@ extension ScenarioBuilder {
                                  transactionID: nil, rawData: "@@not base64 at all@@", submittedAt: day,
                                  verifyStatus: nil, sim: nil)
         data.receipts.append(badData)
-        data.inputErrors.append(err("iap_receipts", badData.receiptID, "receipt_data", "receipt_data is not base64"))
+        data.inputErrors.append(err("iap_receipts", badData.receiptID, "receipt_data",
+                                     "receipt_data is neither base64 (an app receipt) nor a JWS (a signed transaction)"))
         let orphan = tid(n)
         let r = receipt(n, order: nil, tidColumn: orphan, at: day + Span.minute, verify: nil, style: .ios7, st: 21003,
                         txs: [tx(orphan, cat.coins100, at: day)])

@@ -53,9 +53,24 @@ struct ReceiptRow {
     var verifyStatus: Int?
     /// The token's content when `receipt_data` is a simulator token.
     var sim: SimReceipt?
+    /// A StoreKit 2 upload: `receipt_data` is the signed transaction of `sim`'s one transaction.
+    var signed: SignedUpload?
 
-    /// `receipt_data` as uploaded (the token is only encoded by the pass that writes it).
-    var receiptData: String? { sim?.token() ?? rawData }
+    /// `receipt_data` as uploaded (the token or the JWS is only made by the pass that writes it).
+    func receiptData(_ signer: UploadSigner?) throws -> String? {
+        if let signed, let sim, let signer { return try signer.jws(sim, kind: signed, signedAt: submittedAt - 1000) }
+        return sim?.token() ?? rawData
+    }
+}
+
+/// How a StoreKit 2 upload was made.
+enum SignedUpload: Sendable {
+    /// Signed by the generator's PKI, as Apple signs.
+    case genuine
+    /// Signed, then its payload changed (quantity raised): the signature no longer matches.
+    case tampered
+    /// Signed by a PKI whose root the job does not trust.
+    case unknownRoot
 }
 
 struct GrantRow {

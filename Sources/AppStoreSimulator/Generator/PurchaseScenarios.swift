@@ -39,6 +39,11 @@ extension ScenarioBuilder {
         case .renewalNotGranted: renewal(expired: false)
         case .expiredSubscription: renewal(expired: true)
         case .malformedReceipt: malformedReceipt()
+        case .signedMissed: signedMissed()
+        case .signedTampered: signedTampered()
+        case .signedOtherBundle: signedOtherBundle()
+        case .signedUnknownRoot: signedUnknownRoot()
+        case .signedSandbox: signedSandbox()
         }
     }
 

@@ -36,11 +36,17 @@ public enum Scenario: String, CaseIterable, Sendable {
     case renewalNotGranted = "renewal_not_granted"
     case expiredSubscription = "expired_subscription_21006"
     case malformedReceipt = "malformed_receipt_21002"
+    // StoreKit 2 uploads (signed transactions); only with a PKI (`iap-sim seed --pki`), else clean.
+    case signedMissed = "signed_paid_not_granted"
+    case signedTampered = "signed_tampered"
+    case signedOtherBundle = "signed_other_bundle"
+    case signedUnknownRoot = "signed_unknown_root"
+    case signedSandbox = "signed_sandbox_granted"
 
     /// Chance per user slot, in thousandths (they add up to 1000).
     public var perMille: Int {
         switch self {
-        case .cleanConsumable: return 640
+        case .cleanConsumable: return 618
         case .cleanNonConsumable: return 30
         case .cleanSubscription: return 30
         case .paidNotGrantedReceiptOrder, .paidNotGrantedOrderTransaction, .sameTransaction: return 14
@@ -53,7 +59,8 @@ public enum Scenario: String, CaseIterable, Sendable {
             return 12
         case .crossAccount: return 8
         case .sandboxMissed: return 8
-        case .refundedDuplicate, .malformedReceipt: return 6
+        case .refundedDuplicate, .malformedReceipt, .signedMissed: return 6
+        case .signedTampered, .signedOtherBundle, .signedUnknownRoot, .signedSandbox: return 4
         }
     }
 
@@ -61,6 +68,14 @@ public enum Scenario: String, CaseIterable, Sendable {
     var userSlots: Int { self == .crossAccount ? 2 : 1 }
 
     var isClean: Bool { self == .cleanConsumable || self == .cleanNonConsumable || self == .cleanSubscription }
+
+    /// Its uploads are signed transactions: it needs the generator's PKI.
+    var isSigned: Bool {
+        switch self {
+        case .signedMissed, .signedTampered, .signedOtherBundle, .signedUnknownRoot, .signedSandbox: return true
+        default: return false
+        }
+    }
 }
 
 /// Everything the generator needs to know, shared by every pass.
@@ -72,6 +87,10 @@ struct GeneratorSettings {
     /// Refunds are served (the refund list is written): refund scenarios expect clawbacks.
     var refundsServed: Bool
     var badRows: Bool
+    /// Signed transactions can be made (`iap-sim seed --pki`): the signed scenarios play, and
+    /// `storeKit2Share` of the users upload signed transactions instead of receipts.
+    var signing = false
+    var storeKit2Share = 0.0
 
     var firstSeen: String { UTC.date(asOf) }
 }
@@ -95,7 +114,9 @@ struct ScenarioPlan {
     let settings: GeneratorSettings
 
     /// The scenarios that every database of at least `4 × count` users contains once at its start.
-    private var guaranteed: [Scenario] { Scenario.allCases.filter { !$0.isClean } }
+    private var guaranteed: [Scenario] {
+        Scenario.allCases.filter { !$0.isClean && (settings.signing || !$0.isSigned) }
+    }
 
     func forEach(_ body: (UserData) throws -> Void) rethrows {
         let n = settings.users
@@ -112,9 +133,15 @@ struct ScenarioPlan {
                 scenario = Self.draw(&rng)
             }
             if scenario.userSlots > 1 && u + scenario.userSlots > n { scenario = .cleanConsumable }
+            if scenario.isSigned && !settings.signing { scenario = .cleanConsumable }
             var b = ScenarioBuilder(settings: settings, rng: rng, u: u)
             b.build(scenario)
             b.data.scenario = scenario
+            // A StoreKit 2 client: decided by its own hash, so the scenario's draws stay the same.
+            if settings.signing && Double(SimHash.combine(settings.seed, UInt64(u), 0x5C2) % 10_000)
+                < settings.storeKit2Share * 10_000 {
+                b.uploadSignedTransactions()
+            }
             try body(b.data)
             u += scenario.userSlots
         }

@@ -21,6 +21,12 @@ public struct SeedOptions: Sendable {
     /// Also write `<schema>.sim_truth`.
     public var truthTable: Bool = false
     public var badRows: Bool = true
+    /// The test PKI's folder (`TestPKI.loadOrCreate`): with it, a share of users upload StoreKit 2
+    /// signed transactions and the signed scenarios play. The job needs its root.pem in
+    /// `IAP_ROOT_CERTIFICATES`.
+    public var pkiDirectory: String?
+    /// The share of users whose uploads are signed transactions (with `pkiDirectory`).
+    public var storeKit2Share = 0.25
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
 
@@ -51,9 +57,12 @@ public enum Seeder {
     public static func run(_ options: SeedOptions, progress: @escaping @Sendable (String) -> Void = { _ in }) throws
         -> SeedSummary
     {
-        let settings = GeneratorSettings(users: options.users, seed: options.seed, asOf: options.asOf,
+        var settings = GeneratorSettings(users: options.users, seed: options.seed, asOf: options.asOf,
                                          catalog: Catalog(bundle: options.bundle),
                                          refundsServed: options.refundsPath != nil, badRows: options.badRows)
+        let signer = try options.pkiDirectory.map { try UploadSigner(pki: TestPKI.loadOrCreate(directory: $0)) }
+        settings.signing = signer != nil
+        settings.storeKit2Share = options.storeKit2Share
         let plan = ScenarioPlan(settings: settings)
         let s = try ident(options.schema)
 
@@ -137,7 +146,7 @@ public enum Seeder {
             }),
             ("iap_receipts", { w, d in
                 for r in d.receipts {
-                    try w.row([r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData,
+                    try w.row([r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData(signer),
                                UTC.sqlTimestamp(r.submittedAt), r.verifyStatus.map { String($0) }])
                 }
                 return d.receipts.count

@@ -70,7 +70,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
         case .receipts:
             return [notNull("receipt_id"), notNull("user_id"), Check(column: "receipt_data", problem: """
                 CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
-                     WHEN NOT \(Self.decodable("x.receipt_data", schema: jobSchema)) THEN 'receipt_data is not base64' END
+                     WHEN NOT \(Self.decodable("x.receipt_data", schema: jobSchema)) THEN 'receipt_data is neither base64 (an app receipt) nor a JWS (a signed transaction)' END
                 """), notNull("submitted_at")]
         case .grants:
             return [notNull("grant_id"), notNull("user_id"), product, quantity, notNull("transaction_id"),
@@ -90,9 +90,11 @@ enum SourceRelation: String, CaseIterable, Sendable {
             : "\(relation) x"
     }
 
-    /// SQL predicate: the text is non-empty standard base64 (whitespace allowed, as clients send it).
+    /// SQL predicate: the text is non-empty standard base64 (an app receipt; whitespace allowed, as
+    /// clients send it) or a JWS in compact form (a StoreKit 2 signed transaction). The two forms
+    /// are disjoint: base64 has no dot, a JWS has no `+`, `/` or `=`.
     static func decodable(_ column: String, schema: JobSchema) -> String {
-        "coalesce(\(schema.quoted).is_base64(\(column)), false)"
+        "(coalesce(\(schema.quoted).is_base64(\(column)), false) OR \(schema.quoted).is_jws(\(column)))"
     }
 
     /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are

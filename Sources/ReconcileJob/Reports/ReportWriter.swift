@@ -129,7 +129,7 @@ public enum RunReport {
         var lines: [String] = []
         lines.append("iap-reconcile: run \(s.runID) for \(UTC.date(s.asOf)) done")
         let v = s.verification
-        lines.append("  verification      \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests)")
+        lines.append("  verification      \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected")
         for file in ["compensate", "duplicate_grants", "clawback", "unresolved", "input_errors"] {
             var line = "  " + file.padding(toLength: 18, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
             if let r = s.reasons[file], !r.isEmpty {

@@ -35,6 +35,8 @@ public struct RunSummary: Sendable {
         struct Window: Encodable { var days: Int; var from: String; var to: String }
         struct Verification: Encodable {
             var candidates, sweep, requests, ok, reject, `switch`, retry, unresolved, config: Int
+            /// StoreKit 2 uploads verified offline (not in `ok`/`reject`, which count App Store answers).
+            var signed_ok, signed_reject: Int
         }
         var run_id: Int64
         var as_of: String
@@ -58,7 +60,8 @@ public struct RunSummary: Sendable {
             let v = s.verification
             verification = Verification(candidates: v.candidates, sweep: v.sweep, requests: v.requests, ok: v.ok,
                                         reject: v.rejected, switch: v.switched, retry: v.retried,
-                                        unresolved: v.unresolved, config: v.config)
+                                        unresolved: v.unresolved, config: v.config,
+                                        signed_ok: v.signedVerified, signed_reject: v.signedRejected)
             seconds = s.stageSeconds
             tally = s.tally.mapValues { $0.buckets.merging(["rows": $0.rows]) { $1 } }
             exit_code = s.exitCode

@@ -21,9 +21,12 @@ struct AnswerRecord: Codable, Sendable, Equatable {
     /// Unix ms from which an unresolved receipt may be sent again.
     var next: Int64?
     var txs: [Transaction]?
+    /// `signed_transaction` for a StoreKit 2 upload (nil: an app receipt); the specific reason of a
+    /// definitive rejection (`unknown_root`, `bad_signature`, …, or the App Store status).
+    var kind, rej: String?
 
     enum CodingKeys: String, CodingKey {
-        case r, n, run, at, env, http, st, cls, err, ms, sweep, state, bundle, start, final, verdict, next, txs
+        case r, n, run, at, env, http, st, cls, err, ms, sweep, state, bundle, start, final, verdict, next, txs, kind, rej
         case failedRuns = "failed_runs", runs21002 = "runs_21002"
     }
 
@@ -36,11 +39,60 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         var cr: String?
         var trial: Bool?
         var wol, bundle: String?
+        /// Signed transactions only: what Apple signs beyond verifyReceipt's fields (migration 5).
+        var price: Int64?
+        var cur, sf, aat, type, own, reason: String?
+        var rvd: Int64?
+        var rvr: Int?
+        var rvt: String?
+        var rvp: Int?
+        var sd: Int64?
 
         init(_ t: AppleTransaction) {
             (tid, otid, pid, q, pd) = (t.transactionID, t.originalTransactionID, t.productID, t.quantity, t.purchaseDate)
             (opd, exp, cd, cr) = (t.originalPurchaseDate, t.expiresDate, t.cancellationDate, t.cancellationReason)
             (trial, wol, bundle) = (t.isTrialPeriod, t.webOrderLineItemID, t.bundleID)
+        }
+
+        init(_ s: SignedTransaction) {
+            self.init(s.transaction)
+            (price, cur, sf, aat, type, own, reason) = (s.price, s.currency, s.storefront, s.appAccountToken, s.type,
+                                                        s.inAppOwnershipType, s.transactionReason)
+            (rvd, rvr, rvt, rvp, sd) = (s.revocationDate, s.revocationReason, s.revocationType, s.revocationPercentage,
+                                        s.signedDate)
+        }
+    }
+
+    /// The record of a StoreKit 2 upload verified offline: definitive either way (the same bytes
+    /// give the same verdict on every run), one attempt, no HTTP.
+    init(signed job: VerifyJob, result: Result<SignedTransaction, SignedDataRejection>, runID: Int64,
+         elapsedMs: Int, now: EpochMillis) {
+        r = job.receiptID
+        n = job.priorAttempts + 1
+        run = runID
+        at = now
+        ms = elapsedMs
+        sweep = job.sweep
+        final = true
+        failedRuns = job.retry.failedRuns
+        runs21002 = job.retry.runs21002
+        kind = "signed_transaction"
+        switch result {
+        case .success(let signed):
+            env = signed.transaction.environment.rawValue
+            cls = "ok"
+            verdict = "valid"
+            bundle = signed.transaction.bundleID
+            txs = [Transaction(signed)]
+        case .failure(let rejection):
+            // verify_attempts.environment is required: a rejected upload is filed under production,
+            // where nothing it claims is believed.
+            env = AppStoreEnvironment.production.rawValue
+            cls = "reject"
+            verdict = rejection.code == "wrong_bundle"
+                ? RejectionReason.wrongBundle.rawValue : RejectionReason.invalidReceipt.rawValue
+            rej = rejection.code
+            err = "signed transaction: \(rejection)"
         }
     }
 
@@ -63,23 +115,26 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         cls = answer.answerClass.rawValue
         err = answer.problem
         final = false
+        kind = job.signed ? "signed_transaction" : nil
         switch decision {
         case .definitive where answer.answerClass == .ok:
             cls = "ok"
             final = true
             verdict = "valid"
             err = nil
-            txs = answer.transactions.map(Transaction.init)
+            txs = answer.signed.isEmpty ? answer.transactions.map(Transaction.init) : answer.signed.map(Transaction.init)
         case .definitive:
             cls = "reject"
             final = true
             let reason = answer.rejection ?? .invalidReceipt
             verdict = reason.rawValue
+            rej = reason == .wrongBundle ? reason.rawValue : answer.status.map { "status \($0)" }
             err = answer.problem ?? reason.rawValue
         case .rejectedAfterRepeated21002:
             cls = "reject"
             final = true
             verdict = RejectionReason.invalidReceipt.rawValue
+            rej = "status 21002"
             err = "status 21002 in \(RetryPolicy.runs21002Limit) runs: malformed receipt"
         case .leaveForNextRun(let eligibleAt), .environmentsDisagree(let eligibleAt):
             next = eligibleAt

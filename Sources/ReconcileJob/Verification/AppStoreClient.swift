@@ -8,6 +8,16 @@ import Reconciliation
 protocol AppStoreClient: Sendable {
     func request(for job: VerifyJob, tag: Int) -> HTTPRequest
     func answer(to outcome: HTTPCompletion.Outcome, for job: VerifyJob) -> Answer
+    /// The endpoint and environment a job's next request goes to, for the job's own rate budget;
+    /// nil: no budget (verifyReceipt has none).
+    func rateKey(for job: VerifyJob) -> RateBudget.Key?
+    /// A 429's `Retry-After` in this completion, as a UNIX time in milliseconds.
+    func retryAfter(_ completion: HTTPCompletion) -> Int64?
+}
+
+extension AppStoreClient {
+    func rateKey(for job: VerifyJob) -> RateBudget.Key? { nil }
+    func retryAfter(_ completion: HTTPCompletion) -> Int64? { nil }
 }
 
 /// The legacy verifyReceipt protocol (contract §3).

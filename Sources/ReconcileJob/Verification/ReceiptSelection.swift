@@ -9,6 +9,10 @@ struct VerifyJob: Sendable {
     /// Requests sent for it in earlier runs (the attempt numbers continue from there).
     let priorAttempts: Int
     let sweep: Bool
+    /// A StoreKit 2 upload (its data is a JWS): verified offline, or swept with the Server API.
+    var signed = false
+    /// Swept signed transactions: the transaction to ask Get Transaction Info about.
+    var transactionID: String?
     /// Where the next request goes.
     var environment: AppStoreEnvironment
     /// Requests sent in this run, switches included.
@@ -75,10 +79,15 @@ struct ReceiptSelection {
             FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
             JOIN holders h ON h.user_id = r.user_id
             WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+              \(settings.serverAPI == nil ? Self.noSignedTransactions(job) : "")
             ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
         )
         SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-               coalesce(s.runs_21002, 0), NULL
+               -- a signed transaction is asked in the environment it was signed for
+               coalesce(s.runs_21002, 0), CASE WHEN s.kind = 'signed_transaction' THEN s.environment END,
+               -- a signed transaction is swept by asking Get Transaction Info about its transaction
+               CASE WHEN s.kind = 'signed_transaction' THEN (SELECT min(rt.transaction_id)
+                    FROM \(job).receipt_transactions rt WHERE rt.receipt_id = n.receipt_id) END
         FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
         -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
         -- or settled at upload (status 0/21006 with an active grant) with no definitive answer of ours yet
@@ -93,6 +102,12 @@ struct ReceiptSelection {
         """
     }
 
+    /// Without the Server API a signed transaction is not swept: it says what it said when it was
+    /// signed, verifyReceipt cannot read it, and verifying it again learns no refund.
+    static func noSignedTransactions(_ job: String) -> String {
+        "AND NOT \(job).is_jws(r.receipt_data)"
+    }
+
     /// The sweep list: small (at most `--sweep-limit`), so it is read whole.
     func sweepJobs(_ db: PGConnection) throws -> [VerifyJob] {
         var jobs: [VerifyJob] = []
@@ -104,13 +119,15 @@ struct ReceiptSelection {
 
     static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {
         let f = CopyText.fields(line)
-        guard f.count == 6, let id = f[0], let data = f[1] else { return nil }
+        guard f.count == 6 || f.count == 7, let id = f[0], let data = f[1] else { return nil }
         // A receipt the environments disagreed on starts where the last answer came from and is
         // never switched again; every other receipt starts in production.
         let start = f[5].flatMap(AppStoreEnvironment.init(rawValue:))
         let retry = RetryPolicy.State(failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0,
                                       switched: start != nil)
+        let transactionID = f.count == 7 ? f[6] : nil
         return VerifyJob(receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0, sweep: sweep,
+                         signed: transactionID != nil, transactionID: transactionID,
                          environment: start ?? .production, retry: retry, startEnvironment: start)
     }
 

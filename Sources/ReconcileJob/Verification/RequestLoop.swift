@@ -17,6 +17,8 @@ struct RequestLoop<Client: AppStoreClient> {
     /// Requests in flight at most, and the run the answers belong to.
     let concurrency: Int, runID: Int64
     let progress: Progress
+    /// Server API only: requests per second per endpoint (`--api-rate`); empty: no budget.
+    var rates: [ServerAPIEndpoint: Double] = [:]
 
     /// A job waiting for its backoff to pass; due on the monotonic clock.
     private struct Waiting: Comparable {
@@ -38,6 +40,19 @@ struct RequestLoop<Client: AppStoreClient> {
         var rng = SystemRandomNumberGenerator()
         var sawResponse = false
         var lastTransportError = ""
+        var budget = RateBudget(rates: rates)
+        // A job the budget did not admit yet (one at most: the loop stops pulling until it goes).
+        var held: (job: VerifyJob, due: UInt64)?
+
+        /// Sends `job` if the budget admits it now; else holds it. False when it was held.
+        func sendIfAdmitted(_ job: VerifyJob, now: UInt64) throws -> Bool {
+            if let key = client.rateKey(for: job), let due = budget.admit(key, now: now) {
+                held = (job, due)
+                return false
+            }
+            try send(job)
+            return true
+        }
 
         func send(_ job: VerifyJob) throws {
             var job = job
@@ -52,25 +67,33 @@ struct RequestLoop<Client: AppStoreClient> {
             let now = Self.monotonicNanos()
             if stopping == nil {
                 while inFlight.count < concurrency {
-                    if let first = waiting.min, first.due <= now {
-                        try send(waiting.removeMin().job)
+                    if let h = held {
+                        if h.due > now { break }
+                        held = nil
+                        if try !sendIfAdmitted(h.job, now: now) { break }
+                    } else if let first = waiting.min, first.due <= now {
+                        if try !sendIfAdmitted(waiting.removeMin().job, now: now) { break }
                     } else if !inputDone, let job = input.tryPop() {
-                        try send(job)
+                        if try !sendIfAdmitted(job, now: now) { break }
                     } else {
                         if !inputDone && input.isClosedAndEmpty { inputDone = true }
                         break
                     }
                 }
             }
-            if inFlight.isEmpty {
+            if inFlight.isEmpty && held == nil {
                 if stopping != nil || (inputDone && waiting.isEmpty) { break }
                 if !inputDone && waiting.isEmpty {
                     // Nothing to do until the reader delivers.
-                    if let job = input.pop(timeoutMs: 200) { try send(job) } else if input.isClosedAndEmpty { inputDone = true }
+                    if let job = input.pop(timeoutMs: 200) {
+                        _ = try sendIfAdmitted(job, now: Self.monotonicNanos())
+                    } else if input.isClosedAndEmpty { inputDone = true }
                     continue
                 }
             }
-            let untilDue = waiting.min.map { Int(($0.due > now ? $0.due - now : 0) / 1_000_000) } ?? 100
+            if stopping != nil && inFlight.isEmpty { break }
+            var untilDue = waiting.min.map { Int(($0.due > now ? $0.due - now : 0) / 1_000_000) } ?? 100
+            if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
             for completion in http.poll(timeoutMs: min(100, untilDue)) {
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
@@ -83,6 +106,11 @@ struct RequestLoop<Client: AppStoreClient> {
                     lastTransportError = message
                 }
                 var answer = client.answer(to: completion.outcome, for: job)
+                if let until = client.retryAfter(completion), let key = client.rateKey(for: job) {
+                    // A 429: nothing more to this endpoint before the time Apple named.
+                    budget.block(key, untilUnixMs: until, nowUnixMs: Self.unixMillis(), now: Self.monotonicNanos())
+                    counts.rateLimited += 1
+                }
                 let decision = policy.decide(answer.answerClass, status: answer.status, state: &job.retry,
                                              now: Self.unixMillis(), jitter: Double.random(in: 0...1, using: &rng))
                 if case .stop = decision {
@@ -106,7 +134,13 @@ struct RequestLoop<Client: AppStoreClient> {
                 case .switchEnvironment:
                     counts.switched += 1
                     job.environment = job.environment == .production ? .sandbox : .production
-                    if stopping == nil { try send(job) }
+                    if stopping == nil {
+                        if let key = client.rateKey(for: job), let due = budget.admit(key, now: Self.monotonicNanos()) {
+                            waiting.insert(Waiting(due: due, sequence: nextTag, job: job))
+                        } else {
+                            try send(job)
+                        }
+                    }
                 case .sendAgain(let afterMs):
                     counts.retried += 1
                     waiting.insert(Waiting(due: Self.monotonicNanos() + UInt64(afterMs) * 1_000_000,
@@ -131,7 +165,9 @@ struct RequestLoop<Client: AppStoreClient> {
     static var environmentsDisagree: String { "production says sandbox, sandbox says production" }
 
     static func configurationError(_ answer: Answer) -> JobError {
-        JobError(.configuration, "the App Store answered status \(answer.status ?? 0) ("
+        // The Server API's 401 has no status: its problem says what to check.
+        if answer.status == nil, let problem = answer.problem { return JobError(.configuration, problem) }
+        return JobError(.configuration, "the App Store answered status \(answer.status ?? 0) ("
             + (answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")
             + "); verification stopped, no receipt was blamed")
     }

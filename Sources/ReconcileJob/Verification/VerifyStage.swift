@@ -16,6 +16,12 @@ public struct VerifyCounts: Sendable, Equatable {
     public var retried = 0
     public var unresolved = 0
     public var config = 0
+    /// StoreKit 2 uploads verified offline: valid, and definitively rejected.
+    public var signedVerified = 0
+    public var signedRejected = 0
+    /// Server API answers 429 (rate limited), and requests sent to it.
+    public var rateLimited = 0
+    public var apiRequests = 0
     public var seconds = 0.0
 }
 
@@ -49,45 +55,68 @@ public final class VerifyStage {
         let progress = Progress(stage: "verify", enabled: settings.progress)
         var counts = VerifyCounts()
         // The sweep list is small; the unresolved receipts stream, and the reader tells their
-        // number when it has read them all (no second pass to count them).
-        let sweep = settings.sweepLimit > 0 ? try selection.sweepJobs(db) : []
-        counts.sweep = sweep.count
-        logger.info("verification starting", metadata: ["sweep": "\(sweep.count)"])
+        // number when it has read them all (no second pass to count them). Swept signed
+        // transactions go to the Server API (they are in the list only when it is configured).
+        let swept = settings.sweepLimit > 0 ? try selection.sweepJobs(db) : []
+        var sweep: [VerifyJob] = [], apiSweep: [VerifyJob] = []
+        for var job in swept {
+            if job.signed || SignedDataVerifier.isJWS(job.receiptData) {
+                job.signed = true
+                apiSweep.append(job)
+            } else {
+                sweep.append(job)
+            }
+        }
+        counts.sweep = swept.count
+        logger.info("verification starting", metadata: ["sweep": "\(swept.count)"])
 
         let input = BlockingQueue<VerifyJob>(capacity: max(256, settings.concurrency * 8))
+        let records = BlockingQueue<AnswerRecord>(capacity: 50_000)
+        let writer = AnswerWriter(queue: records, settings: settings)
+        writer.start()
+        let signed = SignedUploads(settings: settings, runID: runID)
+
         let outcome = ReaderOutcome()
-        let reader = Thread { [settings, candidateSQL = selection.candidateSQL] in
+        let reader = Thread { [settings, candidateSQL = selection.candidateSQL, sweep] in
             do {
                 let rdb = try JobDatabase.connect(settings)
                 defer { rdb.close() }
                 try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
-                    if let job = ReceiptSelection.job(fromCopyLine: line, sweep: false) {
+                    if var job = ReceiptSelection.job(fromCopyLine: line, sweep: false) {
                         outcome.read.add(1, ordering: .relaxed)
-                        guard input.push(job) else { return }
+                        // A StoreKit 2 upload needs no request: verified here, recorded at once.
+                        if SignedDataVerifier.isJWS(job.receiptData) {
+                            job.signed = true
+                            guard signed.verify(job, records: records) != nil else { return }
+                            progress.tick()
+                        } else {
+                            guard input.push(job) else { return }
+                        }
                     }
                 }
             } catch {
                 outcome.failure.withLock { $0 = error }
             }
-            progress.setTotal(outcome.read.load(ordering: .relaxed) + sweep.count)
+            progress.setTotal(outcome.read.load(ordering: .relaxed) + swept.count)
             for job in sweep { guard input.push(job) else { break } }
             input.close()
         }
         reader.stackSize = 1 << 20
         reader.start()
 
-        let records = BlockingQueue<AnswerRecord>(capacity: 50_000)
-        let writer = AnswerWriter(queue: records, settings: settings)
-        writer.start()
-
-        let loop = RequestLoop(
-            client: VerifyReceiptClient(settings: settings),
-            policy: RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
-                                retryDelayMinutes: settings.retryDelayMinutes),
-            concurrency: settings.concurrency, runID: runID, progress: progress)
+        let policy = RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
+                                 retryDelayMinutes: settings.retryDelayMinutes)
+        let loop = RequestLoop(client: VerifyReceiptClient(settings: settings), policy: policy,
+                               concurrency: settings.concurrency, runID: runID, progress: progress)
         var loopError: Error?
         do {
             try loop.run(input: input, records: records, counts: &counts)
+            // The loop ends once the reader closed its queue: every upload has been read.
+            try signed.finish(records: records, db: db, settings: settings)
+            if let api = settings.serverAPI, !apiSweep.isEmpty {
+                try sweepWithServerAPI(apiSweep, api: api, signed: signed, policy: policy, records: records,
+                                       progress: progress, counts: &counts)
+            }
         } catch {
             loopError = error
         }
@@ -96,10 +125,37 @@ public final class VerifyStage {
         writer.waitUntilDone()
         progress.finish()
         counts.candidates = outcome.read.load(ordering: .relaxed)
+        (counts.signedVerified, counts.signedRejected) = signed.counts
         counts.seconds = Date().timeIntervalSince(started)
         if let error = outcome.failure.withLock({ $0 }) { throw JobError.from(error, doing: "reading receipts to verify") }
         if let error = writer.error { throw JobError.from(error, doing: "recording App Store answers") }
         if let loopError { throw loopError }
         return counts
+    }
+
+    /// The refund sweep of signed transactions: Get Transaction Info for each (its current state),
+    /// through the same request loop, within the job's rate budget. An upload settled at upload
+    /// and never verified is verified offline first (that is how its transaction id is known).
+    private func sweepWithServerAPI(_ jobs: [VerifyJob], api: ServerAPISettings, signed: SignedUploads,
+                                    policy: RetryPolicy, records: BlockingQueue<AnswerRecord>, progress: Progress,
+                                    counts: inout VerifyCounts) throws {
+        let queue = BlockingQueue<VerifyJob>(capacity: jobs.count + 1)
+        for var job in jobs {
+            if job.transactionID == nil {
+                guard let verified = signed.verify(job, records: records) else { break }
+                guard case .success(let transaction) = verified else { continue }
+                job.transactionID = transaction.transaction.transactionID
+                job.environment = transaction.transaction.environment
+                job.retry.switched = true
+            }
+            _ = queue.push(job)
+        }
+        queue.close()
+        var loop = RequestLoop(client: ServerAPIClient(api: api, settings: settings), policy: policy,
+                               concurrency: settings.concurrency, runID: runID, progress: progress)
+        loop.rates = api.rates
+        let before = counts.requests
+        try loop.run(input: queue, records: records, counts: &counts)
+        counts.apiRequests += counts.requests - before
     }
 }

@@ -1,0 +1,139 @@
+// StoreKit 2 uploads: a share of users upload signed transactions instead of receipts, and five
+// scenarios exist only with them (a missed purchase, and four uploads the job must reject or not
+// compensate: tampered, another app's, from an unknown root, from the sandbox).
+
+import Foundation
+import Reconciliation
+
+extension ScenarioBuilder {
+    /// The user's client speaks StoreKit 2: every upload that a signed transaction can stand for
+    /// exactly becomes one. A signed transaction carries one transaction and no App Store status,
+    /// so receipts with several transactions, a later renewal, a forced status, or a refund (the
+    /// refund list reaches only verifyReceipt) stay receipts; the expected rows do not change.
+    mutating func uploadSignedTransactions() {
+        let refunded = Set(data.refunds.map(\.transactionID))
+        for i in data.receipts.indices {
+            guard let sim = data.receipts[i].sim, data.receipts[i].signed == nil, sim.st == nil, sim.txs.count == 1,
+                  sim.txs[0].late != true, !refunded.contains(sim.txs[0].tid) else { continue }
+            data.receipts[i].signed = .genuine
+        }
+    }
+
+    /// Paid, uploaded as a signed transaction, never granted: a missed order found offline.
+    mutating func signedMissed() {
+        let (p, product, t, o) = purchase(cat.consumables, status: rng.pick(["created", "paid"]), linked: false)
+        let r = signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30), txs: [tx(t, product, at: p)])
+        expectCompensate(order: o.orderID, user: u, r.sim!.txs[0], owed: 1, match: "exact",
+                         reason: "paid_not_granted", receipt: r.receiptID)
+    }
+
+    /// Granted on a signed transaction whose payload was changed after signing: bad signature,
+    /// definitively rejected, the grant has no payment.
+    mutating func signedTampered() {
+        let (p, product, t, o) = purchase(cat.consumables)
+        signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30), txs: [tx(t, product, at: p)], kind: .tampered)
+        let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
+        expectClawback(g, reason: "invalid_receipt")
+    }
+
+    /// Granted on a genuine signed transaction of another app.
+    mutating func signedOtherBundle() {
+        let (p, product, t, o) = purchase(cat.consumables)
+        signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30),
+                      txs: [tx(t, Catalog.otherProduct, at: p, type: "consumable")], bundle: Catalog.otherBundle)
+        let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
+        expectClawback(g, reason: "wrong_bundle")
+    }
+
+    /// Granted on a signed transaction whose chain ends at a root nobody trusts.
+    mutating func signedUnknownRoot() {
+        let (p, product, t, o) = purchase(cat.consumables)
+        signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30), txs: [tx(t, product, at: p)], kind: .unknownRoot)
+        let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
+        expectClawback(g, reason: "invalid_receipt")
+    }
+
+    /// Granted on a genuine signed transaction of the sandbox: no money was paid.
+    mutating func signedSandbox() {
+        let (p, product, t, o) = purchase(cat.consumables + cat.nonConsumables)
+        signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30), txs: [tx(t, product, at: p)], env: .sandbox)
+        let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
+        expectClawback(g, reason: "sandbox_transaction")
+    }
+
+    @discardableResult
+    private mutating func signedReceipt(order: String?, tid: String, at: Int64, txs: [SimTransaction],
+                                        env: AppStoreEnvironment = .production, bundle: String? = nil,
+                                        kind: SignedUpload = .genuine) -> ReceiptRow {
+        receipt(u, order: order, tidColumn: tid, at: at, verify: nil, env: env, style: .ios7, bundle: bundle, txs: txs)
+        data.receipts[data.receipts.count - 1].signed = kind
+        return data.receipts[data.receipts.count - 1]
+    }
+}
+
+/// Makes the signed transactions of StoreKit 2 uploads: Apple's payload fields from the
+/// simulator's transaction, signed by the generator's PKI (or another one, or tampered).
+struct UploadSigner: Sendable {
+    let pki: TestPKI
+    /// A PKI of its own, whose root the job is never given.
+    let foreign: TestPKI
+
+    init(pki: TestPKI) throws {
+        self.pki = pki
+        foreign = try TestPKI.create()
+    }
+
+    func jws(_ sim: SimReceipt, kind: SignedUpload, signedAt: Int64) throws -> String {
+        let payload = Self.payload(sim, signedAt: signedAt)
+        switch kind {
+        case .genuine:
+            return pki.signTransaction(payload)
+        case .unknownRoot:
+            return foreign.signTransaction(payload)
+        case .tampered:
+            // The signature of one payload over another: header and signature kept, payload swapped.
+            let signed = pki.signTransaction(payload).split(separator: ".")
+            var changed = payload
+            changed.quantity += 1
+            let body = try JSONEncoder().encode(changed).base64URLEncoded()
+            return "\(signed[0]).\(body).\(signed[2])"
+        }
+    }
+
+    static func payload(_ sim: SimReceipt, signedAt: Int64) -> SignedTransactionPayload {
+        let t = sim.txs[0]
+        let type: String
+        switch ProductType(rawValue: t.type) {
+        case .consumable?: type = "Consumable"
+        case .nonConsumable?: type = "Non-Consumable"
+        case .autoRenewable?: type = "Auto-Renewable Subscription"
+        case .nonRenewing?: type = "Non-Renewing Subscription"
+        case nil: type = "Consumable"
+        }
+        // A price list per storefront, so signed money comes in several currencies.
+        let storefronts = [("USA", "USD", 990 as Int64), ("JPN", "JPY", 160_000), ("DEU", "EUR", 1_090)]
+        let (storefront, currency, unit) = storefronts[Int(SimHash.fnv(t.tid) % 3)]
+        var p = SignedTransactionPayload(
+            transactionId: t.tid, originalTransactionId: t.otid, bundleId: sim.bundle, productId: t.pid,
+            purchaseDate: t.pd, originalPurchaseDate: t.opd, quantity: t.qty, type: type,
+            inAppOwnershipType: "PURCHASED", signedDate: max(signedAt, t.pd),
+            environment: sim.env == AppStoreEnvironment.production.rawValue ? "Production" : "Sandbox")
+        p.expiresDate = t.exp
+        p.webOrderLineItemId = t.wol
+        p.transactionReason = t.tid == t.otid ? "PURCHASE" : "RENEWAL"
+        p.storefront = storefront
+        p.currency = currency
+        p.price = unit * Int64(t.qty)
+        return p
+    }
+}
+
+extension Data {
+    /// base64url without padding (RFC 7515 §2).
+    func base64URLEncoded() -> String {
+        var s = base64EncodedString()
+        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
+    }
+}

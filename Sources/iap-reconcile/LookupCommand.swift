@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import ReconcileJob
+
+/// `iap-reconcile lookup`: for customer service, one purchase at a time.
+struct LookupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lookup",
+        abstract: "What Apple and our data say about one purchase, and what customer service should do.",
+        discussion: """
+        Give the order ID of Apple's invoice e-mail (the customer forwards it; e.g. MK5TTTVWJH): Look Up \
+        Order ID lists the order's transactions. Or --transaction ID: Get Transaction Info (production, \
+        then the sandbox). Every signed transaction of the answer is verified before it is believed. For \
+        each transaction one line says what to do: granted (nothing to do), compensate N × PRODUCT to user U, \
+        claw back a refunded grant, or ask the customer for their user id when we have no upload, order or \
+        grant for it. Reads only; needs the App Store Server API (IAP_ISSUER_ID, IAP_KEY_ID, \
+        IAP_PRIVATE_KEY_FILE, IAP_BUNDLE_IDS) and the database.
+
+        Exit codes: 0 Apple answered (found or not found); 64 bad id; 75 Apple or the database \
+        unreachable; 78 credentials missing or refused.
+        """ + "\n\n" + environmentHelp)
+
+    @Argument(help: "The order ID on Apple's invoice e-mail.")
+    var orderID: String?
+
+    @Option(name: .customLong("transaction"), help: "Look up this transaction id instead of an order ID.")
+    var transactionID: String?
+
+    @Flag(help: "Print the answer as JSON (for tools) instead of sentences.")
+    var json = false
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        do {
+            let target = try LookupTarget.parse(orderID: orderID, transactionID: transactionID)
+            var lookup = LookupRun(settings: try common.settings())
+            let result = try lookup.run(target)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+                FileHandle.standardOutput.write(try encoder.encode(result) + Data("\n".utf8))
+            } else {
+                print(result.lines.joined(separator: "\n"))
+            }
+        } catch let error as JobError {
+            FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
+            throw ExitCode(error.code.rawValue)
+        }
+    }
+}
