@@ -5,7 +5,8 @@ import PackageDescription
 //   CLibPQ, CCurl            system libraries (libpq, libcurl) with tiny shims
 //   Postgres, HTTP           thin, domain-free Swift wrappers that own the C resources
 //   Reconciliation           the functional core: domain types, decision rules, report rows
-//   AppStore                 the verifyReceipt protocol: request, answer classes, parsing
+//   AppStore                 the verifyReceipt protocol: request, answer classes, parsing;
+//                            StoreKit 2 signed transactions (Signed/: JWS, x5c chain, ES256)
 //   ReconcileJob             the night's stages wired to Postgres and the App Store
 //   iap-reconcile            the command
 //   AppStoreSimulator, iap-sim  the App Store test double (a real HTTP server) and data generator
@@ -23,6 +24,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        // StoreKit 2 signed transactions (issue 10): chain building and policies, ES256, DER.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -30,7 +35,16 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v6),
         .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v6),
         .target(name: "Reconciliation", swiftSettings: v6),
-        .target(name: "AppStore", dependencies: ["Reconciliation"], swiftSettings: v6),
+        .target(
+            name: "AppStore",
+            dependencies: [
+                "Reconciliation",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: v6
+        ),
         .target(
             name: "ReconcileJob",
             dependencies: [
@@ -53,7 +67,10 @@ let package = Package(
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "Reconciliation", "Postgres",
+                "Reconciliation", "Postgres", "AppStore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -73,7 +90,13 @@ let package = Package(
                           swiftSettings: v6),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v6),
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "Reconciliation", "AppStoreSimulator"],
+            name: "AppStoreTests",
+            dependencies: [
+                "AppStore", "Reconciliation", "AppStoreSimulator",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
             resources: [.copy("Fixtures")], swiftSettings: v6
         ),
         .testTarget(

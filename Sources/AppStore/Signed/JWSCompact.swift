@@ -1,0 +1,289 @@
+// The compact form of a JWS (RFC 7515 §7.1) as Apple signs it, read strictly: exactly three
+// base64url segments, a header naming ES256 and a three-certificate `x5c`, a 64-byte r‖s
+// signature. Everything from outside goes through the strict JSON scanner (JSONScanner.swift):
+// a repeated key, invalid UTF-8 or a value of the wrong type is a named problem, never a guess.
+
+/// Strict base64 decoding. Foundation's decoder is not used: it takes padding in base64url,
+/// skips nothing or everything depending on options, and says nothing about where the text
+/// stops being base64. Here exactly one text encodes each byte string (unused low bits must be
+/// zero), so a DER certificate and its base64 are one-to-one, which the chain cache relies on.
+enum Base64 {
+    /// The 6-bit value of an alphabet byte, 0xFF for any other byte. Index 0 is the standard
+    /// alphabet (`+` `/`), index 1 base64url (`-` `_`).
+    private static let tables: [[UInt8]] = [makeTable(plus: UInt8(ascii: "+"), slash: UInt8(ascii: "/")),
+                                            makeTable(plus: UInt8(ascii: "-"), slash: UInt8(ascii: "_"))]
+
+    private static func makeTable(plus: UInt8, slash: UInt8) -> [UInt8] {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8.enumerated() {
+            t[Int(c)] = UInt8(i)
+        }
+        t[Int(plus)] = 62
+        t[Int(slash)] = 63
+        return t
+    }
+
+    /// Why a text is not base64; `offset` counts bytes of the text from 0.
+    enum Problem: Error, Equatable {
+        case badByte(UInt8, offset: Int)
+        case badLength(Int)
+        case nonCanonical
+        case empty
+
+        var text: String {
+            switch self {
+            case .badByte(let b, let offset):
+                let shown = b >= 0x21 && b <= 0x7E && b != 0x27 ? "'\(Character(Unicode.Scalar(b)))'" : "byte " + Base64.hex(b)
+                return "\(shown) at offset \(offset)"
+            case .badLength(let n): return "length \(n) is impossible"
+            case .nonCanonical: return "unused bits are not zero"
+            case .empty: return "empty"
+            }
+        }
+    }
+
+    /// base64url without padding (RFC 7515 §2): the JWS segments.
+    static func decodeURL(_ s: UnsafeBufferPointer<UInt8>) -> Result<[UInt8], Problem> {
+        decode(s, table: 1, padded: false)
+    }
+
+    /// Standard base64 with its `=` padding (RFC 4648 §4): the `x5c` certificates (RFC 7515 §4.1.6).
+    static func decodeStandard(_ s: UnsafeBufferPointer<UInt8>) -> Result<[UInt8], Problem> {
+        decode(s, table: 0, padded: true)
+    }
+
+    private static func decode(_ s: UnsafeBufferPointer<UInt8>, table: Int, padded: Bool) -> Result<[UInt8], Problem> {
+        guard !s.isEmpty else { return .failure(.empty) }
+        var n = s.count
+        if padded {
+            guard n % 4 == 0 else { return .failure(.badLength(n)) }
+            if s[n - 1] == UInt8(ascii: "=") { n -= 1 }
+            if s[n - 1] == UInt8(ascii: "=") { n -= 1 }
+        }
+        let tail = n % 4
+        guard tail != 1 else { return .failure(.badLength(s.count)) }
+        var problem: Problem?
+        let out = [UInt8](unsafeUninitializedCapacity: n / 4 * 3 + max(0, tail - 1)) { out, initialized in
+            tables[table].withUnsafeBufferPointer { t in
+                // Four characters make three bytes; a value above 63 marks a byte outside the alphabet.
+                func value(_ i: Int) -> UInt32? {
+                    let v = t[Int(s[i])]
+                    if v == 0xFF { problem = .badByte(s[i], offset: i) }
+                    return v == 0xFF ? nil : UInt32(v)
+                }
+                var i = 0, o = 0
+                while i + 4 <= n {
+                    let a = t[Int(s[i])], b = t[Int(s[i + 1])], c = t[Int(s[i + 2])], d = t[Int(s[i + 3])]
+                    guard (a | b | c | d) & 0x80 == 0 else {
+                        for j in i..<(i + 4) where value(j) == nil { break }
+                        initialized = o
+                        return
+                    }
+                    let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[o] = UInt8(truncatingIfNeeded: v >> 16)
+                    out[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[o + 2] = UInt8(truncatingIfNeeded: v)
+                    i += 4
+                    o += 3
+                }
+                if tail >= 2 {
+                    guard let a = value(i), let b = value(i + 1) else { initialized = o; return }
+                    out[o] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
+                    o += 1
+                    if tail == 3 {
+                        guard let c = value(i + 2) else { initialized = o; return }
+                        out[o] = UInt8(truncatingIfNeeded: (b & 0xF) << 4 | c >> 2)
+                        o += 1
+                        // Canonical: the bits past the last byte are zero.
+                        if c & 0x3 != 0 { problem = .nonCanonical }
+                    } else if b & 0xF != 0 {
+                        problem = .nonCanonical
+                    }
+                }
+                initialized = o
+            }
+        }
+        if let problem { return .failure(problem) }
+        return .success(out)
+    }
+
+    /// base64url without padding.
+    static func encodeURL<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        encode(bytes, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", padded: false)
+    }
+
+    /// Standard base64 with padding.
+    static func encodeStandard<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        encode(bytes, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", padded: true)
+    }
+
+    private static func encode<C: Collection>(_ bytes: C, alphabet: StaticString, padded: Bool) -> String
+    where C.Element == UInt8 {
+        let a = alphabet.utf8Start
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var it = bytes.makeIterator()
+        while let b0 = it.next() {
+            let b1 = it.next(), b2 = b1 == nil ? nil : it.next()
+            let v = UInt32(b0) << 16 | UInt32(b1 ?? 0) << 8 | UInt32(b2 ?? 0)
+            out.append(a[Int(v >> 18)])
+            out.append(a[Int(v >> 12 & 63)])
+            if b1 != nil { out.append(a[Int(v >> 6 & 63)]) } else if padded { out.append(UInt8(ascii: "=")) }
+            if b2 != nil { out.append(a[Int(v & 63)]) } else if padded { out.append(UInt8(ascii: "=")) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
+    }
+}
+
+/// One JWS in compact form, split and decoded but not yet trusted.
+struct CompactJWS {
+    /// `x5c` as DER: leaf, intermediate, root (the root is never trusted; see ChainVerification).
+    var certificates: [[UInt8]]
+    var payload: [UInt8]
+    /// r‖s, 64 bytes.
+    var signature: [UInt8]
+    /// The ASCII bytes `header.payload` that the signature covers.
+    var signingInput: [UInt8]
+
+    /// The largest JWS accepted. Apple's are about 4 KB (three certificates and a payload of a
+    /// few hundred bytes); the limit only keeps a hostile upload from costing memory.
+    static let maxLength = 1 << 20
+
+    /// Whether `text` has the shape of a compact JWS: three non-empty base64url segments joined by
+    /// two dots, nothing else. Cheap (one pass, no allocation); says nothing of the content.
+    static func looksLikeJWS(_ text: String) -> Bool {
+        var dots = 0
+        var segmentLength = 0
+        var count = 0
+        for c in text.utf8 {
+            count += 1
+            if c == UInt8(ascii: ".") {
+                guard segmentLength > 0 else { return false }
+                dots += 1
+                segmentLength = 0
+            } else if isURLByte(c) {
+                segmentLength += 1
+            } else {
+                return false
+            }
+        }
+        return dots == 2 && segmentLength > 0 && count <= maxLength
+    }
+
+    @inline(__always)
+    static func isURLByte(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"): return true
+        default: return false
+        }
+    }
+
+    /// Splits and decodes `jws`, checks the header (alg ES256, x5c of three base64 DER blobs, no
+    /// `crit`) and the signature's length. The payload is returned as bytes, unparsed. Throws only
+    /// `SignedDataRejection.malformed`.
+    static func parse(_ jws: String) throws -> CompactJWS {
+        var text = jws
+        return try text.withUTF8 { try parse($0) }
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> CompactJWS {
+        guard !bytes.isEmpty else { throw SignedDataRejection.malformed("JWS is empty") }
+        guard bytes.count <= maxLength else { throw SignedDataRejection.malformed("JWS is longer than \(maxLength) bytes") }
+        var dots: [Int] = []
+        for i in 0..<bytes.count where bytes[i] == UInt8(ascii: ".") {
+            dots.append(i)
+            if dots.count > 2 { break }
+        }
+        guard dots.count == 2 else {
+            let count = dots.count > 2 ? "more than 3" : String(dots.count + 1)
+            throw SignedDataRejection.malformed("JWS has \(count) segments, not 3")
+        }
+        func segment(_ from: Int, _ to: Int) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(rebasing: bytes[from..<to])
+        }
+        func decoded(_ name: String, _ from: Int, _ to: Int) throws -> [UInt8] {
+            switch Base64.decodeURL(segment(from, to)) {
+            case .success(let bytes): return bytes
+            case .failure(let problem): throw SignedDataRejection.malformed("\(name) is not base64url (\(problem.text))")
+            }
+        }
+        let header = try decoded("header", 0, dots[0])
+        let payload = try decoded("payload", dots[0] + 1, dots[1])
+        let signature = try decoded("signature", dots[1] + 1, bytes.count)
+        let certificates = try header.withUnsafeBufferPointer { try readHeader($0) }
+        guard signature.count == 64 else {
+            let der = signature.first == 0x30 ? ", DER-encoded?" : ""
+            throw SignedDataRejection.malformed("signature is not 64-byte r‖s (\(signature.count) bytes\(der))")
+        }
+        return CompactJWS(certificates: certificates, payload: payload, signature: signature,
+                          signingInput: Array(segment(0, dots[1])))
+    }
+
+    /// `{"alg":"ES256","x5c":["…","…","…"]}`; other members are allowed (Apple may add `kid`),
+    /// except `crit`: an extension we do not understand must not be ignored (RFC 7515 §4.1.11).
+    private static func readHeader(_ buffer: UnsafeBufferPointer<UInt8>) throws -> [[UInt8]] {
+        let doc: JSONDocument
+        do {
+            doc = try JSONDocument(buffer)
+        } catch {
+            throw SignedDataRejection.malformed(jsonProblem("header", error))
+        }
+        guard doc.kind(0) == .object else {
+            throw SignedDataRejection.malformed("header is \(doc.kindName(0)), not a JSON object")
+        }
+        var alg: Int?, x5c: Int?, crit = false
+        doc.forEachMember(of: 0) { key, value in
+            if doc.keyIs(key, "alg") { alg = value }
+            else if doc.keyIs(key, "x5c") { x5c = value }
+            else if doc.keyIs(key, "crit") { crit = true }
+        }
+        guard !crit else { throw SignedDataRejection.malformed("header has crit, which is not supported") }
+        guard let alg else { throw SignedDataRejection.malformed("header has no alg") }
+        guard doc.kind(alg) == .string || doc.kind(alg) == .escapedString else {
+            throw SignedDataRejection.malformed("header alg is \(doc.kindName(alg)), not a string")
+        }
+        guard doc.text(alg) == "ES256" else {
+            throw SignedDataRejection.malformed("header alg is \(doc.shown(alg)), not ES256")
+        }
+        guard let x5c else { throw SignedDataRejection.malformed("header has no x5c") }
+        guard doc.kind(x5c) == .array else {
+            throw SignedDataRejection.malformed("header x5c is \(doc.kindName(x5c)), not an array")
+        }
+        var count = 0
+        doc.forEachElement(of: x5c) { _, _ in count += 1 }
+        guard count == 3 else {
+            throw SignedDataRejection.malformed("header x5c has \(count) certificates, not 3")
+        }
+        var certificates: [[UInt8]] = []
+        try doc.forEachElement(of: x5c) { position, element in
+            let kind = doc.kind(element)
+            guard kind == .string || kind == .escapedString else {
+                throw SignedDataRejection.malformed("header x5c[\(position)] is \(doc.kindName(element)), not a string")
+            }
+            // "\/" is a legal JSON escape of "/", so the decoded text is what counts.
+            var text = kind == .string ? "" : (doc.text(element) ?? "")
+            let result = kind == .string ? Base64.decodeStandard(doc.raw(element)) : text.withUTF8 { Base64.decodeStandard($0) }
+            switch result {
+            case .success(let der): certificates.append(der)
+            case .failure(let problem):
+                throw SignedDataRejection.malformed("header x5c[\(position)] is not base64 (\(problem.text))")
+            }
+        }
+        return certificates
+    }
+
+    /// "payload is not JSON: unexpected end at offset 3": the scanner's text about a "body" said of
+    /// the part it is about.
+    static func jsonProblem(_ part: String, _ error: any Error) -> String {
+        guard let e = error as? JSONError else { return part + " is not JSON" }
+        let text = e.description
+        if text.hasPrefix("body ") { return part + " " + String(text.dropFirst(5)) }
+        return part + ": " + text
+    }
+}
