@@ -8,7 +8,7 @@ import Foundation
 struct IapSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "iap-sim",
-        abstract: "A simulated App Store verifyReceipt server and a generator of iap-reconcile source data.",
+        abstract: "A simulated App Store (verifyReceipt and the App Store Server API) and a generator of iap-reconcile source data.",
         discussion: """
         serve: answers POST /production/verifyReceipt and /sandbox/verifyReceipt like Apple's legacy \
         verifyReceipt, reading the truth from the receipt tokens that `seed` issued.
@@ -24,7 +24,7 @@ struct IapSim: ParsableCommand {
           IAP_VERIFY_URL_SANDBOX=http://127.0.0.1:$(cat /tmp/sim.port)/sandbox/verifyReceipt \\
           IAP_BUNDLE_IDS=com.example.game iap-reconcile run --as-of 2026-11-21T03:00:00Z
         """,
-        subcommands: [Serve.self, Seed.self]
+        subcommands: [Serve.self, Seed.self, Keygen.self]
     )
 }
 
@@ -44,8 +44,20 @@ struct Serve: ParsableCommand {
         HTTP 200 with a body that is not what Apple sends, whatever it asked; the body is a pure \
         function of --seed, the receipt id and the n-th call for it, and the call log names it \
         (`garbage:<name>`). The job must treat each as retry, never believe it.
+
+        App Store Server API (with --apple-truth or --api-key): under /production and /sandbox, \
+        GET /inApps/v1/transactions/{id}, GET /inApps/v2/history/{id}, GET /inApps/v2/refund/lookup/{id}, \
+        POST /inApps/v1/notifications/history, GET /inApps/v1/lookup/{orderId} (production only), answered \
+        from the truth file with transactions signed by the --pki. Every request needs a bearer JWT (ES256, \
+        kid --api-key-id, iss --api-issuer, aud appstoreconnect-v1, bid --api-bundle, exp at most 60 min \
+        after iat) signed with --api-key, else 401; over --api-rate, 429 with Retry-After in UNIX ms. The \
+        faults, latency and refund list apply too; the call log names the endpoint in the third field and \
+        the path's id in a fifth.
         """
     )
+
+    @OptionGroup(title: "App Store Server API")
+    var api: APIOptions
 
     @Option(help: "Address to listen on (loopback only).")
     var host: String = "127.0.0.1"
@@ -80,7 +92,7 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("timeout-hold-ms"), help: "How long a timeout fault holds the request before closing.")
     var timeoutHoldMs: Int = 5000
 
-    @Option(help: "Refund list written by `seed --refunds`: lines `transaction_id,cancellation_date_ms,cancellation_reason`.")
+    @Option(help: "Refund list written by `seed --refunds`: lines `transaction_id,cancellation_date_ms,cancellation_reason` (the Server API shows them too, before the truth's own).")
     var refunds: String?
 
     @Option(name: .customLong("call-log"),
@@ -143,11 +155,23 @@ struct Serve: ParsableCommand {
         if let garbageBodies, let data = FileManager.default.contents(atPath: garbageBodies) {
             garbageList += HostileAnswers.parseFile([UInt8](data))
         }
-        let config = SimulatorConfig(
+        var config = SimulatorConfig(
             host: host, port: port, sharedSecret: secret, latencyMs: latencyMs,
             faults: FaultPlan(seed: seed, rate: faultRate, kinds: SimFault.parseList(faults) ?? SimFault.allCases),
             timeoutHoldMs: timeoutHoldMs, refunds: refundList, callLogPath: callLog, recordCalls: false,
             threads: threads, garbage: garbageList, mutateRate: mutateRate, slowShare: slowShare, slowMs: slowMs)
+        do {
+            if let setup = try api.config() {
+                config.serverAPI = setup.0
+                FileHandle.standardError.write(Data(
+                    "iap-sim: Server API for \(setup.0.credentials.bundleID), \(setup.0.truth.rows.count) Apple transactions; signed with the PKI whose root is \(setup.rootPEM)\n".utf8))
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("iap-sim: \(error)\n".utf8))
+            throw ExitCode(66)
+        }
         let sim: Simulator
         do {
             sim = try Simulator.start(config)
@@ -161,7 +185,7 @@ struct Serve: ParsableCommand {
         // Unbuffered: a parent reading our stdout sees the line at once.
         FileHandle.standardOutput.write(Data("listening \(sim.host):\(sim.port)\n".utf8))
         FileHandle.standardError.write(Data(
-            "iap-sim: serving \(sim.productionURL) and \(sim.sandboxURL) (refunds: \(refundList.count), fault rate: \(faultRate), latency: \(latencyMs) ms\(garbageList.isEmpty ? "" : ", garbage bodies: \(garbageList.count)"))\n".utf8))
+            "iap-sim: serving \(sim.productionURL) and \(sim.sandboxURL)\(api.enabled ? ", the Server API under \(sim.productionAPIURL) and \(sim.sandboxAPIURL)" : "") (refunds: \(refundList.count), fault rate: \(faultRate), latency: \(latencyMs) ms\(garbageList.isEmpty ? "" : ", garbage bodies: \(garbageList.count)"))\n".utf8))
 
         signal(SIGPIPE, SIG_IGN)
         var sources: [DispatchSourceSignal] = []

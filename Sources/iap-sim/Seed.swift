@@ -41,6 +41,9 @@ struct Seed: ParsableCommand {
     @Option(help: "Write the refund list here (lines transaction_id,cancellation_date_ms,cancellation_reason) for `iap-sim serve --refunds`. Without it the refund scenarios expect no clawback.")
     var refunds: String?
 
+    @Option(name: .customLong("apple-truth"), help: "Write what Apple knows here (one Apple transaction per tab-separated line: ids, product, dates, environment, bundle, customer, Apple order id, refund) for `iap-sim serve --apple-truth`. Refunds are in it only with --refunds.")
+    var appleTruth: String?
+
     @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv and input_errors.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away).")
     var expected: String?
 
@@ -74,6 +77,7 @@ struct Seed: ParsableCommand {
         options.bundle = bundle
         options.schema = schema
         options.refundsPath = refunds
+        options.appleTruthPath = appleTruth
         options.expectedDir = expected
         options.truthTable = truthTable
         options.badRows = badRows

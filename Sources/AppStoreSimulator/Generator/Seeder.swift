@@ -16,6 +16,8 @@ public struct SeedOptions: Sendable {
     public var schema: String = "public"
     /// Where to write the refund list the simulator serves (`iap-sim serve --refunds`).
     public var refundsPath: String?
+    /// Where to write what Apple knows (`AppleTruthFile`) for `iap-sim serve --apple-truth`.
+    public var appleTruthPath: String?
     /// Where to write the expected report files of the job's first run.
     public var expectedDir: String?
     /// Also write `<schema>.sim_truth`.
@@ -88,6 +90,10 @@ public enum Seeder {
                             ReportFile.inputErrors.rawValue: inputErrors.count]
         if let path = options.refundsPath {
             try write(refundLines, to: path)
+        }
+        if let path = options.appleTruthPath {
+            let n = try AppleTruthWriter.write(plan: plan, refundsServed: options.refundsPath != nil, to: path)
+            progress("apple truth: \(n) transactions in \(path)")
         }
         if let dir = options.expectedDir {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

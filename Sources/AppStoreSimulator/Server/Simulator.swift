@@ -1,5 +1,7 @@
 // The simulated App Store: a SwiftNIO HTTP/1.1 server on loopback answering
-// POST /production/verifyReceipt and POST /sandbox/verifyReceipt.
+// POST /production/verifyReceipt and POST /sandbox/verifyReceipt, and (with
+// `SimulatorConfig.serverAPI`) the App Store Server API under /production/inApps/… and
+// /sandbox/inApps/… (ServerAPI.swift).
 //
 //     let sim = try Simulator.start(SimulatorConfig(sharedSecret: "s3cret"))
 //     // point the job at sim.productionURL / sim.sandboxURL
@@ -29,6 +31,10 @@ public final class Simulator: @unchecked Sendable {
     public var productionURL: String { baseURL + "/production/verifyReceipt" }
     /// `http://127.0.0.1:PORT/sandbox/verifyReceipt` (for `IAP_VERIFY_URL_SANDBOX`).
     public var sandboxURL: String { baseURL + "/sandbox/verifyReceipt" }
+    /// `http://127.0.0.1:PORT/production` (for `IAP_API_URL_PRODUCTION`: the Server API's paths follow it).
+    public var productionAPIURL: String { baseURL + "/production" }
+    /// `http://127.0.0.1:PORT/sandbox` (for `IAP_API_URL_SANDBOX`).
+    public var sandboxAPIURL: String { baseURL + "/sandbox" }
 
     private init(group: MultiThreadedEventLoopGroup, channel: Channel, core: SimulatorCore, host: String) {
         self.group = group
@@ -133,6 +139,24 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        for (prefix, env) in [("/production/inApps/", AppStoreEnvironment.production), ("/sandbox/inApps/", .sandbox)]
+        where path.hasPrefix(prefix) {
+            if tooLarge {
+                send(context: context, head: head, status: .payloadTooLarge, contentType: "text/plain", body: Array("Too Large".utf8))
+                return
+            }
+            let rawQuery = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first ?? ""
+            guard let query = APIRequest.parseQuery(rawQuery) else {
+                send(context: context, head: head, status: .badRequest, contentType: "text/plain", body: Array("Bad Request".utf8))
+                return
+            }
+            let request = APIRequest(method: head.method.rawValue, environment: env,
+                                     path: Substring(path.dropFirst(prefix.count - "/inApps/".count)), query: query,
+                                     authorization: head.headers["Authorization"], body: body)
+            let (action, latency) = core.handleAPI(request)
+            deliver(action, latency: latency, context: context, head: head)
+            return
+        }
         let environment: AppStoreEnvironment
         switch path {
         case "/production/verifyReceipt", "/production/verifyReceipt/": environment = .production
@@ -151,6 +175,11 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
             return
         }
         let (action, latency) = core.handle(environment: environment, body: body)
+        deliver(action, latency: latency, context: context, head: head)
+    }
+
+    /// Sends `action` after `latency` ms (a timeout holds the connection, then closes it).
+    private func deliver(_ action: SimAction, latency: Int, context: ChannelHandlerContext, head: HTTPRequestHead) {
         if case .fault(.timeout, _) = action {
             let hold = core.timeoutHoldMs
             let channel = context.channel
@@ -176,6 +205,9 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
         switch action {
         case .json(let body):
             send(context: context, head: head, status: .ok, contentType: "application/json", body: body)
+        case .http(let answer):
+            send(context: context, head: head, status: HTTPResponseStatus(statusCode: answer.status),
+                 contentType: answer.contentType, body: answer.body, extra: answer.headers)
         case .fault(let fault, let body):
             switch fault {
             case .timeout:

@@ -33,12 +33,14 @@ public struct SimulatorConfig: Sendable {
     /// Share of calls (0…1) answered after `slowMs` instead of `latencyMs` (a slow tail).
     public var slowShare: Double
     public var slowMs: Int
+    /// The App Store Server API under `/production/inApps/…` and `/sandbox/inApps/…` (nil: not served).
+    public var serverAPI: ServerAPIConfig?
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
                 faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
                 callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil,
                 garbage: [HostileAnswers.Body] = [], mutateRate: Double = 0, slowShare: Double = 0,
-                slowMs: Int = 2000) {
+                slowMs: Int = 2000, serverAPI: ServerAPIConfig? = nil) {
         self.host = host
         self.port = port
         self.sharedSecret = sharedSecret
@@ -53,6 +55,7 @@ public struct SimulatorConfig: Sendable {
         self.mutateRate = mutateRate
         self.slowShare = slowShare
         self.slowMs = slowMs
+        self.serverAPI = serverAPI
     }
 }
 
@@ -66,7 +69,13 @@ public struct SimCall: Sendable, Equatable {
     public var receiptID: String?
     /// The status number (`"0"`, `"21007"`…), the fault name (`"timeout"`, `"http5xx"`…), in
     /// garbage mode `garbage:<body name>`, or `mutated:<mutation>` for a broken real answer.
+    /// Server API calls: the HTTP status and Apple's error code (`200`, `404:4040010`,
+    /// `429:4290000`), `401:<what was wrong with the token>`, or the fault's name.
     public var outcome: String
+    /// The Server API endpoint called (`transaction_info`…); nil for verifyReceipt.
+    public var endpoint: String? = nil
+    /// The id in the Server API path (transaction or order id), if any.
+    public var pathID: String? = nil
 }
 
 /// What the network layer must do for one request.
@@ -74,6 +83,8 @@ enum SimAction {
     /// HTTP 200 with this JSON body.
     case json([UInt8])
     case fault(SimFault, body: [UInt8])
+    /// A Server API answer (any status, its headers).
+    case http(APIAnswer)
 }
 
 /// Thread-safe state: counters, call log, refunds, fault plan.
@@ -84,9 +95,13 @@ final class SimulatorCore: @unchecked Sendable {
     private var callList: [SimCall] = []
     private var total = 0
     private var logFD: Int32 = -1
+    private var refundsVersion = 0
+    /// The Server API's state, when it is served.
+    let api: ServerAPIService?
 
     init(config: SimulatorConfig) throws {
         self.config = config
+        api = config.serverAPI.map { ServerAPIService(config: $0) }
         if let path = config.callLogPath {
             logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             if logFD < 0 {
@@ -108,7 +123,15 @@ final class SimulatorCore: @unchecked Sendable {
     }
     var timeoutHoldMs: Int { lock.locked { config.timeoutHoldMs } }
 
-    func setRefunds(_ refunds: [String: SimRefund]) { lock.locked { config.refunds = refunds } }
+    func setRefunds(_ refunds: [String: SimRefund]) {
+        lock.locked {
+            config.refunds = refunds
+            refundsVersion += 1
+        }
+    }
+    /// The refund list being served and its version (bumped by every `setRefunds`).
+    var refundView: RefundView { lock.locked { RefundView(list: config.refunds, version: refundsVersion) } }
+    var faultPlan: FaultPlan { lock.locked { config.faults } }
     func setFaults(_ plan: FaultPlan) { lock.locked { config.faults = plan } }
     func setLatency(ms: Int) { lock.locked { config.latencyMs = ms } }
     func setGarbage(_ bodies: [HostileAnswers.Body]) { lock.locked { config.garbage = bodies } }
@@ -122,6 +145,7 @@ final class SimulatorCore: @unchecked Sendable {
             callList = []
             total = 0
         }
+        api?.resetCounts()
     }
 
     /// Decides the answer for a POST body sent to `environment`'s endpoint, counts and logs it;
@@ -229,16 +253,20 @@ final class SimulatorCore: @unchecked Sendable {
         }
     }
 
-    private func record(environment: AppStoreEnvironment, rid: String?, outcome: String) {
-        var tv = timeval()
-        gettimeofday(&tv, nil)
-        let ms = Int64(tv.tv_sec) * 1000 + Int64(tv.tv_usec) / 1000
-        let call = SimCall(timeMs: ms, environment: environment, receiptID: rid, outcome: outcome)
+    /// Logs one call. Server API calls name the endpoint where verifyReceipt calls name the
+    /// receipt id, and add the path's id as a fifth field.
+    func record(environment: AppStoreEnvironment, rid: String?, outcome: String, endpoint: String? = nil,
+                pathID: String? = nil, at time: Int64? = nil) {
+        let ms = time ?? SimClock.nowMs()
+        let call = SimCall(timeMs: ms, environment: environment, receiptID: rid, outcome: outcome, endpoint: endpoint,
+                           pathID: pathID)
         lock.locked {
             if config.recordCalls { callList.append(call) }
             if logFD >= 0 {
-                // The password is never logged: only time, endpoint, receipt id and outcome.
-                let line = "\(ms)\t\(environment.rawValue)\t\(rid ?? "-")\t\(outcome)\n"
+                // The password and the bearer token are never logged: only time, endpoint, ids and outcome.
+                var line = "\(ms)\t\(environment.rawValue)\t\(endpoint ?? rid ?? "-")\t\(outcome)"
+                if endpoint != nil { line += "\t\(pathID ?? "-")" }
+                line += "\n"
                 var bytes = Array(line.utf8)
                 var off = 0
                 while off < bytes.count {
@@ -255,6 +283,15 @@ public struct SimulatorError: Error, CustomStringConvertible, Sendable {
     public var message: String
     public init(message: String) { self.message = message }
     public var description: String { message }
+}
+
+/// Wall-clock time.
+enum SimClock {
+    static func nowMs() -> Int64 {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        return Int64(tv.tv_sec) * 1000 + Int64(tv.tv_usec) / 1000
+    }
 }
 
 extension NSLock {

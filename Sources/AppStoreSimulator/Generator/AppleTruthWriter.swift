@@ -1,0 +1,77 @@
+// `iap-sim seed --apple-truth FILE`: what Apple knows about every scenario, for the simulated App
+// Store Server API (`iap-sim serve --apple-truth FILE`). The truth is the receipts' transactions,
+// so verifyReceipt and the Server API tell the same story.
+
+import Foundation
+import Reconciliation
+
+enum AppleTruthWriter {
+    /// Streams the truth of every user of `plan` to `path`; returns the number of transactions.
+    /// `refundsServed`: refunds are written too (as the refund list is: without it the refund
+    /// scenarios expect no clawback, so Apple must not show a refund either).
+    static func write(plan: ScenarioPlan, refundsServed: Bool, to path: String) throws -> Int {
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+              let out = FileHandle(forWritingAtPath: path) else {
+            throw SimulatorError(message: "cannot write \(path)")
+        }
+        defer { try? out.close() }
+        var buffer = "# iap-sim apple truth: one Apple transaction per line\n" + AppleTruthFile.header
+        var count = 0
+        func flush() throws {
+            do {
+                try out.write(contentsOf: Data(buffer.utf8))
+            } catch {
+                throw SimulatorError(message: "cannot write \(path): \(error.localizedDescription)")
+            }
+            buffer = ""
+        }
+        try plan.forEach { d in
+            for row in rows(d, refundsServed: refundsServed) {
+                buffer += AppleTruthFile.line(row)
+                count += 1
+            }
+            if buffer.utf8.count >= 1 << 20 { try flush() }
+        }
+        try flush()
+        return count
+    }
+
+    /// The Apple transactions of one scenario: every transaction of a receipt Apple would answer
+    /// with data (no forced status, or 21006), once, as first shown, with its uploader as the
+    /// customer. Receipts Apple rejects (21003, 21010, 211xx) and uploads that are no receipt
+    /// hold no transaction Apple knows.
+    static func rows(_ d: UserData, refundsServed: Bool) -> [AppleTruthRow] {
+        var seen = Set<String>()
+        var out: [AppleTruthRow] = []
+        let refunds = refundsServed ? Dictionary(d.refunds.map { ($0.transactionID, $0.refund) }, uniquingKeysWith: { a, _ in a })
+            : [:]
+        for r in d.receipts {
+            guard let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
+                  let env = sim.environment else { continue }
+            for t in sim.txs where seen.insert(t.tid).inserted {
+                out.append(AppleTruthRow(
+                    transactionID: t.tid, originalTransactionID: t.otid, productID: t.pid,
+                    productType: ProductType(rawValue: t.type) ?? .consumable, quantity: t.qty, purchaseDateMs: t.pd,
+                    originalPurchaseDateMs: t.opd, expiresDateMs: t.exp, webOrderLineItemID: t.wol, environment: env,
+                    bundleID: sim.bundle, customer: r.userID ?? "anonymous-" + r.receiptID,
+                    appAccountToken: r.orderID.flatMap { isUUID($0) ? $0.lowercased() : nil },
+                    refund: refunds[t.tid], receiptID: r.receiptID))
+            }
+        }
+        return out
+    }
+
+    /// An order id the app could have set as `appAccountToken` (Apple takes only UUIDs).
+    static func isUUID(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if !((c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)) {
+                return false
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,116 @@
+// The bearer token check of the simulated App Store Server API (shared/apple/server-api.md §1):
+// `Authorization: Bearer <jwt>`, header `alg` ES256 / `kid` / `typ` JWT, claims `iss`, `aud`
+// appstoreconnect-v1, `bid`, integer `iat` and `exp` with `exp` in the future and at most 60 min
+// after `iat`, and an ES256 signature (64-byte r‖s) made by the key of the `.p8` file. Any other
+// token is a 401; the reason goes to the call log, never to the client.
+
+import Crypto
+import Foundation
+
+/// Why a request's token was refused (the call log's `401:<reason>`).
+enum JWTRejection: String, Error {
+    case missing, scheme, form, header, alg, kid, typ, claims, iss, aud, bid, iat, exp, lifetime, signature
+}
+
+/// The key and names a token must match.
+public struct APICredentials: Sendable {
+    public var keyID: String
+    public var issuerID: String
+    public var bundleID: String
+    public var publicKey: P256.Signing.PublicKey
+
+    public init(keyID: String, issuerID: String, bundleID: String, publicKey: P256.Signing.PublicKey) {
+        self.keyID = keyID
+        self.issuerID = issuerID
+        self.bundleID = bundleID
+        self.publicKey = publicKey
+    }
+
+    /// The public key of a `.p8` file (PKCS#8 PEM of a P-256 private key, as App Store Connect
+    /// hands out, or SEC1) or of a PEM public key. The error never quotes the file.
+    public static func publicKey(pem: String) throws -> P256.Signing.PublicKey {
+        if pem.contains("-----BEGIN PUBLIC KEY-----") {
+            guard let key = try? P256.Signing.PublicKey(pemRepresentation: pem) else {
+                throw SimulatorError(message: "the API key file holds no P-256 public key")
+            }
+            return key
+        }
+        guard let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) else {
+            throw SimulatorError(message: "the API key file is not a P-256 key in PEM (PKCS#8 .p8 or a public key)")
+        }
+        return key.publicKey
+    }
+
+    /// A fresh P-256 private key as PKCS#8 PEM (`iap-sim keygen`): a `.p8` like App Store Connect's.
+    public static func newPrivateKeyPEM() -> String {
+        P256.Signing.PrivateKey().pemRepresentation
+    }
+
+    /// Checks the `Authorization` header values of one request at `nowSeconds` (UNIX seconds).
+    func check(authorization: [String], nowSeconds: Int64) -> JWTRejection? {
+        guard authorization.count == 1, let value = authorization.first else { return .missing }
+        let bytes = Array(value.utf8)
+        guard bytes.count > 7, bytes.count <= 8192,
+              String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else { return .scheme }
+        let token = bytes[7...]
+        let parts = token.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]) else { return .form }
+        guard let header = MiniJSON.parse(headerBytes), case .object = header else { return .header }
+        guard header["alg"]?.string == "ES256" else { return .alg }
+        guard header["kid"]?.string == keyID else { return .kid }
+        guard header["typ"]?.string == "JWT" else { return .typ }
+        guard let claims = MiniJSON.parse(claimBytes), case .object = claims else { return .claims }
+        guard claims["iss"]?.string == issuerID else { return .iss }
+        guard claims["aud"]?.string == "appstoreconnect-v1" else { return .aud }
+        guard claims["bid"]?.string == bundleID else { return .bid }
+        guard let iat = claims["iat"]?.int, iat > 0 else { return .iat }
+        guard let exp = claims["exp"]?.int, exp > nowSeconds else { return .exp }
+        guard exp >= iat, exp - iat <= 3600 else { return .lifetime }
+        guard signature.count == 64,
+              let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return .signature }
+        var input = Array(parts[0])
+        input.append(UInt8(ascii: "."))
+        input.append(contentsOf: parts[1])
+        return publicKey.isValidSignature(sig, for: input) ? nil : .signature
+    }
+}
+
+/// base64url without padding (RFC 7515 §2), strictly: one text per byte string.
+enum Base64URL {
+    private static let table: [UInt8] = {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8.enumerated() {
+            t[Int(c)] = UInt8(i)
+        }
+        return t
+    }()
+
+    static func decode<S: Collection>(_ s: S) -> [UInt8]? where S.Element == UInt8 {
+        guard !s.isEmpty, s.count % 4 != 1 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(s.count * 3 / 4)
+        var acc: UInt32 = 0
+        var bits = 0
+        for c in s {
+            let v = table[Int(c)]
+            guard v != 0xFF else { return nil }
+            acc = acc << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+                acc &= (1 << UInt32(bits)) - 1
+            }
+        }
+        return acc == 0 ? out : nil
+    }
+
+    static func encode<S: Collection>(_ bytes: S) -> String where S.Element == UInt8 {
+        var s = Data(bytes).base64EncodedString()
+        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
+    }
+}

@@ -1,0 +1,79 @@
+// Rate limits of the simulated App Store Server API: per endpoint and environment, over a sliding
+// one-second window. Apple's production numbers by default, a tenth in the sandbox
+// (shared/apple/server-api.md §4). A request over the limit gets 429 and `Retry-After`: the UNIX
+// time in milliseconds when the window has room again. Refused requests take no room.
+
+import Foundation
+import Reconciliation
+
+/// The Server API endpoints the simulator serves. The raw values name them in `--api-rate`, in
+/// the call log and in `SimCall.endpoint`.
+public enum SimAPIEndpoint: String, CaseIterable, Sendable {
+    case transactionInfo = "transaction_info"
+    case transactionHistory = "transaction_history"
+    case refundHistory = "refund_history"
+    case notificationHistory = "notification_history"
+    case orderLookup = "order_lookup"
+
+    /// Apple's production limit, requests per second.
+    public var appleRate: Int {
+        switch self {
+        case .transactionInfo, .transactionHistory, .notificationHistory: return 50
+        case .refundHistory, .orderLookup: return 10
+        }
+    }
+
+    /// Parses `--api-rate ENDPOINT=N` (N ≥ 0; 0 = no limit).
+    public static func parseRate(_ text: String) -> (SimAPIEndpoint, Int)? {
+        let parts = text.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
+        guard parts.count == 2, let endpoint = SimAPIEndpoint(rawValue: parts[0]), let n = Int(parts[1]), n >= 0 else {
+            return nil
+        }
+        return (endpoint, n)
+    }
+}
+
+final class RateLimiter: @unchecked Sendable {
+    struct Key: Hashable {
+        var endpoint: SimAPIEndpoint
+        var environment: AppStoreEnvironment
+    }
+
+    private let lock = NSLock()
+    /// Production requests per second per endpoint (0 = unlimited).
+    private let production: [SimAPIEndpoint: Int]
+    /// Accepted requests' times (UNIX ms) within the last second, oldest first.
+    private var windows: [Key: [Int64]] = [:]
+
+    init(production: [SimAPIEndpoint: Int]) {
+        var rates: [SimAPIEndpoint: Int] = [:]
+        for e in SimAPIEndpoint.allCases { rates[e] = production[e] ?? e.appleRate }
+        self.production = rates
+    }
+
+    /// Requests per second allowed for `key`; nil = unlimited. The sandbox gets a tenth (at least 1).
+    func limit(_ key: Key) -> Int? {
+        let n = production[key.endpoint] ?? key.endpoint.appleRate
+        guard n > 0 else { return nil }
+        return key.environment == .production ? n : max(1, n / 10)
+    }
+
+    /// nil when the request at `nowMs` may go ahead (it takes a place in the window); otherwise
+    /// the UNIX ms time when the window has room again (always after `nowMs`).
+    func admit(_ key: Key, nowMs: Int64) -> Int64? {
+        guard let limit = limit(key) else { return nil }
+        return lock.locked {
+            var times = windows[key] ?? []
+            var drop = 0
+            while drop < times.count, times[drop] <= nowMs - 1000 { drop += 1 }
+            if drop > 0 { times.removeFirst(drop) }
+            defer { windows[key] = times }
+            guard times.count >= limit else {
+                times.append(nowMs)
+                return nil
+            }
+            // The window frees when its oldest request is a full second old.
+            return max(times[times.count - limit] + 1000, nowMs + 1)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+// The simulated App Store Server API (shared/apple/server-api.md §1–§4, §6, §7), served beside
+// verifyReceipt under the same prefixes: `/production/inApps/…` and `/sandbox/inApps/…`.
+//
+//   GET  /inApps/v1/transactions/{transactionId}     transaction_info
+//   GET  /inApps/v2/history/{transactionId}          transaction_history  (History.swift)
+//   GET  /inApps/v2/refund/lookup/{transactionId}    refund_history       (History.swift)
+//   POST /inApps/v1/notifications/history            notification_history (Notifications.swift)
+//   GET  /inApps/v1/lookup/{orderId}                 order_lookup (production only)
+//
+// Every request: the route, the bearer JWT (401), the endpoint's rate (429 with Retry-After in
+// ms), a seeded fault, then the answer from the Apple truth, with every transaction signed by
+// the test PKI at the time of the answer.
+
+import Foundation
+import Reconciliation
+
+/// How the Server API is served.
+public struct ServerAPIConfig: Sendable {
+    /// The key, key id, issuer id and bundle id a bearer token must match.
+    public var credentials: APICredentials
+    /// What Apple knows.
+    public var truth: AppleTruth
+    /// Signs every transaction and notification.
+    public var pki: TestPKI
+    /// Production requests per second per endpoint (0 = unlimited); the sandbox gets a tenth.
+    /// Missing endpoints get Apple's numbers.
+    public var rates: [SimAPIEndpoint: Int]
+    /// `appAppleId` of production answers and notifications.
+    public var appAppleID: Int64
+
+    public init(credentials: APICredentials, truth: AppleTruth, pki: TestPKI, rates: [SimAPIEndpoint: Int] = [:],
+                appAppleID: Int64 = 1_258_428_153) {
+        self.credentials = credentials
+        self.truth = truth
+        self.pki = pki
+        self.rates = rates
+        self.appAppleID = appAppleID
+    }
+}
+
+/// One Server API request, as the HTTP layer hands it over.
+struct APIRequest {
+    var method: String
+    var environment: AppStoreEnvironment
+    /// The path after the environment prefix, without the query (`/inApps/v1/…`).
+    var path: Substring
+    /// Percent-decoded query parameters in order (repeated names repeat).
+    var query: [(String, String)]
+    var authorization: [String]
+    var body: [UInt8]
+
+    func values(_ name: String) -> [String] { query.filter { $0.0 == name }.map(\.1) }
+
+    /// Splits `?a=1&b=2`; nil when a value is not valid percent-encoding.
+    static func parseQuery(_ text: Substring) -> [(String, String)]? {
+        var out: [(String, String)] = []
+        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let k = String(kv[0]).removingPercentEncoding,
+                  let v = (kv.count > 1 ? String(kv[1]) : "").removingPercentEncoding else { return nil }
+            out.append((k, v))
+        }
+        return out
+    }
+}
+
+/// A Server API answer (status, extra headers, body).
+struct APIAnswer: Error {
+    var status: Int
+    var contentType = "application/json"
+    var headers: [(String, String)] = []
+    var body: [UInt8]
+    /// The call log's outcome: `200`, `404:4040010`, `401:kid`…
+    var outcome: String
+
+    static func json(_ value: JSONValue) -> APIAnswer { APIAnswer(status: 200, body: value.bytes, outcome: "200") }
+
+    /// Apple's error body `{"errorCode":N,"errorMessage":"…"}`.
+    static func error(_ status: Int, _ code: Int, _ message: String) -> APIAnswer {
+        APIAnswer(status: status,
+                  body: JSONValue.object([("errorCode", .int(Int64(code))), ("errorMessage", .string(message))]).bytes,
+                  outcome: "\(status):\(code)")
+    }
+
+    static func text(_ status: Int, _ text: String, outcome: String? = nil) -> APIAnswer {
+        APIAnswer(status: status, contentType: "text/plain", body: Array(text.utf8), outcome: outcome ?? String(status))
+    }
+
+    static let transactionNotFound = error(404, 4_040_010, "Transaction id not found.")
+    static let invalidTransactionID = error(400, 4_000_006, "Invalid transaction id.")
+    static let invalidRevision = error(400, 4_000_005, "Invalid request revision.")
+}
+
+/// The Server API's state: rate windows, fault counters, the notification list.
+final class ServerAPIService: @unchecked Sendable {
+    let config: ServerAPIConfig
+    let limiter: RateLimiter
+    let lock = NSLock()
+    private var faultCounts: [String: Int] = [:]
+    /// Notifications by refund-list version (rebuilt when the refund list changes).
+    var notificationCache: (version: Int, list: [SimNotification])?
+
+    init(config: ServerAPIConfig) {
+        self.config = config
+        limiter = RateLimiter(production: config.rates)
+    }
+
+    var truth: AppleTruth { config.truth }
+
+    func resetCounts() { lock.locked { faultCounts = [:] } }
+
+    /// The n-th call (0-based) for a fault key.
+    func nextCallIndex(_ key: String) -> Int {
+        lock.locked {
+            let n = faultCounts[key] ?? 0
+            faultCounts[key] = n + 1
+            return n
+        }
+    }
+
+    /// The endpoint and the id a path names; nil for a path the API does not have.
+    static func route(_ path: Substring) -> (SimAPIEndpoint, Substring?)? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "inApps", version, …
+        guard parts.count >= 4, parts[0].isEmpty, parts[1] == "inApps" else { return nil }
+        switch (parts[2], parts[3], parts.count) {
+        case ("v1", "transactions", 5): return (.transactionInfo, parts[4])
+        case ("v2", "history", 5): return (.transactionHistory, parts[4])
+        case ("v2", "refund", 6) where parts[4] == "lookup": return (.refundHistory, parts[5])
+        case ("v1", "notifications", 5) where parts[4] == "history": return (.notificationHistory, nil)
+        case ("v1", "lookup", 5): return (.orderLookup, parts[4])
+        default: return nil
+        }
+    }
+
+    /// The answer to an authorized, admitted, unfaulted request.
+    func answer(_ endpoint: SimAPIEndpoint, id: Substring?, _ request: APIRequest, refunds: RefundView,
+                nowMs: Int64) -> APIAnswer {
+        switch endpoint {
+        case .transactionInfo: return transactionInfo(id ?? "", request.environment, refunds: refunds, nowMs: nowMs)
+        case .transactionHistory: return transactionHistory(id ?? "", request, refunds: refunds, nowMs: nowMs)
+        case .refundHistory: return refundHistory(id ?? "", request, refunds: refunds, nowMs: nowMs)
+        case .notificationHistory: return notificationHistory(request, refunds: refunds, nowMs: nowMs)
+        case .orderLookup: return orderLookup(id ?? "", request.environment, refunds: refunds, nowMs: nowMs)
+        }
+    }
+
+    // MARK: Get Transaction Info
+
+    private func transactionInfo(_ id: Substring, _ env: AppStoreEnvironment, refunds: RefundView, nowMs: Int64) -> APIAnswer {
+        guard TransactionIDForm.isWellFormed(id) else { return .invalidTransactionID }
+        guard let i = truth.row(forAnyID: String(id), environment: env, bundle: config.credentials.bundleID) else {
+            return .transactionNotFound
+        }
+        return .json(.object([("signedTransactionInfo", .string(signed(i, refunds: refunds, nowMs: nowMs)))]))
+    }
+
+    // MARK: Look Up Order ID
+
+    private func orderLookup(_ id: Substring, _ env: AppStoreEnvironment, refunds: RefundView, nowMs: Int64) -> APIAnswer {
+        guard env == .production else { return .text(404, "Not Found") }
+        guard AppleOrderID.isWellFormed(id) else { return .error(400, 4_000_000, "Bad request.") }
+        let found = (truth.byOrder[String(id)] ?? []).filter {
+            truth.rows[$0].environment == env && truth.rows[$0].bundleID == config.credentials.bundleID
+        }
+        guard !found.isEmpty else { return .json(.object([("status", .int(1))])) }
+        return .json(.object([("status", .int(0)),
+                              ("signedTransactions", .array(found.map { .string(signed($0, refunds: refunds, nowMs: nowMs)) }))]))
+    }
+
+    // MARK: Signing
+
+    /// Row `i` as a signed transaction (JWS, x5c leaf/intermediate/root) signed at `nowMs`.
+    func signed(_ i: Int, refunds: RefundView, nowMs: Int64) -> String {
+        let row = truth.rows[i]
+        return config.pki.signTransaction(row.payload(signedDate: nowMs, refund: refunds.refund(row)))
+    }
+}
+
+/// The refunds Apple shows: the refund list being served (`--refunds`, `Simulator.setRefunds`)
+/// first, else the truth's own.
+struct RefundView {
+    var list: [String: SimRefund]
+    var version: Int
+
+    func refund(_ row: AppleTruthRow) -> SimRefund? { list[row.transactionID] ?? row.refund }
+}
