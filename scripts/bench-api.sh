@@ -43,10 +43,11 @@ path, label, budget = sys.argv[1], sys.argv[2], float(sys.argv[3])
 times, limited = [], 0
 for line in open(path):
     f = line.rstrip("\n").split("\t")
-    if "transaction_info" not in f:
+    # API lines: unix ms, environment, endpoint, outcome (200, 429:4290000:until=…, …), id
+    if len(f) < 4 or f[2] != "transaction_info":
         continue
     times.append(int(f[0]))
-    if "429" in f[-1]:
+    if f[3].startswith("429"):
         limited += 1
 ok = len(times) - limited
 span = (max(times) - min(times)) / 1000 if len(times) > 1 else float("nan")

@@ -38,6 +38,8 @@ extension SimulatorCore {
         if let freeAt = api.limiter.admit(RateLimiter.Key(endpoint: endpoint, environment: env), nowMs: nowMs) {
             var answer = APIAnswer.error(429, 4_290_000, "Rate limit exceeded.")
             answer.headers = [("Retry-After", String(freeAt))]
+            // The call log says until when: a test checks that nothing came before it.
+            answer.outcome += ":until=\(freeAt)"
             return done(answer)
         }
         // Faults and latency: keyed like verifyReceipt's by receipt id, here by endpoint and id.
@@ -66,6 +68,7 @@ extension SimulatorCore {
             outcome = fault.rawValue
             var answer = APIAnswer.error(429, 4_290_000, "Rate limit exceeded.")
             answer.headers = [("Retry-After", String(nowMs + 1000))]
+            answer.outcome += ":until=\(nowMs + 1000)"
             action = .http(answer)
         case .nonjson:
             outcome = fault.rawValue

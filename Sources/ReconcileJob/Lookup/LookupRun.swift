@@ -152,9 +152,16 @@ struct OurFacts {
                                        quantity: grants.value(r, 6).flatMap(Int.init) ?? 1, grantedAt: at,
                                        revokedAt: grants.value(r, 8).flatMap(Int64.init)))
         }
+        // Uploads that name it, and (once a night verified them) uploads whose answer showed it:
+        // the missed order of a receipt uploaded without its transaction id.
+        let job = settings.jobSchema.quoted
+        let learned = try db.query("SELECT to_regclass($1) IS NOT NULL", [settings.jobSchema.name + ".receipt_transactions"])
+            .value(0, 0) == "t"
         let uploads = try db.query("""
             SELECT user_id, order_id FROM \(src).iap_receipts
-            WHERE transaction_id = $1 AND user_id IS NOT NULL ORDER BY submitted_at, receipt_id
+            WHERE (transaction_id = $1\(learned ? " OR receipt_id IN (SELECT receipt_id FROM \(job).receipt_transactions WHERE transaction_id = $1)" : ""))
+              AND user_id IS NOT NULL
+            ORDER BY submitted_at, receipt_id
             """, [t.transactionID])
         var uploadOrders: [String] = []
         for r in 0..<uploads.rowCount {
