@@ -10,8 +10,15 @@ secret="demo-shared-secret"
 echo "== generating 3000 users' orders, receipts and grants (as of $as_of)"
 echo "   a quarter of them upload StoreKit 2 signed transactions, signed by a test PKI in $work/pki"
 "$bin/iap-sim" seed --users 3000 --seed 2026 --as-of "$as_of" --bundle com.example.game \
-  --refunds "$work/refunds.csv" --expected "$work/expected" --pki "$work/pki"
-start_sim --shared-secret "$secret" --refunds "$work/refunds.csv" --latency-ms 20 --fault-rate 0.1 --seed 2026
+  --refunds "$work/refunds.csv" --expected "$work/expected" --pki "$work/pki" --apple-truth "$work/apple-truth.tsv"
+# An In-App Purchase key of our own (App Store Connect gives you a .p8 file like it)
+"$bin/iap-sim" keygen --out "$work/key.p8" >/dev/null
+export IAP_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a IAP_KEY_ID=DEMOKEY001 IAP_PRIVATE_KEY_FILE="$work/key.p8"
+echo "== the simulator: verifyReceipt and the App Store Server API, from the same truth"
+start_sim --shared-secret "$secret" --refunds "$work/refunds.csv" --latency-ms 20 --fault-rate 0.1 --seed 2026 \
+  --pki "$work/pki" --apple-truth "$work/apple-truth.tsv" --api-key "$work/key.p8" --api-key-id "$IAP_KEY_ID" \
+  --api-issuer "$IAP_ISSUER_ID" --api-bundle com.example.game
+export IAP_API_URL_PRODUCTION="http://127.0.0.1:$port/production" IAP_API_URL_SANDBOX="http://127.0.0.1:$port/sandbox"
 
 export IAP_SHARED_SECRET="$secret" IAP_BUNDLE_IDS=com.example.game
 # the test PKI's root stands in for Apple Root CA - G3 (embedded in the job, used when this is unset)
@@ -41,3 +48,12 @@ echo "reports: $here/reports/$day/"
 ls -1 "$here/reports/$day/" | sed 's/^/  /'
 echo "first rows of compensate.csv:"
 head -4 "$here/reports/$day/compensate.csv" | sed 's/^/  /'
+
+# Customer service: a player forwards Apple's invoice e-mail. The order ID of a missed purchase:
+missed=$(awk -F, 'NR > 1 && $11 == "paid_not_granted" && $9 == "production" { print $6; exit }' "$here/reports/$day/compensate.csv")
+order=$(awk -F'\t' -v t="$missed" '$1 == t { print $13; exit }' "$work/apple-truth.tsv")
+if [ -n "$order" ]; then
+  echo
+  echo "== customer service: iap-reconcile lookup $order (the order ID on the player's invoice)"
+  "$bin/iap-reconcile" lookup "$order" | sed 's/^/  /' || true
+fi

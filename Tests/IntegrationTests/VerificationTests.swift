@@ -210,14 +210,16 @@ struct VerificationTests {
         #expect(outputs.count >= 8)
     }
 
-    @Test("--help explains every option and variable", arguments: ["", "run", "verify", "migrate"])
+    @Test("--help explains every option and variable", arguments: ["", "run", "verify", "migrate", "lookup"])
     func help(subcommand: String) throws {
         let args = subcommand.isEmpty ? ["--help"] : [subcommand, "--help"]
         let r = try runTool("iap-reconcile", args, environment: ProcessInfo.processInfo.environment)
         #expect(r.status == 0)
         let text = r.stdout
         for variable in ["DATABASE_URL", "PGHOST", "PGPASSWORD", "IAP_SHARED_SECRET", "IAP_VERIFY_URL_PRODUCTION",
-                         "IAP_VERIFY_URL_SANDBOX", "IAP_BUNDLE_IDS", "75", "78", "65", "73"] {
+                         "IAP_VERIFY_URL_SANDBOX", "IAP_BUNDLE_IDS", "IAP_ROOT_CERTIFICATES", "IAP_ISSUER_ID",
+                         "IAP_KEY_ID", "IAP_PRIVATE_KEY_FILE", "IAP_API_URL_PRODUCTION", "IAP_API_URL_SANDBOX",
+                         "75", "78", "65", "73"] {
             #expect(text.contains(variable), "\(args) help does not mention \(variable)")
         }
         if !subcommand.isEmpty {
@@ -227,7 +229,10 @@ struct VerificationTests {
             }
         }
         if subcommand == "run" {
-            #expect(text.contains("--out") && text.contains("--no-verify"))
+            #expect(text.contains("--out") && text.contains("--no-verify") && text.contains("--api-rate"))
+        }
+        if subcommand == "lookup" {
+            #expect(text.contains("--transaction") && text.contains("--json") && text.contains("invoice"))
         }
     }
 }
