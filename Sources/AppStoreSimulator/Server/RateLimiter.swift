@@ -3,30 +3,19 @@
 // (shared/apple/server-api.md §4). A request over the limit gets 429 and `Retry-After`: the UNIX
 // time in milliseconds when the window has room again. Refused requests take no room.
 
+import AppStore
 import Foundation
 import Reconciliation
 
-/// The Server API endpoints the simulator serves. The raw values name them in `--api-rate`, in
-/// the call log and in `SimCall.endpoint`.
-public enum SimAPIEndpoint: String, CaseIterable, Sendable {
-    case transactionInfo = "transaction_info"
-    case transactionHistory = "transaction_history"
-    case refundHistory = "refund_history"
-    case notificationHistory = "notification_history"
-    case orderLookup = "order_lookup"
+/// The Server API endpoints the simulator serves: the job's own list (their raw values name them
+/// in `--api-rate`, in the call log and in `SimCall.endpoint`).
+public typealias SimAPIEndpoint = ServerAPIEndpoint
 
-    /// Apple's production limit, requests per second.
-    public var appleRate: Int {
-        switch self {
-        case .transactionInfo, .transactionHistory, .notificationHistory: return 50
-        case .refundHistory, .orderLookup: return 10
-        }
-    }
-
+extension ServerAPIEndpoint {
     /// Parses `--api-rate ENDPOINT=N` (N ≥ 0; 0 = no limit).
-    public static func parseRate(_ text: String) -> (SimAPIEndpoint, Int)? {
+    public static func parseRate(_ text: String) -> (ServerAPIEndpoint, Int)? {
         let parts = text.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
-        guard parts.count == 2, let endpoint = SimAPIEndpoint(rawValue: parts[0]), let n = Int(parts[1]), n >= 0 else {
+        guard parts.count == 2, let endpoint = ServerAPIEndpoint(rawValue: parts[0]), let n = Int(parts[1]), n >= 0 else {
             return nil
         }
         return (endpoint, n)
@@ -47,13 +36,13 @@ final class RateLimiter: @unchecked Sendable {
 
     init(production: [SimAPIEndpoint: Int]) {
         var rates: [SimAPIEndpoint: Int] = [:]
-        for e in SimAPIEndpoint.allCases { rates[e] = production[e] ?? e.appleRate }
+        for e in SimAPIEndpoint.allCases { rates[e] = production[e] ?? Int(e.appleRate) }
         self.production = rates
     }
 
     /// Requests per second allowed for `key`; nil = unlimited. The sandbox gets a tenth (at least 1).
     func limit(_ key: Key) -> Int? {
-        let n = production[key.endpoint] ?? key.endpoint.appleRate
+        let n = production[key.endpoint] ?? Int(key.endpoint.appleRate)
         guard n > 0 else { return nil }
         return key.environment == .production ? n : max(1, n / 10)
     }
