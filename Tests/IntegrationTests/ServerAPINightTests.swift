@@ -173,6 +173,10 @@ struct ServerAPINightTests {
         let granted = try w.run(["lookup", "--transaction", grantedTID])
         #expect(granted.status == 0 && granted.stdout.contains("granted to user") && granted.stdout.contains("nothing to do"),
                 "\(granted.stdout)\(granted.stderr)")
+        let grantedJSON = try w.run(["lookup", "--transaction", grantedTID, "--json"])
+        let grantedItems = try #require(try JSONSerialization.jsonObject(with: Data(grantedJSON.stdout.utf8)) as? [String: Any])
+        #expect((grantedItems["transactions"] as? [[String: Any]])?.first?["verdict"] as? String == "granted",
+                "\(grantedJSON.stdout)")
 
         // Apple knows it, we do not: our rows of a granted purchase are gone.
         try w.t.db.execute("""
