@@ -123,11 +123,7 @@ struct GarbageAnswerTests {
                                  environment: t.environment(healthy.urls.merging(["IAP_BUNDLE_IDS": Self.bundle]) { $1 }))
         #expect(second.status == 0, "\(second.stderr)")
         #expect(healthy.calls().count >= asked.count)
-        for file in NightTests.findingFiles {
-            let got = NightTests.read(day.appendingPathComponent(file))
-            let want = NightTests.read(expected.appendingPathComponent(file))
-            #expect(got == want, "\(file) differs from the generator's truth\n\(NightTests.diff(got, want))")
-        }
+        NightTests.expectReportsMatchTruth(day, expected: expected)
         #expect(try t.int("SELECT count(*) FROM recon.receipt_state WHERE verdict = 'valid'") > 0)
     }
 }

@@ -48,6 +48,15 @@ struct NightTests {
                      ]) { $1 }))
     }
 
+    /// Each finding file of `day` equals the generator's expected file, with the differing lines on failure.
+    static func expectReportsMatchTruth(_ day: URL, expected: URL, sourceLocation: SourceLocation = #_sourceLocation) {
+        for file in findingFiles {
+            let got = read(day.appendingPathComponent(file))
+            let want = read(expected.appendingPathComponent(file))
+            #expect(got == want, "\(file) differs from the generator's truth\n\(diff(got, want))", sourceLocation: sourceLocation)
+        }
+    }
+
     /// summary.json's `verification` counts.
     static func verification(_ summary: String) throws -> [String: Int] {
         let json = try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any]
@@ -70,11 +79,7 @@ struct NightTests {
         let first = try w.run()
         #expect(first.status == 0, "\(first.stderr)")
         let day = w.out.appendingPathComponent("2026-11-21")
-        for file in Self.findingFiles {
-            let got = Self.read(day.appendingPathComponent(file))
-            let want = Self.read(w.expected.appendingPathComponent(file))
-            #expect(got == want, "\(file) differs from the generator's truth\n\(Self.diff(got, want))")
-        }
+        Self.expectReportsMatchTruth(day, expected: w.expected)
         // Every kind of finding is there (the generator makes each one).
         let compensate = Self.read(day.appendingPathComponent("compensate.csv"))
         for reason in ["paid_not_granted", "partially_granted", "revoked_not_refunded", ",exact,", ",inferred,", ",none,"] {

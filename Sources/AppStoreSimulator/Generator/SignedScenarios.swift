@@ -2,7 +2,6 @@
 // scenarios exist only with them (a missed purchase, and four uploads the job must reject or not
 // compensate: tampered, another app's, from an unknown root, from the sandbox).
 
-import Foundation
 import Reconciliation
 
 extension ScenarioBuilder {
@@ -92,11 +91,9 @@ struct UploadSigner: Sendable {
             return foreign.signTransaction(payload)
         case .tampered:
             // The signature of one payload over another: header and signature kept, payload swapped.
-            let signed = pki.signTransaction(payload).split(separator: ".")
             var changed = payload
             changed.quantity += 1
-            let body = try JSONEncoder().encode(changed).base64URLEncoded()
-            return "\(signed[0]).\(body).\(signed[2])"
+            return pki.tampered(pki.signTransaction(payload), payload: changed)
         }
     }
 
@@ -110,9 +107,7 @@ struct UploadSigner: Sendable {
         case .nonRenewing?: type = "Non-Renewing Subscription"
         case nil: type = "Consumable"
         }
-        // A price list per storefront, so signed money comes in several currencies.
-        let storefronts = [("USA", "USD", 990 as Int64), ("JPN", "JPY", 160_000), ("DEU", "EUR", 1_090)]
-        let (storefront, currency, unit) = storefronts[Int(SimHash.fnv(t.tid) % 3)]
+        let store = SimStorefront.of(transactionID: t.tid)
         var p = SignedTransactionPayload(
             transactionId: t.tid, originalTransactionId: t.otid, bundleId: sim.bundle, productId: t.pid,
             purchaseDate: t.pd, originalPurchaseDate: t.opd, quantity: t.qty, type: type,
@@ -121,19 +116,10 @@ struct UploadSigner: Sendable {
         p.expiresDate = t.exp
         p.webOrderLineItemId = t.wol
         p.transactionReason = t.tid == t.otid ? "PURCHASE" : "RENEWAL"
-        p.storefront = storefront
-        p.currency = currency
-        p.price = unit * Int64(t.qty)
+        p.storefront = store.code
+        p.storefrontId = store.id
+        p.currency = store.currency
+        p.price = store.unitMilliunits * Int64(t.qty)
         return p
-    }
-}
-
-extension Data {
-    /// base64url without padding (RFC 7515 §2).
-    func base64URLEncoded() -> String {
-        var s = base64EncodedString()
-        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while s.hasSuffix("=") { s.removeLast() }
-        return s
     }
 }

@@ -118,3 +118,18 @@ extension TestPKI {
         try Self.create(now: now, names: Names(root: root.subject, intermediate: intermediate.subject, leaf: leaf.subject))
     }
 }
+
+/// Where a simulated purchase was made and what one unit cost there, from the transaction id: the
+/// generator's signed uploads and the simulated Server API sign the same price for the same
+/// transaction, in several currencies.
+public struct SimStorefront: Sendable {
+    public var code, id, currency: String
+    /// One unit's price in milliunits of `currency`.
+    public var unitMilliunits: Int64
+
+    static let all = [SimStorefront(code: "USA", id: "143441", currency: "USD", unitMilliunits: 990),
+                      SimStorefront(code: "JPN", id: "143462", currency: "JPY", unitMilliunits: 160_000),
+                      SimStorefront(code: "DEU", id: "143443", currency: "EUR", unitMilliunits: 1_090)]
+
+    public static func of(transactionID: String) -> SimStorefront { all[Int(SimHash.fnv(transactionID) % 3)] }
+}

@@ -86,9 +86,7 @@ extension AppleTruthRow {
     /// `refund` shown as a full refund. Storefront and price come from the transaction id (the
     /// same table as the generator's signed uploads), so the same transaction always costs the same.
     func payload(signedDate: Int64, refund: SimRefund?) -> SignedTransactionPayload {
-        let storefronts = [("USA", "143441", "USD", 990 as Int64), ("JPN", "143462", "JPY", 160_000),
-                           ("DEU", "143443", "EUR", 1_090)]
-        let (storefront, storefrontID, currency, unit) = storefronts[Int(SimHash.fnv(transactionID) % 3)]
+        let store = SimStorefront.of(transactionID: transactionID)
         var p = SignedTransactionPayload(
             transactionId: transactionID, originalTransactionId: originalTransactionID,
             webOrderLineItemId: webOrderLineItemID, bundleId: bundleID, productId: productID,
@@ -96,7 +94,8 @@ extension AppleTruthRow {
             quantity: quantity, type: appleType, inAppOwnershipType: "PURCHASED", signedDate: signedDate,
             environment: appleEnvironment,
             transactionReason: productType == .autoRenewable && transactionID != originalTransactionID ? "RENEWAL" : "PURCHASE",
-            storefront: storefront, storefrontId: storefrontID, price: unit * Int64(quantity), currency: currency,
+            storefront: store.code, storefrontId: store.id, price: store.unitMilliunits * Int64(quantity),
+            currency: store.currency,
             appAccountToken: appAccountToken)
         if let refund {
             p.revocationDate = refund.cancellationDateMs

@@ -12,7 +12,7 @@ struct ServerAPICaller {
     let api: ServerAPISettings
     let timeoutMs: Int
     let attempts: Int
-    let retryBaseMs: Int
+    let policy: RetryPolicy
     /// The longest a 429 may make `lookup` wait before it gives up (exit 75).
     static let maxWaitMs: Int64 = 60_000
 
@@ -20,7 +20,8 @@ struct ServerAPICaller {
         self.api = api
         timeoutMs = settings.timeoutMs
         attempts = max(1, settings.maxAttempts)
-        retryBaseMs = settings.retryBaseMs
+        policy = RetryPolicy(maxAttempts: max(1, settings.maxAttempts), retryBaseMs: settings.retryBaseMs,
+                             retryDelayMinutes: settings.retryDelayMinutes)
     }
 
     /// The body of a 200, or nil for 4040010 (Apple knows no such transaction there).
@@ -63,8 +64,8 @@ struct ServerAPICaller {
                 }
             }
             if attempt < attempts {
-                let cap = Double(retryBaseMs) * Double(1 << min(10, attempt - 1))
-                Thread.sleep(forTimeInterval: Double.random(in: 0...cap) / 1000)
+                let ms = policy.backoffMs(afterAttempt: attempt, jitter: Double.random(in: 0...1))
+                Thread.sleep(forTimeInterval: Double(ms) / 1000)
             }
         }
         throw JobError(.temporary, "the App Store Server API is unreachable (\(lastProblem)) after \(attempts) attempts; run again later")
