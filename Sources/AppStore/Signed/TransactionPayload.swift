@@ -162,7 +162,7 @@ struct TransactionPayloadReader {
     }
 
     /// 8-4-4-4-12 hexadecimal digits (Apple's `appAccountToken` is a UUID the app chose).
-    private static func uuid(_ doc: JSONDocument, _ index: Int, field: String) throws -> String {
+    static func uuid(_ doc: JSONDocument, _ index: Int, field: String) throws -> String {
         let text = try doc.strictText(index, field: field, maxBytes: 64)
         let bytes = Array(text.utf8)
         var ok = bytes.count == 36
