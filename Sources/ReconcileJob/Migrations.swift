@@ -159,6 +159,56 @@ enum Migrations {
         $fn$;
         \(RecordAnswers.sql)
         """),
+        (6, "the App Store Server API sweeps: notifications, their positions, customers' history, reversals", """
+        -- reversed_date_ms: a REFUND_REVERSED notification's signedDate (the refund stands only when
+        -- its revocation is later). history_user_id: the user on whose behalf transaction history
+        -- returned the transaction (docs/rules.md "Whose purchase").
+        ALTER TABLE {S}.apple_transactions
+            ADD COLUMN reversed_date_ms bigint,
+            ADD COLUMN history_user_id  text;
+        -- One row per notificationUUID: Apple repeats notifications and sweeps overlap.
+        CREATE TABLE {S}.notifications (
+            notification_uuid   text PRIMARY KEY,
+            notification_type   text NOT NULL,
+            subtype             text,
+            environment         text NOT NULL,
+            transaction_id      text,
+            signed_date_ms      bigint NOT NULL,
+            run_id              bigint NOT NULL,
+            learned_at          timestamptz NOT NULL DEFAULT now()
+        );
+        -- Where each sweep stands: the end of its last finished window (UNIX ms).
+        CREATE TABLE {S}.notification_sweeps (
+            notification_type   text NOT NULL,
+            environment         text NOT NULL,
+            reached_ms          bigint NOT NULL,
+            run_id              bigint NOT NULL,
+            updated_at          timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (notification_type, environment)
+        );
+        -- Customers whose transaction history was asked: the id asked with and the revision of the
+        -- last page, so the next night asks only for what changed.
+        CREATE TABLE {S}.history_customers (
+            user_id             text PRIMARY KEY,
+            transaction_id      text NOT NULL,
+            environment         text NOT NULL,
+            revision            text,
+            run_id              bigint NOT NULL,
+            asked_at            timestamptz NOT NULL DEFAULT now()
+        );
+        -- How directly a transaction was learned: a transaction learned several ways keeps the
+        -- most direct source (contract §6 compensate.csv `source`).
+        CREATE FUNCTION {S}.source_rank(source text) RETURNS int LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+            SELECT CASE source WHEN 'receipt' THEN 1 WHEN 'signed_transaction' THEN 2
+                               WHEN 'transaction_history' THEN 3 ELSE 4 END
+        $fn$;
+        -- Milliunits as the reports print money: 2 decimals when whole hundredths, else 3.
+        CREATE FUNCTION {S}.money_text(m bigint) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+            SELECT CASE WHEN m % 10 = 0 THEN round(m / 1000.0, 2)::text ELSE round(m / 1000.0, 3)::text END
+        $fn$;
+        \(RecordAnswers.sql)
+        \(LearnTransactions.sql)
+        """),
     ]
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.

@@ -55,7 +55,7 @@ public final class Night {
         if case .migrateOnly = stages { return }
 
         logger.info("stage check")
-        try SourceCheck.verify(db, schema: settings.sourceSchema)
+        settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
         summary.runID = try startLedger(db, command: command)
 
         if case .decideDatabaseOnly = stages {
@@ -75,6 +75,19 @@ public final class Night {
             logger.info("stage verify")
             summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
             summary.stageSeconds["verify"] = clock.lap()
+            if let api = settings.serverAPI {
+                logger.info("stage sweep")
+                summary.sweeps = try ServerAPISweeps(settings: settings, api: api, runID: summary.runID, logger: logger).run(db: db)
+                summary.stageSeconds["sweep"] = clock.lap()
+            }
+        }
+        if settings.serverAPI == nil, case .full = stages {
+            summary.skippedChecks = RunSummary.checksNeedingServerAPI
+            logger.warning("""
+                without App Store Server API credentials these checks were not done: \
+                \(RunSummary.checksNeedingServerAPI.joined(separator: ", ")) (set IAP_ISSUER_ID, IAP_KEY_ID, \
+                IAP_PRIVATE_KEY_FILE; see README)
+                """)
         }
         if case .full = stages {
             logger.info("stage decide")

@@ -51,6 +51,13 @@ public struct JobSettings: Sendable {
     public var apiSandboxURL: String?
     /// `--api-rate ENDPOINT=N`: the job's own budget per endpoint (requests per second).
     public var apiRates: [ServerAPIEndpoint: Double] = [:]
+    /// `iap_products` has the optional `price` and `currency` columns (found by the source check).
+    public internal(set) var listPriceColumns = false
+    /// `--history-limit`: customers whose transaction history one night asks for, at most.
+    public var historyLimit = 20_000
+    /// `--account-token-namespace`: order ids are not UUIDs; the app sets `appAccountToken` to the
+    /// name-based UUID (version 5) of the order id in this namespace.
+    public var accountTokenNamespace: String?
     /// The Server API client's settings once `configureServerAPI` read the key; nil: not configured.
     public internal(set) var serverAPI: ServerAPISettings?
 

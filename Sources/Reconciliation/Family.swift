@@ -32,15 +32,37 @@ public struct KnownTransaction: Sendable, Equatable {
     /// The `exact` order (§4): an order with this transaction_id, else an open order of the same
     /// product named by a receipt containing this transaction. Nil when there is none.
     public var exactOrder: OrderRef?
+    /// How the job learned the transaction (the most direct way, contract §6 `source`).
+    public var source: TransactionSource
+    /// Apple's signed price and the list price of its product.
+    public var price: PriceFacts
+    /// Apple withdrew a family-shared purchase (`revocationType` FAMILY_REVOKE): no money returned.
+    public var familyRevokedDate: EpochMillis?
+    /// Apple's three-letter storefront code, when signed.
+    public var storefront: String?
 
     public init(transaction: AppleTransaction, productType: ProductType?, receiptID: String?, userID: String?,
-                exactOrder: OrderRef?) {
+                exactOrder: OrderRef?, source: TransactionSource = .receipt, price: PriceFacts = PriceFacts(),
+                familyRevokedDate: EpochMillis? = nil, storefront: String? = nil) {
+        self.storefront = storefront
         self.transaction = transaction
         self.productType = productType
         self.receiptID = receiptID
         self.userID = userID
         self.exactOrder = exactOrder
+        self.source = source
+        self.price = price
+        self.familyRevokedDate = familyRevokedDate
     }
+}
+
+/// How the job learned an Apple transaction (compensate.csv `source`), most direct first: a
+/// transaction learned several ways keeps the first of these.
+public enum TransactionSource: String, Sendable, CaseIterable {
+    case receipt
+    case signedTransaction = "signed_transaction"
+    case transactionHistory = "transaction_history"
+    case notification
 }
 
 /// What the receipts linked to a grant (same transaction_id or same order_id) say (§4 clawback).
@@ -72,12 +94,16 @@ public struct GrantFacts: Sendable, Equatable {
     /// The quantity of the order linked to the grant's transaction (`iap_orders.transaction_id`),
     /// when there is one: what was paid for when Apple never showed the transaction (§4).
     public var linkedOrderQuantity: Int?
+    /// The list price of one unit of the grant's product (`iap_products.price`, `currency`).
+    public var listUnitPrice: Money?
 
-    public init(grant: Grant, productType: ProductType?, links: ReceiptLinks, linkedOrderQuantity: Int? = nil) {
+    public init(grant: Grant, productType: ProductType?, links: ReceiptLinks, linkedOrderQuantity: Int? = nil,
+                listUnitPrice: Money? = nil) {
         self.grant = grant
         self.productType = productType
         self.links = links
         self.linkedOrderQuantity = linkedOrderQuantity
+        self.listUnitPrice = listUnitPrice
     }
 }
 

@@ -28,6 +28,7 @@ public enum DuplicateKind: String, Sendable, CaseIterable {
 /// Why an active grant's payment is gone or never existed (contract §4 clawback), in precedence order.
 public enum ClawbackReason: String, Sendable, CaseIterable {
     case refunded
+    case familyRevoked = "family_revoked"
     case invalidReceipt = "invalid_receipt"
     case wrongBundle = "wrong_bundle"
     case transactionNotFound = "transaction_not_found"
@@ -39,16 +40,24 @@ public enum ClawbackReason: String, Sendable, CaseIterable {
 public struct CompensationCandidate: Sendable, Equatable {
     public var transaction: AppleTransaction
     public var productType: ProductType
-    /// The transaction's user: the uploader of its earliest-submitted receipt.
+    /// The transaction's user (docs/rules.md "Whose purchase"): the uploader of its
+    /// earliest-submitted receipt, else the user its appAccountToken, transaction history or
+    /// family names.
     public var userID: String
-    public var receiptID: String
+    /// The earliest-submitted receipt that contains it; nil when no upload showed it (learned
+    /// from the App Store Server API alone).
+    public var receiptID: String?
     /// Units still owed: the transaction's quantity less the units of its active grants.
     public var owed: Int
     public var reason: CompensationReason
     public var exactOrder: OrderRef?
+    /// The money of the units owed; nil when no price is known.
+    public var amount: Money?
+    public var source: TransactionSource
 
-    public init(transaction: AppleTransaction, productType: ProductType, userID: String, receiptID: String,
-                owed: Int, reason: CompensationReason, exactOrder: OrderRef?) {
+    public init(transaction: AppleTransaction, productType: ProductType, userID: String, receiptID: String?,
+                owed: Int, reason: CompensationReason, exactOrder: OrderRef?, amount: Money? = nil,
+                source: TransactionSource = .receipt) {
         self.transaction = transaction
         self.productType = productType
         self.userID = userID
@@ -56,6 +65,8 @@ public struct CompensationCandidate: Sendable, Equatable {
         self.owed = owed
         self.reason = reason
         self.exactOrder = exactOrder
+        self.amount = amount
+        self.source = source
     }
 }
 
@@ -74,11 +85,16 @@ public struct CompensationRow: Sendable, Equatable {
     public var environment: AppStoreEnvironment
     public var match: OrderMatch
     public var reason: CompensationReason
-    public var receiptID: String
+    public var receiptID: String?
+    public var amount: Money?
+    public var source: TransactionSource
 
     public init(orderID: String?, userID: String, productID: String, productType: ProductType, quantity: Int,
                 transactionID: String, originalTransactionID: String, purchaseDate: EpochMillis,
-                environment: AppStoreEnvironment, match: OrderMatch, reason: CompensationReason, receiptID: String) {
+                environment: AppStoreEnvironment, match: OrderMatch, reason: CompensationReason, receiptID: String?,
+                amount: Money? = nil, source: TransactionSource = .receipt) {
+        self.amount = amount
+        self.source = source
         self.orderID = orderID
         self.userID = userID
         self.productID = productID
@@ -97,7 +113,7 @@ public struct CompensationRow: Sendable, Equatable {
     public var cells: [String] {
         [orderID ?? "", userID, productID, productType.rawValue, String(quantity), transactionID,
          originalTransactionID, UTC.timestamp(purchaseDate), environment.rawValue, match.rawValue, reason.rawValue,
-         receiptID]
+         receiptID ?? "", amount?.text ?? "", amount?.currency ?? "", source.rawValue]
     }
 
     /// One Apple transaction is owed at most once, whatever its order match.
@@ -157,10 +173,14 @@ public struct ClawbackRow: Sendable, Equatable {
     public var reason: ClawbackReason
     public var cancellationDate: EpochMillis?
     public var cancellationReason: String?
+    /// The money of the grant's units; nil when no price is known.
+    public var amount: Money?
 
     public init(grantID: String, userID: String, orderID: String?, productID: String, productType: ProductType,
                 quantity: Int, transactionID: String, originalTransactionID: String?, grantedAt: EpochMillis,
-                reason: ClawbackReason, cancellationDate: EpochMillis?, cancellationReason: String?) {
+                reason: ClawbackReason, cancellationDate: EpochMillis?, cancellationReason: String?,
+                amount: Money? = nil) {
+        self.amount = amount
         self.grantID = grantID
         self.userID = userID
         self.orderID = orderID
@@ -179,7 +199,7 @@ public struct ClawbackRow: Sendable, Equatable {
     public var cells: [String] {
         [grantID, userID, orderID ?? "", productID, productType.rawValue, String(quantity), transactionID,
          originalTransactionID ?? "", UTC.timestamp(grantedAt), reason.rawValue,
-         cancellationDate.map(UTC.timestamp) ?? "", cancellationReason ?? ""]
+         cancellationDate.map(UTC.timestamp) ?? "", cancellationReason ?? "", amount?.text ?? "", amount?.currency ?? ""]
     }
 
     public var findingKey: String { "clawback|\(grantID)" }
@@ -191,11 +211,38 @@ public struct FamilyDecision: Sendable, Equatable {
     public var compensations: [CompensationCandidate]
     public var duplicates: [DuplicateGrantRow]
     public var clawbacks: [ClawbackRow]
+    public var unattributed: [UnattributedRow]
 
     public init(compensations: [CompensationCandidate] = [], duplicates: [DuplicateGrantRow] = [],
-                clawbacks: [ClawbackRow] = []) {
+                clawbacks: [ClawbackRow] = [], unattributed: [UnattributedRow] = []) {
         self.compensations = compensations
         self.duplicates = duplicates
         self.clawbacks = clawbacks
+        self.unattributed = unattributed
     }
+}
+
+/// One row of `unattributed.csv`: a purchase Apple reported that no order, upload or grant ties
+/// to a user. Never compensated blindly: customer service finds it when the customer writes.
+public struct UnattributedRow: Sendable, Equatable {
+    public var transactionID: String
+    public var productID: String
+    public var purchaseDate: EpochMillis
+    public var amount: Money?
+    public var storefront: String?
+
+    public init(transactionID: String, productID: String, purchaseDate: EpochMillis, amount: Money?, storefront: String?) {
+        self.transactionID = transactionID
+        self.productID = productID
+        self.purchaseDate = purchaseDate
+        self.amount = amount
+        self.storefront = storefront
+    }
+
+    /// The cells in `ReportFile.unattributed.columns` order, without `first_seen`.
+    public var cells: [String] {
+        [transactionID, productID, UTC.timestamp(purchaseDate), amount?.text ?? "", amount?.currency ?? "", storefront ?? ""]
+    }
+
+    public var findingKey: String { "unattributed|\(transactionID)" }
 }

@@ -17,8 +17,20 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Days back from --as-of: receipts submitted and transactions purchased in this window are checked.")
     var windowDays = 30
 
-    @Option(help: "Days back from --as-of: users with non-consumable or subscription grants this recent get their newest receipt re-verified for refunds.")
+    @Option(help: ArgumentHelp(
+        "Days back from --as-of for refunds: users with non-consumable or subscription grants this recent get their newest receipt re-verified, refunds.csv lists the refunds (and reversals) of this window, and the first notification sweep reaches this far back (at most 180 days in production, 30 in the sandbox).",
+        valueName: "days"))
     var refundWindowDays = 90
+
+    @Option(help: ArgumentHelp(
+        "At most this many customers' transaction history asked per night (Server API: 50 requests/s; 20000 takes about 7 minutes): users with a paid open order first, then the newest; the others wait for a later night (summary.json sweeps.history_left).",
+        valueName: "n"))
+    var historyLimit = 20_000
+
+    @Option(help: ArgumentHelp(
+        "For shops whose order ids are not UUIDs: the app sets appAccountToken to the name-based UUID (version 5) of the order id in this namespace; a purchase whose token matches is that order's (match exact).",
+        valueName: "uuid"))
+    var accountTokenNamespace: String?
 
     @Option(help: "At most this many receipts re-verified by the refund sweep per run (0 turns the sweep off).")
     var sweepLimit = 1000
@@ -81,7 +93,7 @@ struct CommonOptions: ParsableArguments {
                                        ("--timeout-ms", timeoutMs, 1), ("--max-attempts", maxAttempts, 1),
                                        ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
                                        ("--sweep-interval-hours", sweepIntervalHours, 0),
-                                       ("--lock-wait-seconds", lockWaitSeconds, 0)]
+                                       ("--lock-wait-seconds", lockWaitSeconds, 0), ("--history-limit", historyLimit, 0)]
         where value < minimum {
             throw ValidationError("\(name) must be at least \(minimum)")
         }
@@ -96,6 +108,13 @@ struct CommonOptions: ParsableArguments {
         }
         s.windowDays = windowDays
         s.refundWindowDays = refundWindowDays
+        s.historyLimit = historyLimit
+        if let ns = accountTokenNamespace {
+            guard AccountToken.bytes(ofUUID: ns) != nil else {
+                throw ValidationError("--account-token-namespace '\(ns.prefix(40))' is not a UUID (8-4-4-4-12 hexadecimal digits)")
+            }
+            s.accountTokenNamespace = ns
+        }
         s.sweepLimit = sweepLimit
         s.sweepIntervalHours = sweepIntervalHours
         s.concurrency = concurrency
@@ -179,6 +198,23 @@ let environmentHelp = """
                                  never logged, reported or printed
       IAP_API_URL_PRODUCTION     https://api.storekit.apple.com
       IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
+
+    APP STORE SERVER API SWEEPS (with the three IAP_* key variables)
+      Each night asks Get Notification History for REFUND, REFUND_REVERSED and
+      ONE_TIME_CHARGE from where the last finished sweep reached (the first
+      night: --refund-window-days back), and Get Transaction History for the
+      customers with open orders in the window (--history-limit). Consumable
+      refunds reach clawback.csv and refunds.csv; purchases that never reached
+      your server reach compensate.csv (empty receipt_id, source notification
+      or transaction_history) or, tied to no user, unattributed.csv. Needs App
+      Store Server Notifications V2 set in App Store Connect. Without the key
+      the night runs on receipts alone and says which checks it skipped.
+
+    REPORTS
+      compensate.csv, duplicate_grants.csv, clawback.csv, refunds.csv,
+      unattributed.csv, unresolved.csv, input_errors.csv, summary.json (money
+      per currency: owed, claw_back, refunded, refunded_still_granted).
+      Amounts: Apple's signed price, else iap_products.price (optional).
 
     SIGNED TRANSACTIONS
       A receipt_data in JWS form (StoreKit 2 Transaction.jwsRepresentation) is

@@ -85,8 +85,8 @@ struct ClawbackTests {
     }
 
     @Test func reasonsAreListedInPrecedenceOrder() {
-        #expect(Clawback.rules.map(\.reason) == [.refunded, .wrongBundle, .invalidReceipt, .transactionNotFound,
-                                                  .sandboxTransaction])
+        #expect(Clawback.rules.map(\.reason) == [.refunded, .familyRevoked, .wrongBundle, .invalidReceipt,
+                                                  .transactionNotFound, .sandboxTransaction])
     }
 
     @Test func oneRowPerActiveGrant() {
@@ -103,19 +103,19 @@ struct ClawbackTests {
             [known(old("t2", original: "t1", cancelled: cancelled), .autoRenewable)],
             [facts(grant("g1", tx: "t2", original: nil, user: "u7", product: "vip", quantity: 1,
                          at: UTC.millis(year: 2026, month: 10, day: 1), order: "o5"), .autoRenewable)])
-        #expect(ReportFile.clawback.columns.dropLast() == ["grant_id", "user_id", "order_id", "product_id",
+        #expect(ReportFile.clawback.columns == ["grant_id", "user_id", "order_id", "product_id",
             "product_type", "quantity", "transaction_id", "original_transaction_id", "granted_at", "reason",
-            "cancellation_date", "cancellation_reason"])
+            "cancellation_date", "cancellation_reason", "first_seen", "amount", "currency"])
         let row = try #require(decision.clawbacks.first)
         #expect(row.cells == ["g1", "u7", "o5", "vip", "auto_renewable", "1", "t2", "t1", "2026-10-01T00:00:00Z",
-                              "refunded", "2026-11-02T08:30:00Z", ""])
+                              "refunded", "2026-11-02T08:30:00Z", "", "", ""])
         #expect(row.findingKey == "clawback|g1")
 
         let notFound = decide([], [facts(grant("g9", tx: "t9", original: "t8", at: 0),
                                          links: ReceiptLinks(linked: 1, verifiedWithoutTransaction: 1))])
         let other = try #require(notFound.clawbacks.first)
         #expect(other.cells == ["g9", "u1", "", "gems", "consumable", "1", "t9", "t8", "1970-01-01T00:00:00Z",
-                                "transaction_not_found", "", ""])
+                                "transaction_not_found", "", "", "", ""])
     }
 
     @Test func cancellationReasonIsReported() throws {

@@ -143,11 +143,11 @@ struct OrderMatchTests {
         var c = CompensationCandidate(transaction: t, productType: .nonRenewing, userID: "u1", receiptID: "r1", owed: 2,
                                       reason: .partiallyGranted, exactOrder: nil)
         let none = Decide.matchOrders([c], openOrders: [])[0]
-        #expect(ReportFile.compensate.columns.dropLast() == ["order_id", "user_id", "product_id", "product_type",
+        #expect(ReportFile.compensate.columns == ["order_id", "user_id", "product_id", "product_type",
             "quantity", "transaction_id", "original_transaction_id", "purchase_date", "environment", "match", "reason",
-            "receipt_id"])
+            "receipt_id", "first_seen", "amount", "currency", "source"])
         #expect(none.cells == ["", "u1", "vip_month", "non_renewing", "2", "1000000315361723", "1000000315361700",
-                               "2026-11-20T03:08:45Z", "production", "none", "partially_granted", "r1"])
+                               "2026-11-20T03:08:45Z", "production", "none", "partially_granted", "r1", "", "", "receipt"])
         #expect(none.findingKey == "compensate|1000000315361723|production")
 
         c.exactOrder = OrderRef(orderID: "o9", userID: "u1", productID: "vip_month", createdAt: t.purchaseDate)

@@ -100,6 +100,7 @@ public final class DecideStage {
             LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
             LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
             LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
+            LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
             UNION ALL
             SELECT \(FamilyRow.selectList(GrantColumn.self, \.sql))
             FROM grant_family gf
@@ -125,6 +126,8 @@ public final class DecideStage {
             try db.execute(inputErrorSQL)
         }
         try db.execute(prepareSQL)
+        try prepareTokenOrders(db)
+        try db.execute(attributionSQL)
         if databaseOnly {
             var n = 0
             try db.copyOut("COPY (\(familySQL)) TO STDOUT") { _ in n += 1 }
@@ -146,6 +149,7 @@ public final class DecideStage {
             candidates.append(contentsOf: decided.compensations)
             for d in decided.duplicates { try sink.add(report: .duplicateGrants, key: d.findingKey, cells: d.cells) }
             for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
+            for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
             result.families += 1
         }
         try sink.begin()
@@ -175,6 +179,7 @@ public final class DecideStage {
         }
         try sink.commit()
         progress.finish()
+        try db.execute(refundsSQL)
         try updateHistory(db)
         logger.info("decided", metadata: ["families": "\(result.families)", "rows": "\(rows)"])
         return result
@@ -230,7 +235,7 @@ public final class DecideStage {
 
 /// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
 final class FindingSink {
-    static let maxCells = 13
+    static let maxCells = 15
     private let db: PGConnection
     private let schema: JobSchema
     private var pending: [[String?]] = []
@@ -247,6 +252,7 @@ final class FindingSink {
                 report text NOT NULL, finding_key text NOT NULL,
                 c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text, c9 text, c10 text,
                 c11 text, c12 text, c13 text);
+            ALTER TABLE \(schema.quoted).current_findings ADD COLUMN IF NOT EXISTS c14 text, ADD COLUMN IF NOT EXISTS c15 text;
             BEGIN;
             TRUNCATE \(schema.quoted).current_findings;
             """)

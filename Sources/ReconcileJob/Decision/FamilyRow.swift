@@ -10,10 +10,18 @@ enum TransactionColumn: Int, CaseIterable {
     case key, kind, transactionID, environment, productID, quantity, purchaseMs, originalPurchaseMs, expiresMs
     case cancellationMs, cancellationReason, isTrialPeriod, webOrderLineItemID, bundleID, productType
     case receiptID, userID, orderID, orderUserID, orderProductID, orderCreatedMs
+    case source, applePrice, appleCurrency, listPrice, listCurrency, familyRevokedMs, storefront
 
-    /// Over `t` (apple_transactions), `p` (products), `f` (first receipt), `e1`/`e2` (exact orders).
+    /// A refund stands unless a REFUND_REVERSED came at or after it.
+    static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
+
+    /// Over `t` (apple_transactions), `p` (products), `f` (first receipt), `e1`/`e2` (exact orders),
+    /// `w` (whose purchase, for transactions no upload showed: Attribution.swift).
     var sql: String {
-        func order(_ column: String) -> String { "CASE WHEN e1.order_id IS NOT NULL THEN e1.\(column) ELSE e2.\(column) END" }
+        func order(_ column: String) -> String {
+            "CASE WHEN e1.order_id IS NOT NULL THEN e1.\(column) WHEN e2.order_id IS NOT NULL THEN e2.\(column) "
+                + "ELSE w.token_\(column == "order_id" ? "order_id" : column) END"
+        }
         switch self {
         case .key: return "t.original_transaction_id"
         case .kind: return "'T'"
@@ -24,18 +32,26 @@ enum TransactionColumn: Int, CaseIterable {
         case .purchaseMs: return "t.purchase_date_ms::text"
         case .originalPurchaseMs: return "t.original_purchase_date_ms::text"
         case .expiresMs: return "t.expires_date_ms::text"
-        case .cancellationMs: return "t.cancellation_date_ms::text"
-        case .cancellationReason: return "t.cancellation_reason"
+        case .cancellationMs: return "CASE WHEN \(Self.reversed) THEN NULL ELSE t.cancellation_date_ms::text END"
+        case .cancellationReason: return "CASE WHEN \(Self.reversed) THEN NULL ELSE t.cancellation_reason END"
         case .isTrialPeriod: return "t.is_trial_period::text"
         case .webOrderLineItemID: return "t.web_order_line_item_id"
         case .bundleID: return "t.bundle_id"
         case .productType: return "p.product_type"
         case .receiptID: return "f.receipt_id"
-        case .userID: return "f.user_id"
-        case .orderID: return "coalesce(e1.order_id, e2.order_id)"
+        case .userID: return "coalesce(f.user_id, w.user_id)"
+        case .orderID: return "coalesce(e1.order_id, e2.order_id, w.token_order_id)"
         case .orderUserID: return order("user_id")
         case .orderProductID: return order("product_id")
         case .orderCreatedMs: return order("created_ms") + "::text"
+        case .source: return "t.source"
+        case .applePrice: return "t.price_milliunits::text"
+        case .appleCurrency: return "t.currency"
+        case .listPrice: return "p.list_milli::text"
+        case .listCurrency: return "p.list_currency"
+        case .familyRevokedMs:
+            return "CASE WHEN t.revocation_type = 'FAMILY_REVOKE' AND NOT \(Self.reversed) THEN t.revocation_date_ms::text END"
+        case .storefront: return "t.storefront"
         }
     }
 }
@@ -43,7 +59,7 @@ enum TransactionColumn: Int, CaseIterable {
 enum GrantColumn: Int, CaseIterable {
     case key, kind, grantID, userID, orderID, productID, transactionID, originalTransactionID, quantity, grantedMs
     case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
-    case linkedOrderQuantity
+    case linkedOrderQuantity, listPrice, listCurrency
 
     /// Over `gf` (grants with their family key), `p` (products), `k` (links), `lo` (linked order).
     var sql: String {
@@ -65,6 +81,8 @@ enum GrantColumn: Int, CaseIterable {
         case .rejectedWrongBundle: return "coalesce(k.wrong_bundle, 0)::text"
         case .verifiedWithoutTransaction: return "coalesce(k.without_tx, 0)::text"
         case .linkedOrderQuantity: return "lo.quantity::text"
+        case .listPrice: return "p.list_milli::text"
+        case .listCurrency: return "p.list_currency"
         }
     }
 }
@@ -118,8 +136,13 @@ struct FamilyRow {
            let product = self[.orderProductID], let created = self[.orderCreatedMs].flatMap({ Int64($0) }) {
             order = OrderRef(orderID: oid, userID: user, productID: product, createdAt: created)
         }
+        var price = PriceFacts()
+        if let m = self[.applePrice].flatMap({ Int64($0) }), let c = self[.appleCurrency] { price.apple = Money(milliunits: m, currency: c) }
+        price.listUnit = Self.money(self[TransactionColumn.listPrice], self[TransactionColumn.listCurrency])
         return KnownTransaction(transaction: t, productType: self[TransactionColumn.productType].flatMap(ProductType.init(rawValue:)),
-                                receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order)
+                                receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order,
+                                source: self[.source].flatMap(TransactionSource.init(rawValue:)) ?? .receipt, price: price,
+                                familyRevokedDate: self[.familyRevokedMs].flatMap { Int64($0) }, storefront: self[.storefront])
     }
 
     /// A `G` row as the core's `GrantFacts`; nil when a required field is missing.
@@ -137,6 +160,12 @@ struct FamilyRow {
                                  rejectedWrongBundle: count(.rejectedWrongBundle),
                                  verifiedWithoutTransaction: count(.verifiedWithoutTransaction))
         return GrantFacts(grant: grant, productType: self[GrantColumn.productType].flatMap(ProductType.init(rawValue:)),
-                          links: links, linkedOrderQuantity: self[.linkedOrderQuantity].flatMap { Int($0) })
+                          links: links, linkedOrderQuantity: self[.linkedOrderQuantity].flatMap { Int($0) },
+                          listUnitPrice: Self.money(self[GrantColumn.listPrice], self[GrantColumn.listCurrency]))
+    }
+
+    static func money(_ milli: String?, _ currency: String?) -> Money? {
+        guard let m = milli.flatMap({ Int64($0) }), let c = currency else { return nil }
+        return Money(milliunits: m, currency: c)
     }
 }

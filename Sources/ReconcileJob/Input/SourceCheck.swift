@@ -2,7 +2,21 @@ import Postgres
 
 /// Contract §1: the four source relations, their columns and the kinds of their types.
 public enum SourceCheck {
-    enum Kind: String { case text, integer = "an integer (integer, bigint, smallint)", timestamp = "timestamp with time zone" }
+    enum Kind: String {
+        case text, integer = "an integer (integer, bigint, smallint)", timestamp = "timestamp with time zone"
+        case number = "a number (numeric, integer, bigint, smallint)"
+    }
+
+    /// Optional columns: absent is fine, present must have the kind shown (contract §1).
+    static let optional: [(relation: String, columns: [(String, Kind)])] = [
+        ("iap_products", [("price", .number), ("currency", .text)]),
+    ]
+
+    /// What the check found beyond the required columns.
+    public struct Shape: Sendable {
+        /// `iap_products` has both `price` and `currency`.
+        public var listPrices = false
+    }
 
     static let relations: [(name: String, columns: [(String, Kind)])] = [
         ("iap_products", [("product_id", .text), ("product_type", .text), ("bundle_id", .text)]),
@@ -16,7 +30,8 @@ public enum SourceCheck {
     ]
 
     /// Throws exit 65 naming every missing relation or column, or a column of the wrong kind.
-    public static func verify(_ db: PGConnection, schema: String) throws {
+    @discardableResult
+    public static func verify(_ db: PGConnection, schema: String) throws -> Shape {
         let result = try db.query("""
             SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
             FROM pg_class c
@@ -48,11 +63,27 @@ public enum SourceCheck {
                 }
             }
         }
+        var shape = Shape()
+        for relation in optional {
+            guard let columns = found[relation.relation] else { continue }
+            for (column, kind) in relation.columns {
+                if let type = columns[column], !matches(type, kind) {
+                    problems.append("\(schema).\(relation.relation).\(column) is \(type), expected \(kind.rawValue)")
+                }
+            }
+        }
+        let products = found["iap_products"] ?? [:]
+        shape.listPrices = products["price"] != nil && products["currency"] != nil
+        if (products["price"] != nil) != (products["currency"] != nil) {
+            problems.append("\(schema).iap_products has " + (products["price"] != nil ? "price without currency" : "currency without price")
+                + " (the optional list price needs both)")
+        }
         if !problems.isEmpty {
             throw JobError(.sourceMismatch, "source relations do not match the contract: "
                 + problems.joined(separator: "; ") + " (see docs/contract.md, 'Source relations')")
         }
         try checkPrivileges(db, schema: schema)
+        return shape
     }
 
     /// Every source relation must be readable by the job's role: one line naming each missing
@@ -83,6 +114,7 @@ public enum SourceCheck {
         // session's zone: both are refused; a view can cast them (quantity::int, ts AT TIME ZONE 'UTC').
         case .integer: return ["integer", "bigint", "smallint"].contains(type)
         case .timestamp: return type == "timestamp with time zone"
+        case .number: return type.hasPrefix("numeric") || ["integer", "bigint", "smallint"].contains(type)
         }
     }
 }

@@ -119,11 +119,29 @@ enum SourceRelation: String, CaseIterable, Sendable {
 extension DecideStage {
     /// `p`, the valid products (one row per product_id), and `known_products`, every product id
     /// of the source with whether it has a valid row: the product checks of orders and grants.
+    /// The optional list price (contract §1 `price`, `currency`) as milliunits of one unit and
+    /// its currency: used only when the price is 0 or more (below 10^12) and the currency is three
+    /// upper-case letters; any other value counts as no price (`ignoredPricesSQL` counts them).
+    var listPriceColumns: String {
+        guard settings.listPriceColumns else { return "NULL::bigint AS list_milli, NULL::text AS list_currency" }
+        return "CASE WHEN \(Self.usablePrice) THEN round(price * 1000)::bigint END AS list_milli, "
+            + "CASE WHEN \(Self.usablePrice) THEN currency::text END AS list_currency"
+    }
+
+    static let usablePrice = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
+
+    /// Products whose price or currency is present but unusable (a warning, not an input error:
+    /// the row still decides, only its amounts stay empty).
+    var ignoredPricesSQL: String {
+        "SELECT count(*) FROM \(src).iap_products WHERE (price IS NOT NULL OR currency IS NOT NULL) "
+            + "AND NOT coalesce(\(Self.usablePrice), false)"
+    }
+
     var productsSQL: String {
         """
         DROP TABLE IF EXISTS pg_temp.p, pg_temp.known_products;
         CREATE TEMP TABLE p AS
-            SELECT DISTINCT ON (product_id) product_id, product_type FROM \(src).iap_products
+            SELECT DISTINCT ON (product_id) product_id, product_type, \(listPriceColumns) FROM \(src).iap_products
             WHERE product_id IS NOT NULL
             ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
         DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(SourceRelation.productTypes);

@@ -38,8 +38,10 @@ struct ReportWriter {
 
         var counts: [String: Int] = [:]
         var reasons: [String: [String: Int]] = [:]
+        var money = MoneyTotals()
         for file in ReportFile.allCases {
-            let (n, perReason) = try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue))
+            let (n, perReason) = try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue),
+                                              money: &money)
             let name = String(file.rawValue.dropLast(4))
             counts[name] = n
             if Self.reasonColumn[file] != nil { reasons[name] = perReason }
@@ -53,6 +55,7 @@ struct ReportWriter {
         }
         summary.counts = counts
         summary.reasons = reasons
+        summary.money = money.totals
         summary.reportFolder = final
         summary.exitCode = 0
         summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
@@ -69,10 +72,12 @@ struct ReportWriter {
     private func query(for file: ReportFile) -> String {
         let width = file.columns.count
         switch file {
-        case .compensate, .duplicateGrants, .clawback:
+        case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed:
             let cells = (1..<width).map { "c\($0)" }
+            var select = cells
+            select.insert("to_char(f.first_seen, 'YYYY-MM-DD')", at: file.firstSeenIndex ?? cells.count)
             return """
-                SELECT \(cells.joined(separator: ", ")), to_char(f.first_seen, 'YYYY-MM-DD')
+                SELECT \(select.joined(separator: ", "))
                 FROM \(S).current_findings c JOIN \(S).findings f ON f.finding_key = c.finding_key
                 WHERE c.report = '\(file.rawValue)'
                 ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
@@ -93,7 +98,8 @@ struct ReportWriter {
         }
     }
 
-    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL) throws -> (Int, [String: Int]) {
+    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL,
+                          money: inout MoneyTotals) throws -> (Int, [String: Int]) {
         guard let handle = fopen(url.path, "w") else {
             throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(String(cString: strerror(errno)))")
         }
@@ -111,6 +117,7 @@ struct ReportWriter {
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
             try put(CSV.record(cells))
+            money.add(file, cells)
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
         }
@@ -123,6 +130,30 @@ struct ReportWriter {
 
 }
 
+/// summary.json's `money`: the sums of the report columns themselves, per currency, so they
+/// reconcile with the CSV files by construction (milliunits, exact).
+struct MoneyTotals {
+    private(set) var totals: [String: [String: Int64]] = [:]
+
+    mutating func add(_ file: ReportFile, _ cells: [String]) {
+        func column(_ name: String) -> String? { file.columns.firstIndex(of: name).flatMap { $0 < cells.count ? cells[$0] : nil } }
+        func add(_ kind: String, amountColumn: String) {
+            guard let currency = column("currency"), !currency.isEmpty, let text = column(amountColumn), !text.isEmpty,
+                  let m = Money.milliunits(Substring(text)) else { return }
+            totals[currency, default: [:]][kind, default: 0] += m
+        }
+        switch file {
+        case .compensate: add("owed", amountColumn: "amount")
+        case .clawback: add("claw_back", amountColumn: "amount")
+        case .refunds:
+            let state = column("state")
+            if state != "reversed" { add("refunded", amountColumn: "refunded_amount") }
+            if state == "still_granted" { add("refunded_still_granted", amountColumn: "refunded_amount") }
+        default: break
+        }
+    }
+}
+
 /// The short table printed at the end of a run.
 public enum RunReport {
     public static func text(_ s: RunSummary) -> String {
@@ -130,7 +161,7 @@ public enum RunReport {
         lines.append("iap-reconcile: run \(s.runID) for \(UTC.date(s.asOf)) done")
         let v = s.verification
         lines.append("  verification      \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected")
-        for file in ["compensate", "duplicate_grants", "clawback", "unresolved", "input_errors"] {
+        for file in ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved", "input_errors"] {
             var line = "  " + file.padding(toLength: 18, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
             if let r = s.reasons[file], !r.isEmpty {
                 line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"

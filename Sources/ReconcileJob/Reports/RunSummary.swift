@@ -16,6 +16,19 @@ public struct RunSummary: Sendable {
     public var tally: [String: RelationTally] = [:]
     /// When summary.json was written.
     public var writtenAt: EpochMillis?
+    /// The Server API sweeps (nil: not run).
+    public var sweeps: SweepCounts?
+    /// Checks not done in this run, and why (no Server API credentials).
+    public var skippedChecks: [String] = []
+    /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`): milliunits.
+    public var money: [String: [String: Int64]] = [:]
+
+    /// What a night without App Store Server API credentials cannot check.
+    public static let checksNeedingServerAPI = [
+        "refunds_app_wide (consumable refunds from notification history)",
+        "purchases_never_uploaded (ONE_TIME_CHARGE notifications, transaction history)",
+        "signed_transaction_refunds (Get Transaction Info)",
+    ]
 
     public init(asOf: EpochMillis, windowDays: Int) {
         self.asOf = asOf
@@ -48,6 +61,16 @@ public struct RunSummary: Sendable {
         var seconds: [String: Double]
         var tally: [String: [String: Int]]
         var exit_code: Int32?
+        var money: [String: [String: String]]
+        var skipped_checks: [String]
+        var sweeps: Sweeps?
+        struct Sweeps: Encodable {
+            var notifications: [String: Int]
+            var notifications_rejected: Int
+            var history_customers, history_left, history_transactions, history_rejected: Int
+            var requests: [String: Int]
+            var rate_limited, retried, abandoned: Int
+        }
 
         init(_ s: RunSummary) {
             run_id = s.runID
@@ -65,6 +88,15 @@ public struct RunSummary: Sendable {
             seconds = s.stageSeconds
             tally = s.tally.mapValues { $0.buckets.merging(["rows": $0.rows]) { $1 } }
             exit_code = s.exitCode
+            money = s.money.mapValues { $0.mapValues(Money.text) }
+            skipped_checks = s.skippedChecks
+            sweeps = s.sweeps.map {
+                Sweeps(notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,
+                       history_customers: $0.historyCustomers, history_left: $0.historyLeft,
+                       history_transactions: $0.historyTransactions, history_rejected: $0.historyRejected,
+                       requests: $0.pager.requests, rate_limited: $0.pager.rateLimited, retried: $0.pager.retried,
+                       abandoned: $0.pager.abandoned)
+            }
         }
     }
 }

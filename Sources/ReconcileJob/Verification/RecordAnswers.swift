@@ -91,8 +91,10 @@ enum RecordAnswers {
                         revocation_type = coalesce(EXCLUDED.revocation_type, t.revocation_type),
                         revocation_percentage = coalesce(EXCLUDED.revocation_percentage, t.revocation_percentage),
                         signed_date_ms = greatest(EXCLUDED.signed_date_ms, t.signed_date_ms),
-                        -- the first way the job learned it
-                        source = t.source,
+                        -- the most direct way the job learned it (source_rank, migration 6: every
+                        -- migration runs before a run records an answer)
+                        source = CASE WHEN {S}.source_rank(EXCLUDED.source) < {S}.source_rank(t.source)
+                                      THEN EXCLUDED.source ELSE t.source END,
                         updated_at = now();
                     INSERT INTO {S}.receipt_transactions (receipt_id, transaction_id, environment)
                     SELECT a->>'r', x.tid, a->>'env' FROM jsonb_to_recordset(a->'txs') AS x(tid text)

@@ -9,6 +9,7 @@ enum Clawback {
     static var rules: [(reason: ClawbackReason, applies: (GrantFacts, FamilyFacts) -> Bool)] {
         [
             (.refunded, refunded),
+            (.familyRevoked, familyRevoked),
             (.wrongBundle, wrongBundle),
             (.invalidReceipt, invalidReceipt),
             (.transactionNotFound, transactionNotFound),
@@ -25,13 +26,25 @@ enum Clawback {
         // Revoked grants were already taken back; unknown products are input errors.
         guard grant.isActive, let type = grantFacts.productType else { return nil }
         guard let reason = rules.first(where: { $0.applies(grantFacts, facts) })?.reason else { return nil }
-        let apple = facts.apple(grant.transactionID)
+        let known = facts.known(grant.transactionID)
+        let apple = known?.transaction
+        var price = known?.price ?? PriceFacts()
+        if price.listUnit == nil { price.listUnit = grantFacts.listUnitPrice }
+        let revokedByFamily = reason == .familyRevoked
         return ClawbackRow(
             grantID: grant.grantID, userID: grant.userID, orderID: grant.orderID, productID: grant.productID,
             productType: type, quantity: grant.quantity, transactionID: grant.transactionID,
             originalTransactionID: apple?.originalTransactionID ?? grant.originalTransactionID,
-            grantedAt: grant.grantedAt, reason: reason, cancellationDate: apple?.cancellationDate,
-            cancellationReason: apple?.cancellationReason)
+            grantedAt: grant.grantedAt, reason: reason,
+            cancellationDate: revokedByFamily ? known?.familyRevokedDate : apple?.cancellationDate,
+            cancellationReason: revokedByFamily ? nil : apple?.cancellationReason,
+            amount: price.amount(units: grant.quantity, transactionQuantity: apple.map(units(of:)) ?? max(1, grant.quantity)))
+    }
+
+    /// family_revoked: Apple withdrew a family-shared purchase (revocationType FAMILY_REVOKE): the
+    /// access goes, no money was returned (never in refunds.csv).
+    static func familyRevoked(_ grant: GrantFacts, _ facts: FamilyFacts) -> Bool {
+        facts.known(grant.grant.transactionID)?.familyRevokedDate != nil
     }
 
     /// refunded: the grant's transaction carries a `cancellation_date` (production preferred).

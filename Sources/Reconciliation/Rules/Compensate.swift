@@ -12,12 +12,11 @@ enum Compensate {
             let transaction = known.transaction
             // Sandbox transactions are never compensated; production is the one used when both are known.
             guard transaction.environment == .production else { continue }
-            // A refunded (cancelled) transaction owes nothing.
-            guard transaction.cancellationDate == nil else { continue }
+            // A refunded (cancelled) or family-revoked transaction owes nothing.
+            guard transaction.cancellationDate == nil, known.familyRevokedDate == nil else { continue }
             guard isInWindow(transaction.purchaseDate, settings: settings) else { continue }
-            // Unknown product, or no receipt/user: reported as an input error elsewhere, not decided here.
-            guard let type = known.productType, let userID = known.userID, let receiptID = known.receiptID
-            else { continue }
+            // Unknown product: an input error. No user: unattributed.csv (never compensated blindly).
+            guard let type = known.productType, let userID = known.userID else { continue }
 
             let quantity = units(of: transaction)
             let grants = facts.grants(of: transaction.transactionID)
@@ -31,13 +30,32 @@ enum Compensate {
             }
             guard !isRestore else { continue }
 
+            let owed = quantity - activeUnits(grants)
             found.append(CompensationCandidate(
-                transaction: transaction, productType: type, userID: userID, receiptID: receiptID,
-                owed: quantity - activeUnits(grants), reason: reason, exactOrder: known.exactOrder))
+                transaction: transaction, productType: type, userID: userID, receiptID: known.receiptID,
+                owed: owed, reason: reason, exactOrder: known.exactOrder,
+                amount: known.price.amount(units: owed, transactionQuantity: quantity), source: known.source))
         }
         return found.sorted {
             ($0.transaction.purchaseDate, $0.transaction.transactionID)
                 < ($1.transaction.purchaseDate, $1.transaction.transactionID)
+        }
+    }
+
+    /// unattributed.csv: a production purchase in the window, learned from the App Store Server
+    /// API alone, that no receipt, order, history or grant ties to a user, neither refunded nor
+    /// revoked. It is listed, never compensated.
+    static func unattributed(in facts: FamilyFacts, settings: DecisionSettings) -> [UnattributedRow] {
+        facts.transactions.compactMap { known in
+            let t = known.transaction
+            guard t.environment == .production, known.userID == nil,
+                  known.source == .notification || known.source == .transactionHistory,
+                  t.cancellationDate == nil, known.familyRevokedDate == nil,
+                  isInWindow(t.purchaseDate, settings: settings), facts.grants(of: t.transactionID).isEmpty
+            else { return nil }
+            return UnattributedRow(transactionID: t.transactionID, productID: t.productID, purchaseDate: t.purchaseDate,
+                                   amount: known.price.amount(units: units(of: t), transactionQuantity: units(of: t)),
+                                   storefront: known.storefront)
         }
     }
 

@@ -14,7 +14,8 @@ public enum Decide {
         return FamilyDecision(
             compensations: Compensate.candidates(in: facts, standingGrants: standing.map(\.grant), settings: settings),
             duplicates: DuplicateGrants.rows(standing: standing, in: facts),
-            clawbacks: clawbacks)
+            clawbacks: clawbacks,
+            unattributed: Compensate.unattributed(in: facts, settings: settings))
     }
 
     /// The order match for compensation candidates: exact ones pass through; the others get

@@ -45,6 +45,9 @@ struct FamilyFacts {
     /// Apple's transaction for an id (production preferred); nil when Apple never showed it in a valid answer.
     func apple(_ transactionID: String) -> AppleTransaction? { appleByID[transactionID]?.transaction }
 
+    /// What the job knows of a transaction id (production preferred).
+    func known(_ transactionID: String) -> KnownTransaction? { appleByID[transactionID] }
+
     /// Apple showed the transaction in a valid answer, in either environment.
     func appleShowed(_ transactionID: String) -> Bool { appleByID[transactionID] != nil }
 

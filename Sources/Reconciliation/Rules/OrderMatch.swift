@@ -67,7 +67,7 @@ enum OrderMatching {
             productType: candidate.productType, quantity: candidate.owed, transactionID: transaction.transactionID,
             originalTransactionID: transaction.originalTransactionID, purchaseDate: transaction.purchaseDate,
             environment: transaction.environment, match: match, reason: candidate.reason,
-            receiptID: candidate.receiptID)
+            receiptID: candidate.receiptID, amount: candidate.amount, source: candidate.source)
     }
 
     struct UserProduct: Hashable {

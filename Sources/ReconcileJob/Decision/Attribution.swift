@@ -1,0 +1,122 @@
+import AppStore
+import Postgres
+import Reconciliation
+
+// Whose purchase a transaction is when no upload showed it (docs/rules.md "Whose purchase"):
+// learned from the App Store Server API alone (notification or transaction history), it belongs
+// to the order its appAccountToken names, else to the user on whose behalf transaction history
+// returned it, else to the earliest uploader or grantee of its family. And refunds.csv, which is
+// a set operation over what the job learned and the grants, so it is plain SQL.
+extension DecideStage {
+    /// `token_orders(token, order_id)`: the appAccountToken each order stands for. Order ids that
+    /// are UUIDs stand for themselves (any case); with `--account-token-namespace`, every order
+    /// created from a day before the window on stands for the UUIDv5 of its id in the namespace.
+    func prepareTokenOrders(_ db: PGConnection) throws {
+        try db.execute("DROP TABLE IF EXISTS pg_temp.token_orders; CREATE TEMP TABLE token_orders (token text, order_id text)")
+        if let namespace = settings.accountTokenNamespace {
+            var orders: [String] = []
+            try db.copyOut("""
+                COPY (SELECT order_id FROM o WHERE created_ms >= \(settings.windowStart - 86_400_000)) TO STDOUT
+                """) { line in
+                if let id = CopyText.fields(line).first ?? nil { orders.append(id) }
+            }
+            try db.copyIn("COPY token_orders FROM STDIN") { w in
+                for id in orders {
+                    if let token = AccountToken.nameBased(namespace: namespace, name: id) { try w.row([token, id]) }
+                }
+            }
+        }
+        try db.execute("""
+            INSERT INTO token_orders SELECT lower(order_id), order_id FROM o
+            WHERE length(order_id) = 36 AND order_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+            ANALYZE token_orders;
+            """)
+    }
+
+    /// `who`: for each transaction learned from the Server API alone, its token order and its user.
+    var attributionSQL: String {
+        """
+        DROP TABLE IF EXISTS pg_temp.who;
+        CREATE TEMP TABLE who AS
+        WITH needs AS (
+            SELECT transaction_id, environment, original_transaction_id, lower(app_account_token) AS token, history_user_id
+            FROM \(S).apple_transactions WHERE source IN ('notification', 'transaction_history')
+        ), keys AS (
+            SELECT DISTINCT original_transaction_id AS okey FROM needs
+        ), family_ids AS (
+            SELECT t.original_transaction_id AS okey, t.transaction_id AS tid
+            FROM \(S).apple_transactions t JOIN keys k ON k.okey = t.original_transaction_id
+            UNION SELECT okey, okey FROM keys
+        ), family_user AS (
+            SELECT DISTINCT ON (okey) okey, user_id FROM (
+                SELECT f.okey, r.user_id, 0 AS k, r.submitted_ms AS at, r.receipt_id AS id
+                FROM family_ids f JOIN r ON r.transaction_id = f.tid
+                UNION ALL
+                SELECT f.okey, g.user_id, 1, g.granted_ms, g.grant_id FROM family_ids f JOIN g ON g.transaction_id = f.tid
+                UNION ALL
+                SELECT f.okey, g.user_id, 1, g.granted_ms, g.grant_id FROM family_ids f JOIN g ON g.original_transaction_id = f.tid
+            ) x ORDER BY okey, k, at, id COLLATE "C"
+        )
+        SELECT DISTINCT ON (n.transaction_id, n.environment) n.transaction_id, n.environment,
+               tk.order_id AS token_order_id, tk.user_id AS token_user_id, tk.product_id AS token_product_id,
+               tk.created_ms AS token_created_ms, coalesce(tk.user_id, n.history_user_id, fu.user_id) AS user_id
+        FROM needs n
+        LEFT JOIN token_orders tko ON tko.token = n.token
+        LEFT JOIN o tk ON tk.order_id = tko.order_id
+        LEFT JOIN family_user fu ON fu.okey = n.original_transaction_id
+        ORDER BY n.transaction_id, n.environment, tk.created_ms, tk.order_id COLLATE "C";
+        CREATE INDEX ON who (transaction_id);
+        ANALYZE who;
+        """
+    }
+
+    /// refunds.csv into `{S}.current_findings` (contract §6): every production transaction with a
+    /// refund (a verifyReceipt cancellation, or a signed revocation that is not FAMILY_REVOKE)
+    /// whose revocation or reversal date lies in the refund window.
+    var refundsSQL: String {
+        let from = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        let window = "BETWEEN \(from) AND \(settings.asOf)"
+        return """
+        INSERT INTO \(S).current_findings (report, finding_key, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14)
+        WITH refunded AS (
+            SELECT t.*, coalesce(t.cancellation_date_ms,
+                                 CASE WHEN t.revocation_type IS DISTINCT FROM 'FAMILY_REVOKE' THEN t.revocation_date_ms END) AS rev_ms
+            FROM \(S).apple_transactions t WHERE t.environment = 'production'
+        ), sel AS (
+            SELECT *, (reversed_date_ms IS NOT NULL AND reversed_date_ms >= rev_ms) AS reversed,
+                   CASE WHEN price_milliunits IS NOT NULL THEN price_milliunits END AS apple_milli
+            FROM refunded WHERE rev_ms IS NOT NULL AND (rev_ms \(window) OR reversed_date_ms \(window))
+        ), uploader AS (
+            SELECT DISTINCT ON (rt.transaction_id) rt.transaction_id, r.user_id
+            FROM sel JOIN \(S).receipt_transactions rt ON rt.transaction_id = sel.transaction_id AND rt.environment = 'production'
+            JOIN r ON r.receipt_id = rt.receipt_id
+            ORDER BY rt.transaction_id, r.submitted_ms, r.receipt_id COLLATE "C"
+        ), granted AS (
+            SELECT g.transaction_id, string_agg(g.grant_id, ' ' ORDER BY g.grant_id COLLATE "C") AS ids,
+                   count(*) FILTER (WHERE g.revoked_ms IS NULL) AS active,
+                   (array_agg(g.user_id ORDER BY g.granted_ms, g.grant_id COLLATE "C"))[1] AS first_user
+            FROM g JOIN sel ON sel.transaction_id = g.transaction_id GROUP BY g.transaction_id
+        ), priced AS (
+            SELECT sel.*, coalesce(sel.apple_milli, p.list_milli * sel.quantity) AS amount_milli,
+                   CASE WHEN sel.apple_milli IS NOT NULL THEN sel.currency ELSE p.list_currency END AS amount_currency,
+                   p.product_type, u.user_id AS uploader, w.user_id AS attributed, gr.ids, gr.active, gr.first_user
+            FROM sel LEFT JOIN p ON p.product_id = sel.product_id
+            LEFT JOIN uploader u ON u.transaction_id = sel.transaction_id
+            LEFT JOIN who w ON w.transaction_id = sel.transaction_id AND w.environment = 'production'
+            LEFT JOIN granted gr ON gr.transaction_id = sel.transaction_id
+        )
+        SELECT 'refunds.csv', 'refund|' || transaction_id, transaction_id, original_transaction_id,
+               coalesce(uploader, attributed, first_user), product_id, product_type,
+               to_char(to_timestamp(rev_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+               coalesce(revocation_reason::text, cancellation_reason), revocation_type, revocation_percentage::text,
+               \(S).money_text(amount_milli),
+               \(S).money_text(CASE WHEN revocation_percentage IS NULL THEN amount_milli
+                                    ELSE round(amount_milli * revocation_percentage / 100000.0)::bigint END),
+               CASE WHEN amount_milli IS NOT NULL THEN amount_currency END,
+               CASE WHEN reversed THEN 'reversed' WHEN ids IS NULL THEN 'never_granted'
+                    WHEN active = 0 THEN 'clawed_back' ELSE 'still_granted' END,
+               ids
+        FROM priced
+        """
+    }
+}

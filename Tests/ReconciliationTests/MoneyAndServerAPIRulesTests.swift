@@ -1,0 +1,102 @@
+// Money (contract §6 amounts) and the rules issue 11 adds: transactions learned from the App
+// Store Server API alone, family_revoked, unattributed purchases.
+
+import Testing
+
+@testable import Reconciliation
+
+@Suite("money")
+struct MoneyTests {
+    @Test(arguments: [(4990, "4.99"), (160_000, "160.00"), (2495, "2.495"), (0, "0.00"), (5, "0.005"), (-990, "-0.99"),
+                      (1_000_000_000_000_000, "1000000000000.00")] as [(Int64, String)])
+    func printed(_ milli: Int64, _ text: String) {
+        #expect(Money.text(milli) == text)
+        #expect(Money.milliunits(Substring(text)) == milli)
+    }
+
+    @Test(arguments: ["", "1.", ".5", "1.2345", "1,00", "abc", "1e3", "--1", "1.-5", "9999999999999999"])
+    func refusedText(_ text: String) {
+        #expect(Money.milliunits(Substring(text)) == nil)
+    }
+
+    @Test func scaledRoundsHalfAwayFromZero() {
+        #expect(Money.scaled(1000, 1, 3) == 333)
+        #expect(Money.scaled(2000, 1, 3) == 667)
+        #expect(Money.scaled(5, 1, 2) == 3)
+        #expect(Money.scaled(-5, 1, 2) == -3)
+        #expect(Money.scaled(Int64.max, 2, 2) == Int64.max)  // no overflow in between
+        #expect(Money.scaled(10, 1, 0) == 0)
+    }
+
+    @Test func applePriceWinsAndIsProratedByUnits() {
+        let both = PriceFacts(apple: Money(milliunits: 480_000, currency: "JPY"), listUnit: Money(milliunits: 990, currency: "USD"))
+        #expect(both.amount(units: 1, transactionQuantity: 3) == Money(milliunits: 160_000, currency: "JPY"))
+        let list = PriceFacts(listUnit: Money(milliunits: 990, currency: "USD"))
+        #expect(list.amount(units: 2, transactionQuantity: 3) == Money(milliunits: 1980, currency: "USD"))
+        #expect(PriceFacts().amount(units: 1, transactionQuantity: 1) == nil)
+    }
+}
+
+@Suite("Server API rules")
+struct ServerAPIRulesTests {
+    func learned(_ t: AppleTransaction, user: String?, source: TransactionSource = .notification,
+                 price: PriceFacts = PriceFacts(apple: Money(milliunits: 1090, currency: "EUR")),
+                 familyRevoked: EpochMillis? = nil, exact: OrderRef? = nil) -> KnownTransaction {
+        KnownTransaction(transaction: t, productType: .consumable, receiptID: nil, userID: user, exactOrder: exact,
+                         source: source, price: price, familyRevokedDate: familyRevoked, storefront: "DEU")
+    }
+
+    @Test func aPurchaseNoUploadShowedIsCompensatedWithItsSourceAndAmount() throws {
+        let t = apple("t1", quantity: 2)
+        let o = OrderRef(orderID: "6f1c…", userID: "u9", productID: "gems", createdAt: t.purchaseDate - minute)
+        let d = decide([learned(t, user: "u9", price: PriceFacts(apple: Money(milliunits: 2180, currency: "EUR")), exact: o)],
+                       [facts(grant("g1", tx: "t1", quantity: 1))])
+        let c = try #require(d.compensations.first)
+        #expect(c.receiptID == nil && c.owed == 1 && c.reason == .partiallyGranted)
+        #expect(c.amount == Money(milliunits: 1090, currency: "EUR"))
+        let row = Decide.matchOrders([c], openOrders: [])[0]
+        #expect(row.cells[11] == "" && row.cells[12] == "1.09" && row.cells[13] == "EUR" && row.cells[14] == "notification")
+        #expect(row.match == .exact)
+        #expect(d.unattributed.isEmpty)
+    }
+
+    @Test func noUserMeansUnattributedNeverCompensated() throws {
+        let d = decide([learned(apple("t1"), user: nil)])
+        #expect(d.compensations.isEmpty)
+        let u = try #require(d.unattributed.first)
+        #expect(u.cells == ["t1", "gems", UTC.timestamp(asOf - 2 * day), "1.09", "EUR", "DEU"])
+        #expect(u.findingKey == "unattributed|t1")
+    }
+
+    @Test func unattributedOnlyForServerAPIPurchasesInTheWindowInProduction() {
+        #expect(decide([learned(apple("t1"), user: nil, source: .receipt)]).unattributed.isEmpty)
+        #expect(decide([learned(apple("t1", at: asOf - 40 * day), user: nil)]).unattributed.isEmpty)
+        #expect(decide([learned(apple("t1", env: .sandbox), user: nil)]).unattributed.isEmpty)
+        #expect(decide([learned(apple("t1", cancelled: asOf - day), user: nil)]).unattributed.isEmpty)
+        #expect(decide([learned(apple("t1"), user: nil, familyRevoked: asOf - day)]).unattributed.isEmpty)
+        #expect(decide([learned(apple("t1"), user: nil, source: .transactionHistory)]).unattributed.count == 1)
+    }
+
+    @Test func familyRevokeIsClawedBackWithoutMoneyReturnedAndNeverCompensated() throws {
+        let revoked = asOf - day
+        let d = decide([learned(apple("t1"), user: "u1", familyRevoked: revoked)], [facts(grant("g1", tx: "t1"))])
+        let row = try #require(d.clawbacks.first)
+        #expect(row.reason == .familyRevoked && row.cancellationDate == revoked && row.cancellationReason == nil)
+        #expect(row.amount == Money(milliunits: 1090, currency: "EUR"))
+        #expect(decide([learned(apple("t1"), user: "u1", familyRevoked: revoked)]).compensations.isEmpty)
+    }
+
+    @Test func aRefundBeatsAFamilyRevoke() throws {
+        let d = decide([learned(apple("t1", cancelled: asOf - day), user: "u1", familyRevoked: asOf - day)],
+                       [facts(grant("g1", tx: "t1"))])
+        #expect(try #require(d.clawbacks.first).reason == .refunded)
+    }
+
+    @Test func clawbackAmountUsesTheListPriceWhenAppleSignedNone() throws {
+        var g = facts(grant("g1", tx: "t9", quantity: 3), links: ReceiptLinks(linked: 1, rejectedInvalid: 1))
+        g.listUnitPrice = Money(milliunits: 990, currency: "USD")
+        let row = try #require(decide([], [g]).clawbacks.first)
+        #expect(row.reason == .invalidReceipt)
+        #expect(row.cells.suffix(2) == ["2.97", "USD"])
+    }
+}
