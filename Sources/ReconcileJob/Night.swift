@@ -43,6 +43,13 @@ public final class Night {
             throw failure
         }
         if summary.runID > 0 { try finishLedger(db, summary: summary) }
+        if !summary.skippedChecks.isEmpty {
+            logger.warning("""
+                without App Store Server API credentials these checks were not done: \
+                \(summary.skippedChecks.joined(separator: "; ")); set IAP_ISSUER_ID, IAP_KEY_ID and \
+                IAP_PRIVATE_KEY_FILE to do them (README, "StoreKit 2 and the App Store Server API")
+                """)
+        }
         return summary
     }
 
@@ -81,14 +88,8 @@ public final class Night {
                 summary.stageSeconds["sweep"] = clock.lap()
             }
         }
-        if settings.serverAPI == nil, case .full = stages {
-            summary.skippedChecks = RunSummary.checksNeedingServerAPI
-            logger.warning("""
-                without App Store Server API credentials these checks were not done: \
-                \(RunSummary.checksNeedingServerAPI.joined(separator: ", ")) (set IAP_ISSUER_ID, IAP_KEY_ID, \
-                IAP_PRIVATE_KEY_FILE; see README)
-                """)
-        }
+        // Said once, at the end of a run that wrote its reports (a failing run keeps its one line).
+        if settings.serverAPI == nil, case .full = stages { summary.skippedChecks = RunSummary.checksNeedingServerAPI }
         if case .full = stages {
             logger.info("stage decide")
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)

@@ -7,7 +7,8 @@ struct NightTests {
     static let asOf = "2026-11-21T03:00:00Z"
     static let nextNight = "2026-11-22T03:00:00Z"
     static let bundle = "com.example.game"
-    static let findingFiles = ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "input_errors.csv"]
+    static let findingFiles = ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "input_errors.csv", "refunds.csv",
+                               "unattributed.csv"]
 
     struct World {
         let t: TestDatabase

@@ -47,11 +47,15 @@ struct ServerAPISweeps {
         var sweeps: [NotificationSweep] = []
         for environment in AppStoreEnvironment.allCases {
             let maxDays: Int64 = environment == .production ? 180 : 30
-            let earliest = settings.asOf - maxDays * 86_400_000
+            // Apple counts its 180 (30) days back from its own now, not from --as-of; an hour's margin
+            // for clocks that differ.
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let earliest = max(settings.asOf, now) - maxDays * 86_400_000 + 3_600_000
             for type in Self.notificationTypes {
-                let stored = try db.query("""
+                let position = try db.query("""
                     SELECT reached_ms FROM \(S).notification_sweeps WHERE notification_type = $1 AND environment = $2
-                    """, [type, environment.rawValue]).value(0, 0).flatMap { Int64($0) }
+                    """, [type, environment.rawValue])
+                let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
                 let first = settings.asOf - min(Int64(settings.refundWindowDays), maxDays) * 86_400_000
                 let start = max(stored ?? first, earliest)
                 // Nothing to ask when an earlier sweep already reached as_of (a rerun for a past date).
