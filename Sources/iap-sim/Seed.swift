@@ -50,7 +50,7 @@ struct Seed: ParsableCommand {
     @Option(help: "Schema of the four source relations (created when missing).")
     var schema: String = "public"
 
-    @Option(help: "Write the refund list here (lines transaction_id,cancellation_date_ms,cancellation_reason) for `iap-sim serve --refunds`. Without it the refund scenarios expect no clawback.")
+    @Option(help: "Write the refund list here (lines transaction_id,cancellation_date_ms,cancellation_reason) for `iap-sim serve --refunds`. Without it the refund scenarios expect no clawback. Not <--expected>/refunds.csv: that is the expected report.")
     var refunds: String?
 
     @Option(name: .customLong("apple-truth"), help: "Write what Apple knows here (one Apple transaction per tab-separated line: ids, product, dates, environment, bundle, customer, Apple order id, refund, storefront, price, currency, revocation type and percentage, reversal date) for `iap-sim serve --apple-truth`. The refund list's refunds are in it only with --refunds. Also means the job sweeps the Server API: the expected files then include what only notifications and transaction histories show.")
