@@ -9,8 +9,14 @@
 // original_purchase_date_ms, expires_date_ms, web_order_line_item_id, environment (production,
 // sandbox), bundle_id, customer (our user id: the customer whose history holds the transaction),
 // order_id (Apple's invoice order id), app_account_token, cancellation_date_ms,
-// cancellation_reason, receipt_id (the first upload that showed it). Required: transaction_id,
-// product_id, purchase_date_ms, environment, bundle_id.
+// cancellation_reason, receipt_id (the first upload that showed it), storefront (USA, JPN, DEU;
+// empty = USA), price (Apple's signed price: milliunits of currency for the whole transaction,
+// quantity included) and currency (the storefront's), revocation_type (REFUND_FULL, the default;
+// REFUND_PRORATED; FAMILY_REVOKE), revocation_percentage (milliunits of a percent, prorated
+// refunds only), reversal_date_ms (Apple reversed the refund: REFUND_REVERSED). Required:
+// transaction_id, product_id, purchase_date_ms, environment, bundle_id. A refund column without
+// cancellation_date_ms, a price without its currency, or a currency that is not the storefront's
+// is refused (with the line): the simulator would otherwise sign something Apple never would.
 
 import Reconciliation
 
@@ -37,12 +43,19 @@ public struct AppleTruthRow: Sendable, Equatable {
     public var refund: SimRefund?
     /// The first upload that showed the transaction (for people reading the file).
     public var receiptID: String?
+    /// Where it was bought: a fact of the transaction, so every answer signs the same price.
+    public var storefront: SimStorefront
+    /// Apple's `price`: milliunits of `currency` for the whole transaction; nil = not signed.
+    public var price: Int64?
+    /// Apple's `currency` (the storefront's), with `price`.
+    public var currency: String?
 
     public init(transactionID: String, originalTransactionID: String? = nil, productID: String,
                 productType: ProductType, quantity: Int = 1, purchaseDateMs: Int64, originalPurchaseDateMs: Int64? = nil,
                 expiresDateMs: Int64? = nil, webOrderLineItemID: String? = nil, environment: AppStoreEnvironment = .production,
                 bundleID: String, customer: String, orderID: String? = nil, appAccountToken: String? = nil,
-                refund: SimRefund? = nil, receiptID: String? = nil) {
+                refund: SimRefund? = nil, receiptID: String? = nil, storefront: SimStorefront = .usa,
+                price: Int64? = nil) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID ?? transactionID
         self.productID = productID
@@ -59,6 +72,9 @@ public struct AppleTruthRow: Sendable, Equatable {
         self.appAccountToken = appAccountToken
         self.refund = refund
         self.receiptID = receiptID
+        self.storefront = storefront
+        self.price = price
+        currency = price == nil ? nil : storefront.currency
     }
 }
 
@@ -99,6 +115,7 @@ public enum AppleTruthFile {
         "transaction_id", "original_transaction_id", "product_id", "product_type", "quantity", "purchase_date_ms",
         "original_purchase_date_ms", "expires_date_ms", "web_order_line_item_id", "environment", "bundle_id",
         "customer", "order_id", "app_account_token", "cancellation_date_ms", "cancellation_reason", "receipt_id",
+        "storefront", "price", "currency", "revocation_type", "revocation_percentage", "reversal_date_ms",
     ]
 
     public static var header: String { columns.joined(separator: "\t") + "\n" }
@@ -109,7 +126,9 @@ public enum AppleTruthFile {
             r.transactionID, r.originalTransactionID, r.productID, r.productType.rawValue, String(r.quantity),
             String(r.purchaseDateMs), String(r.originalPurchaseDateMs), r.expiresDateMs.map { String($0) },
             r.webOrderLineItemID, r.environment.rawValue, r.bundleID, r.customer, r.orderID, r.appAccountToken,
-            r.refund.map { String($0.cancellationDateMs) }, r.refund?.reason, r.receiptID,
+            r.refund.map { String($0.cancellationDateMs) }, r.refund?.reason, r.receiptID, r.storefront.code,
+            r.price.map { String($0) }, r.currency, r.refund?.type, r.refund?.percentage.map { String($0) },
+            r.refund?.reversedMs.map { String($0) },
         ]
         var out = ""
         for (i, cell) in cells.enumerated() {
@@ -172,9 +191,22 @@ public enum AppleTruthFile {
         }
         let quantity = try int("quantity") ?? 1
         guard (1...1_000_000).contains(quantity) else { throw fail("quantity \(quantity) is out of range") }
-        var refund: SimRefund?
-        if let at = try int("cancellation_date_ms") {
-            refund = SimRefund(cancellationDateMs: at, reason: cell("cancellation_reason") ?? "0")
+        let refund = try refundCells(cell, int, fail)
+        var store = SimStorefront.usa
+        if let code = cell("storefront") {
+            guard let s = SimStorefront.named(code) else {
+                throw fail("unknown storefront \(code) (one of \(SimStorefront.all.map(\.code).joined(separator: ", ")))")
+            }
+            store = s
+        }
+        let price = try int("price")
+        if let price, !(0...1_000_000_000_000).contains(price) { throw fail("price \(price) is out of range") }
+        switch (price, cell("currency")) {
+        case (nil, nil): break
+        case (_?, let c?) where c == store.currency: break
+        case (_?, let c?): throw fail("currency \(c) is not the \(store.code) storefront's \(store.currency)")
+        case (_?, nil): throw fail("price without currency")
+        case (nil, _?): throw fail("currency without price")
         }
         return AppleTruthRow(
             transactionID: tid, originalTransactionID: cell("original_transaction_id"), productID: pid, productType: type,
@@ -182,6 +214,34 @@ public enum AppleTruthFile {
             expiresDateMs: try int("expires_date_ms"), webOrderLineItemID: cell("web_order_line_item_id"),
             environment: env, bundleID: bundle, customer: cell("customer") ?? "customer-of-" + tid,
             orderID: cell("order_id"), appAccountToken: cell("app_account_token"), refund: refund,
-            receiptID: cell("receipt_id"))
+            receiptID: cell("receipt_id"), storefront: store, price: price)
+    }
+
+    /// The refund of a line: cancellation_date_ms and what only the Server API shows of it.
+    private static func refundCells(_ cell: (String) -> String?, _ int: (String) throws -> Int64?,
+                                    _ fail: (String) -> AppleTruthError) throws -> SimRefund? {
+        let type = cell("revocation_type"), percentage = try int("revocation_percentage")
+        let reversed = try int("reversal_date_ms")
+        guard let at = try int("cancellation_date_ms") else {
+            if type != nil || percentage != nil || reversed != nil {
+                throw fail("revocation_type, revocation_percentage and reversal_date_ms need a cancellation_date_ms")
+            }
+            return nil
+        }
+        if let type, !SimRefund.types.contains(type) {
+            throw fail("unknown revocation_type \(type) (one of \(SimRefund.types.sorted().joined(separator: ", ")))")
+        }
+        if let percentage, !(0...100_000).contains(percentage) {
+            throw fail("revocation_percentage \(percentage) is out of 0...100000")
+        }
+        guard (type == "REFUND_PRORATED") == (percentage != nil) else {
+            throw fail("a revocation_percentage goes with revocation_type REFUND_PRORATED, and only with it")
+        }
+        if let reversed {
+            guard reversed >= at else { throw fail("reversal_date_ms is before cancellation_date_ms") }
+            guard type != "FAMILY_REVOKE" else { throw fail("a FAMILY_REVOKE is not a refund: it cannot be reversed") }
+        }
+        return SimRefund(cancellationDateMs: at, reason: cell("cancellation_reason") ?? "0", type: type,
+                         percentage: percentage.map { Int($0) }, reversedMs: reversed)
     }
 }

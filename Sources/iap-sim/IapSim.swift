@@ -53,6 +53,13 @@ struct Serve: ParsableCommand {
         after iat) signed with --api-key, else 401; over --api-rate, 429 with Retry-After in UNIX ms. The \
         faults, latency and refund list apply too; the call log names the endpoint in the third field and \
         the path's id in a fifth.
+
+        Notification history: ONE_TIME_CHARGE for every consumable, non-consumable and non-renewing \
+        purchase, REFUND for every refund (its revocationType and, prorated, revocationPercentage from the \
+        truth; REVOKE for FAMILY_REVOKE), REFUND_REVERSED for a refund the truth reverses (afterwards the \
+        transaction shows no revocation anywhere). About one notification in ten was retried an hour after \
+        a timed-out send and is listed twice, same notificationUUID and payload: the client must be \
+        idempotent on it. Prices and storefronts are the truth's.
         """
     )
 

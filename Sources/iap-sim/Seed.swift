@@ -19,7 +19,19 @@ struct Seed: ParsableCommand {
         transactions not found, sandbox purchases, purchases outside the window, renewals, expired \
         subscriptions (21006), malformed receipts (21002). Receipts carry simulator tokens that `iap-sim \
         serve` answers. Run the job with IAP_BUNDLE_IDS=<--bundle>, the same --as-of, the default \
-        --window-days 30, and the simulator serving the --refunds file.
+        --window-days 30 and --refund-window-days 90, and the simulator serving the --refunds file.
+
+        Products have list prices (iap_products.price, currency USD); Apple's USA storefront charges \
+        exactly them, so amounts do not depend on whether the job learned Apple's price. Purchases in \
+        Japan (JPY) and Germany (EUR) are only made where the job certainly reads Apple's price: \
+        verified StoreKit 2 uploads and purchases only the App Store Server API shows.
+
+        Server API scenarios (issue 11): consumable refunds only the notification history shows (full, \
+        prorated, reversed by REFUND_REVERSED), a subscription only the customer's transaction history \
+        shows, first purchases only a ONE_TIME_CHARGE notification reports (appAccountToken = the \
+        order's UUID order_id, and without one: unattributed.csv). Apple's truth always holds them; \
+        the expected files list them only with --apple-truth, which stands for "the job has API \
+        credentials and sweeps notifications and transaction history".
         """
     )
 
@@ -38,13 +50,13 @@ struct Seed: ParsableCommand {
     @Option(help: "Schema of the four source relations (created when missing).")
     var schema: String = "public"
 
-    @Option(help: "Write the refund list here (lines transaction_id,cancellation_date_ms,cancellation_reason) for `iap-sim serve --refunds`. Without it the refund scenarios expect no clawback.")
+    @Option(help: "Write the refund list here (lines transaction_id,cancellation_date_ms,cancellation_reason) for `iap-sim serve --refunds`. Without it the refund scenarios expect no clawback. Not <--expected>/refunds.csv: that is the expected report.")
     var refunds: String?
 
-    @Option(name: .customLong("apple-truth"), help: "Write what Apple knows here (one Apple transaction per tab-separated line: ids, product, dates, environment, bundle, customer, Apple order id, refund) for `iap-sim serve --apple-truth`. Refunds are in it only with --refunds.")
+    @Option(name: .customLong("apple-truth"), help: "Write what Apple knows here (one Apple transaction per tab-separated line: ids, product, dates, environment, bundle, customer, Apple order id, refund, storefront, price, currency, revocation type and percentage, reversal date) for `iap-sim serve --apple-truth`. The refund list's refunds are in it only with --refunds. Also means the job sweeps the Server API: the expected files then include what only notifications and transaction histories show.")
     var appleTruth: String?
 
-    @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv and input_errors.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away).")
+    @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv, input_errors.csv, refunds.csv and unattributed.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away).")
     var expected: String?
 
     @Option(help: "Folder of the test PKI (created when missing; `iap-sim serve --pki` uses the same): with it, --storekit2-share of the users upload StoreKit 2 signed transactions, and tampered, other-app, unknown-root and sandbox ones are added. Run the job with IAP_ROOT_CERTIFICATES=<folder>/root.pem.")
@@ -52,6 +64,14 @@ struct Seed: ParsableCommand {
 
     @Option(name: .customLong("storekit2-share"), help: "Share of users (0…1) whose uploads are signed transactions (with --pki).")
     var storeKit2Share: Double = 0.25
+
+    @Option(name: .customLong("api-bench"), help: ArgumentHelp("""
+        Add N users after the others (and after the bad rows), each with a granted consumable that Apple \
+        refunded (shown only by a REFUND notification) and a later open order, so that a night with \
+        --apple-truth sweeps N refund notifications and asks N customers' transaction histories (the \
+        Server API budget benchmark: --api-bench 2000). Each is a clawback and a refunds.csv row.
+        """, valueName: "N"))
+    var apiBench: Int = 0
 
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
@@ -64,6 +84,7 @@ struct Seed: ParsableCommand {
 
     func validate() throws {
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
+        guard (0...1_000_000).contains(apiBench) else { throw ValidationError("--api-bench must be between 0 and 1000000") }
         if let asOf, UTC.parse(asOf) == nil { throw ValidationError("--as-of: not an ISO 8601 time: \(asOf)") }
     }
 
@@ -84,13 +105,15 @@ struct Seed: ParsableCommand {
         options.pkiDirectory = pki
         guard (0...1).contains(storeKit2Share) else { throw ValidationError("--storekit2-share must be between 0 and 1") }
         options.storeKit2Share = storeKit2Share
+        options.apiBench = apiBench
         options.conninfo = conninfo
         let started = Date()
         do {
             let summary = try Seeder.run(options) { FileHandle.standardError.write(Data("iap-sim: \($0)\n".utf8)) }
             var lines = ["iap-sim: seeded \(summary.users) users in schema \(schema), as of \(UTC.timestamp(options.asOf)) (\(String(format: "%.1f", Date().timeIntervalSince(started))) s)"]
             lines.append("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
-            lines.append("  expected: " + summary.expected.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + " refunds=\(summary.refunds)")
+            lines.append("  expected: " + summary.expected.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + " refunds=\(summary.refunds)"
+                + " api-only refunds=\(summary.apiOnlyRefunds) purchases=\(summary.apiOnlyPurchases)")
             lines.append("  scenarios: " + summary.scenarios.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         } catch {

@@ -15,6 +15,8 @@ struct SimulatorNotificationTests {
         var uuid: String
         var signedDate: Int64
         var transaction: SignedTransaction
+        /// `sendAttemptResult` of each attempt.
+        var attempts: [String]
     }
 
     /// Every page of one request; each notification verified and read.
@@ -22,7 +24,7 @@ struct SimulatorNotificationTests {
         var items: [Notification] = []
         var token: String?
         var pages = 0
-        while pages < 10 {
+        while pages < 20 {
             let r = try w.post("/inApps/v1/notifications/history" + (token.map { "?paginationToken=" + $0 } ?? ""),
                                env: env, body: body)
             #expect(r.status == 200, "\(r.status) \(r.text)")
@@ -41,13 +43,20 @@ struct SimulatorNotificationTests {
                 let data = try #require(payload["data"] as? [String: Any])
                 #expect(data["bundleId"] as? String == APIWorld.bundle)
                 guard let t = w.verified(data["signedTransactionInfo"]) else { continue }
+                let attempts = (item["sendAttempts"] as? [[String: Any]] ?? []).map { $0["sendAttemptResult"] as? String ?? "" }
                 items.append(Notification(type: payload["notificationType"] as? String ?? "", uuid: payload["notificationUUID"] as? String ?? "",
-                                          signedDate: object.signedDate, transaction: t))
+                                          signedDate: object.signedDate, transaction: t, attempts: attempts))
             }
             guard r.json?["hasMore"] as? Bool == true else { break }
             token = try #require(r.json?["paginationToken"] as? String)
         }
         return (items, pages)
+    }
+
+    /// Each notification once (the first listing of a repeated one).
+    static func firstListings(_ items: [Notification]) -> [Notification] {
+        var seen = Set<String>()
+        return items.filter { seen.insert($0.uuid).inserted }
     }
 
     static func body(_ w: APIWorld, from days: Int64 = 60, extra: String = "") -> String {
@@ -58,11 +67,13 @@ struct SimulatorNotificationTests {
     func refunds() throws {
         let w = try SimulatorAPITests.world()
         let (items, pages) = try Self.all(w, Self.body(w, extra: #","notificationType":"REFUND""#))
-        #expect(pages == 2 && items.count == 23)
+        // Apple repeats a retried notification (SimulatorRefundStoryTests): 23 refunds, some listed twice.
+        let first = Self.firstListings(items)
+        #expect(first.count == 23 && items.count < 30 && pages == (items.count + 19) / 20)
         #expect(items.allSatisfy { $0.type == "REFUND" && $0.transaction.revocationType == "REFUND_FULL" })
-        #expect(items.map(\.signedDate) == items.map(\.signedDate).sorted())
+        #expect(first.map(\.signedDate) == first.map(\.signedDate).sorted())
         #expect(items.allSatisfy { $0.signedDate >= $0.transaction.revocationDate! })
-        #expect(Set(items.map(\.uuid)).count == 23 && items.allSatisfy { UUID(uuidString: $0.uuid) != nil })
+        #expect(items.allSatisfy { UUID(uuidString: $0.uuid) != nil })
         // The same request twice: the same notifications (UUIDs stable, for deduplication).
         let again = try Self.all(w, Self.body(w, extra: #","notificationType":"REFUND""#)).items
         #expect(again.map(\.uuid) == items.map(\.uuid))
@@ -72,16 +83,16 @@ struct SimulatorNotificationTests {
     func oneTimeCharges() throws {
         let w = try SimulatorAPITests.world()
         let (items, pages) = try Self.all(w, Self.body(w, extra: #","notificationType":"ONE_TIME_CHARGE""#))
-        #expect(pages == 3 && items.count == 49)
+        #expect(Self.firstListings(items).count == 49 && pages == (items.count + 19) / 20)
         #expect(items.allSatisfy { $0.type == "ONE_TIME_CHARGE" && $0.transaction.revocationDate == nil })
         #expect(!items.contains { $0.transaction.type == "Auto-Renewable Subscription" })
         #expect(items.allSatisfy { $0.signedDate > $0.transaction.transaction.purchaseDate })
         // One customer's notifications, every type: U1's 27 purchases and its refund.
         let u1 = try Self.all(w, Self.body(w, extra: #","transactionId":"1000000000000110""#)).items
-        #expect(u1.count == 28 && u1.filter { $0.type == "REFUND" }.count == 1)
+        #expect(Self.firstListings(u1).count == 28 && Self.firstListings(u1).filter { $0.type == "REFUND" }.count == 1)
         // Sandbox: only sandbox notifications, 30 days back at most.
         let sandbox = try Self.all(w, Self.body(w, from: 20), env: "sandbox").items
-        #expect(sandbox.map(\.transaction.transaction.transactionID) == ["3000000000000001"])
+        #expect(Set(sandbox.map(\.transaction.transaction.transactionID)) == ["3000000000000001"])
         // A window that ends before anything was sent.
         #expect(try Self.all(w, Self.body(w, from: 60).replacingOccurrences(of: "\(w.now + 3_600_000)", with: "\(w.now - 59 * APIWorld.day)")).items.isEmpty)
     }

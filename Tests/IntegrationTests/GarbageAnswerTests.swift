@@ -49,7 +49,7 @@ struct GarbageAnswerTests {
         let t = try TestDatabase("garbage")
         defer { t.drop() }
         let expected = try Harness.scratchDirectory("garbage-expected")
-        let refunds = expected.appendingPathComponent("refunds.csv")
+        let refunds = expected.appendingPathComponent("refund-list.csv")
         let seeded = try runTool("iap-sim", ["seed", "--users", "600", "--seed", "42", "--as-of", Self.asOf,
                                              "--bundle", Self.bundle, "--refunds", refunds.path,
                                              "--expected", expected.path], environment: t.environment())

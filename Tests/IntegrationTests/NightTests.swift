@@ -32,7 +32,7 @@ struct NightTests {
     static func world(_ label: String, users: Int = 600, simArguments: [String] = []) throws -> World {
         let t = try TestDatabase(label)
         let expected = try Harness.scratchDirectory("\(label)-expected")
-        let refunds = expected.appendingPathComponent("refunds.csv")
+        let refunds = expected.appendingPathComponent("refund-list.csv")
         // A quarter of the users upload StoreKit 2 signed transactions, signed by this test PKI.
         let pki = expected.appendingPathComponent("pki")
         let seeded = try runTool("iap-sim", ["seed", "--users", String(users), "--seed", "42", "--as-of", asOf,

@@ -54,7 +54,7 @@ struct ServerAPINightTests {
         let key = dir.appendingPathComponent("key.p8")
         let made = try runTool("iap-sim", ["keygen", "--out", key.path], environment: t.environment())
         #expect(made.status == 0, "iap-sim keygen: \(made.stderr)")
-        let pki = dir.appendingPathComponent("pki"), refunds = dir.appendingPathComponent("refunds.csv")
+        let pki = dir.appendingPathComponent("pki"), refunds = dir.appendingPathComponent("refund-list.csv")
         let truth = dir.appendingPathComponent("apple-truth.tsv")
         let seeded = try runTool("iap-sim", ["seed", "--users", String(users), "--seed", "7", "--as-of", NightTests.asOf,
                                              "--bundle", NightTests.bundle, "--refunds", refunds.path, "--expected", dir.path,

@@ -1,14 +1,16 @@
 // `iap-sim seed --apple-truth FILE`: what Apple knows about every scenario, for the simulated App
 // Store Server API (`iap-sim serve --apple-truth FILE`). The truth is the receipts' transactions,
-// so verifyReceipt and the Server API tell the same story.
+// so verifyReceipt and the Server API tell the same story, plus what only the Server API shows
+// (purchases never uploaded, refunds only notifications tell).
 
 import Foundation
 import Reconciliation
 
 enum AppleTruthWriter {
     /// Streams the truth of every user of `plan` to `path`; returns the number of transactions.
-    /// `refundsServed`: refunds are written too (as the refund list is: without it the refund
-    /// scenarios expect no clawback, so Apple must not show a refund either).
+    /// `refundsServed`: the refund list's refunds are written too (without it the refund
+    /// scenarios expect no clawback, so Apple must not show a refund either); refunds only the
+    /// Server API shows are always written.
     static func write(plan: ScenarioPlan, refundsServed: Bool, to path: String) throws -> Int {
         guard FileManager.default.createFile(atPath: path, contents: nil),
               let out = FileHandle(forWritingAtPath: path) else {
@@ -38,26 +40,40 @@ enum AppleTruthWriter {
 
     /// The Apple transactions of one scenario: every transaction of a receipt Apple would answer
     /// with data (no forced status, or 21006), once, as first shown, with its uploader as the
-    /// customer. Receipts Apple rejects (21003, 21010, 211xx) and uploads that are no receipt
-    /// hold no transaction Apple knows.
+    /// customer; then the transactions only the Server API shows. Receipts Apple rejects (21003,
+    /// 21010, 211xx), uploads that are no receipt, and forged signed uploads (tampered, another
+    /// root: their transaction was never paid) hold no transaction Apple knows. Refunds: the
+    /// refund list's when it is served, and always those only the Server API shows. Every
+    /// transaction is priced at its storefront (`UserData.storefronts`).
     static func rows(_ d: UserData, refundsServed: Bool) -> [AppleTruthRow] {
         var seen = Set<String>()
         var out: [AppleTruthRow] = []
-        let refunds = refundsServed ? Dictionary(d.refunds.map { ($0.transactionID, $0.refund) }, uniquingKeysWith: { a, _ in a })
-            : [:]
+        var refunds = d.appleRefunds
+        if refundsServed {
+            for r in d.refunds where refunds[r.transactionID] == nil { refunds[r.transactionID] = r.refund }
+        }
+        func priced(_ row: AppleTruthRow) -> AppleTruthRow {
+            var r = row
+            r.storefront = d.storefront(of: r.transactionID)
+            r.price = PriceList.unit(r.productID, at: r.storefront).map { $0 * Int64(r.quantity) }
+            r.currency = r.price == nil ? nil : r.storefront.currency
+            if r.refund == nil { r.refund = refunds[r.transactionID] }
+            return r
+        }
         for r in d.receipts {
             guard let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
-                  let env = sim.environment else { continue }
+                  r.signed != .tampered && r.signed != .unknownRoot, let env = sim.environment else { continue }
             for t in sim.txs where seen.insert(t.tid).inserted {
-                out.append(AppleTruthRow(
+                out.append(priced(AppleTruthRow(
                     transactionID: t.tid, originalTransactionID: t.otid, productID: t.pid,
                     productType: ProductType(rawValue: t.type) ?? .consumable, quantity: t.qty, purchaseDateMs: t.pd,
                     originalPurchaseDateMs: t.opd, expiresDateMs: t.exp, webOrderLineItemID: t.wol, environment: env,
                     bundleID: sim.bundle, customer: r.userID ?? "anonymous-" + r.receiptID,
                     appAccountToken: r.orderID.flatMap { isUUID($0) ? $0.lowercased() : nil },
-                    refund: refunds[t.tid], receiptID: r.receiptID))
+                    receiptID: r.receiptID)))
             }
         }
+        for row in d.appleOnly where seen.insert(row.transactionID).inserted { out.append(priced(row)) }
         return out
     }
 

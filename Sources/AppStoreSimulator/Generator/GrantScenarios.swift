@@ -81,14 +81,16 @@ extension ScenarioBuilder {
     }
 
     /// Granted, later refunded by Apple (listed in the refund file). With `duplicate`, the
-    /// transaction was granted twice: both grants are clawed back, none is a duplicate.
+    /// transaction was granted twice: both grants are clawed back, none is a duplicate. The refund
+    /// is in refunds.csv, still granted; its revocation_type is REFUND_FULL when the job also
+    /// swept the REFUND notification, empty when only verifyReceipt showed it.
     mutating func refunded(duplicate: Bool) {
         let p = purchaseTime(minDaysAgo: 4, maxDaysAgo: 25)
         let product = !duplicate && rng.chance(0.3) ? rng.pick(cat.nonConsumables) : rng.pick(cat.consumables)
         let t = tid(u)
         let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
-        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
-                txs: [tx(t, product, at: p)])
+        let x = tx(t, product, at: p)
+        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(), txs: [x])
         var grants = [grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))]
         if duplicate {
             grants.append(grant(u, order: nil, product, tid: t, otid: t, at: p + seconds(61...600)))
@@ -97,6 +99,8 @@ extension ScenarioBuilder {
         data.refunds.append(RefundRow(transactionID: t, refund: refund))
         if settings.refundsServed {
             for g in grants { expectClawback(g, reason: "refunded", refund: refund) }
+            expectRefund(x, user: u, refund, revocationType: settings.apiSweeps ? "REFUND_FULL" : "",
+                         state: "still_granted", grants: grants)
         } else if duplicate {
             expectDuplicate(grants[1], kind: "same_transaction", kept: grants[0])
         }

@@ -30,6 +30,10 @@ struct ProductRow {
     var productID: String
     var productType: String
     var bundleID: String?
+
+    /// `iap_products.price` and `currency`: the list price of one unit.
+    var listPrice: Int64? { PriceList.list(productID) }
+    var currency: String? { listPrice == nil ? nil : PriceList.listCurrency }
 }
 
 struct OrderRow {
@@ -56,9 +60,12 @@ struct ReceiptRow {
     /// A StoreKit 2 upload: `receipt_data` is the signed transaction of `sim`'s one transaction.
     var signed: SignedUpload?
 
-    /// `receipt_data` as uploaded (the token or the JWS is only made by the pass that writes it).
-    func receiptData(_ signer: UploadSigner?) throws -> String? {
-        if let signed, let sim, let signer { return try signer.jws(sim, kind: signed, signedAt: submittedAt - 1000) }
+    /// `receipt_data` as uploaded (the token or the JWS is only made by the pass that writes it);
+    /// a signed transaction is signed with the price of its storefront (`UserData.storefronts`).
+    func receiptData(_ signer: UploadSigner?, storefront: (String) -> SimStorefront) throws -> String? {
+        if let signed, let sim, let signer {
+            return try signer.jws(sim, kind: signed, signedAt: submittedAt - 1000, storefront: storefront(sim.txs[0].tid))
+        }
         return sim?.token() ?? rawData
     }
 }

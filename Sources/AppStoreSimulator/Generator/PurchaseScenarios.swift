@@ -44,6 +44,13 @@ extension ScenarioBuilder {
         case .signedOtherBundle: signedOtherBundle()
         case .signedUnknownRoot: signedUnknownRoot()
         case .signedSandbox: signedSandbox()
+        case .notificationRefund: notificationRefund(prorated: false)
+        case .notificationRefundProrated: notificationRefund(prorated: true)
+        case .refundReversed: refundReversed()
+        case .historyOnlyPurchase: historyOnlyPurchase()
+        case .notificationPurchaseToken: notificationPurchaseToken()
+        case .notificationPurchaseUnattributed: notificationPurchaseUnattributed()
+        case .apiBench: apiBench()
         }
     }
 

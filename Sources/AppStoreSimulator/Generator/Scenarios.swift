@@ -42,11 +42,22 @@ public enum Scenario: String, CaseIterable, Sendable {
     case signedOtherBundle = "signed_other_bundle"
     case signedUnknownRoot = "signed_unknown_root"
     case signedSandbox = "signed_sandbox_granted"
+    // Seen only through the App Store Server API (issue 11): expected rows only with
+    // `--apple-truth`, the generator's sign that the job sweeps notification and transaction history.
+    case notificationRefund = "notification_refund_consumable"
+    case notificationRefundProrated = "notification_refund_prorated"
+    case refundReversed = "refund_reversed"
+    case historyOnlyPurchase = "history_only_purchase"
+    case notificationPurchaseToken = "notification_purchase_account_token"
+    case notificationPurchaseUnattributed = "notification_purchase_unattributed"
+    /// `iap-sim seed --api-bench N` only (never drawn): a verified purchase refunded in the
+    /// notification history and a later open order, so the night asks one customer's history.
+    case apiBench = "api_bench"
 
     /// Chance per user slot, in thousandths (they add up to 1000).
     public var perMille: Int {
         switch self {
-        case .cleanConsumable: return 618
+        case .cleanConsumable: return 594
         case .cleanNonConsumable: return 30
         case .cleanSubscription: return 30
         case .paidNotGrantedReceiptOrder, .paidNotGrantedOrderTransaction, .sameTransaction: return 14
@@ -61,6 +72,10 @@ public enum Scenario: String, CaseIterable, Sendable {
         case .sandboxMissed: return 8
         case .refundedDuplicate, .malformedReceipt, .signedMissed: return 6
         case .signedTampered, .signedOtherBundle, .signedUnknownRoot, .signedSandbox: return 4
+        case .notificationRefund, .notificationRefundProrated, .refundReversed, .historyOnlyPurchase,
+             .notificationPurchaseToken, .notificationPurchaseUnattributed:
+            return 4
+        case .apiBench: return 0
         }
     }
 
@@ -91,6 +106,12 @@ struct GeneratorSettings {
     /// `storeKit2Share` of the users upload signed transactions instead of receipts.
     var signing = false
     var storeKit2Share = 0.0
+    /// The job sweeps the Server API's notification and transaction history (the generator writes
+    /// `--apple-truth`, and the job gets API credentials exactly then): what only Apple's
+    /// notifications and histories show is expected too.
+    var apiSweeps = false
+    /// `--api-bench N`: N more users of the `api_bench` scenario after the others.
+    var apiBench = 0
 
     var firstSeen: String { UTC.date(asOf) }
 }
@@ -102,11 +123,24 @@ struct UserData {
     var receipts: [ReceiptRow] = []
     var grants: [GrantRow] = []
     var products: [ProductRow] = []
+    /// Refunds verifyReceipt shows (the refund list `--refunds`).
     var refunds: [RefundRow] = []
+    /// Refunds only the Server API shows (the truth's, always written): by transaction id.
+    var appleRefunds: [String: SimRefund] = [:]
+    /// Transactions Apple has that no upload shows (API-only purchases).
+    var appleOnly: [AppleTruthRow] = []
+    /// The storefront of a transaction, decided once by the scenario (absent: USA).
+    var storefronts: [String: SimStorefront] = [:]
+    /// Findings waiting for facts decided after the scenario (StoreKit 2 uploads), then rendered.
+    var pending = PendingFindings()
     var compensate: [[String]] = []
     var duplicates: [[String]] = []
     var clawback: [[String]] = []
     var inputErrors: [[String]] = []
+    var refundRows: [[String]] = []
+    var unattributed: [[String]] = []
+
+    func storefront(of transactionID: String) -> SimStorefront { storefronts[transactionID] ?? .usa }
 }
 
 /// Walks the user slots in order and builds each scenario; every pass sees the same data.
@@ -115,7 +149,7 @@ struct ScenarioPlan {
 
     /// The scenarios that every database of at least `4 × count` users contains once at its start.
     private var guaranteed: [Scenario] {
-        Scenario.allCases.filter { !$0.isClean && (settings.signing || !$0.isSigned) }
+        Scenario.allCases.filter { !$0.isClean && $0 != .apiBench && (settings.signing || !$0.isSigned) }
     }
 
     func forEach(_ body: (UserData) throws -> Void) rethrows {
@@ -134,18 +168,28 @@ struct ScenarioPlan {
             }
             if scenario.userSlots > 1 && u + scenario.userSlots > n { scenario = .cleanConsumable }
             if scenario.isSigned && !settings.signing { scenario = .cleanConsumable }
-            var b = ScenarioBuilder(settings: settings, rng: rng, u: u)
-            b.build(scenario)
-            b.data.scenario = scenario
-            // A StoreKit 2 client: decided by its own hash, so the scenario's draws stay the same.
-            if settings.signing && Double(SimHash.combine(settings.seed, UInt64(u), 0x5C2) % 10_000)
-                < settings.storeKit2Share * 10_000 {
-                b.uploadSignedTransactions()
-            }
-            try body(b.data)
+            try body(user(u, scenario, rng: rng))
             u += scenario.userSlots
         }
         if settings.badRows { try body(badRowData()) }
+        // The bench users come after the bad-row block's two slots, so adding them changes no id.
+        for i in 0..<settings.apiBench {
+            let slot = n + 2 + i
+            try body(user(slot, .apiBench, rng: SeededRandom(seed: SimHash.combine(settings.seed, UInt64(slot), 0xBE4C))))
+        }
+    }
+
+    private func user(_ u: Int, _ scenario: Scenario, rng: SeededRandom) -> UserData {
+        var b = ScenarioBuilder(settings: settings, rng: rng, u: u)
+        b.build(scenario)
+        b.data.scenario = scenario
+        // A StoreKit 2 client: decided by its own hash, so the scenario's draws stay the same.
+        if settings.signing && Double(SimHash.combine(settings.seed, UInt64(u), 0x5C2) % 10_000)
+            < settings.storeKit2Share * 10_000 {
+            b.uploadSignedTransactions()
+        }
+        b.finish()
+        return b.data
     }
 
     /// The rows of the bad-row block alone (empty without --bad-rows).
@@ -154,6 +198,7 @@ struct ScenarioPlan {
         var b = ScenarioBuilder(settings: settings, rng: SeededRandom(seed: SimHash.combine(settings.seed, 0xBAD)),
                                 u: settings.users)
         b.badRows()
+        b.finish()
         return b.data
     }
 
@@ -280,31 +325,6 @@ struct ScenarioBuilder {
     }
 
     mutating func seconds(_ range: ClosedRange<Int64>) -> Int64 { rng.int(range) * Span.second + rng.int(0...999) }
-
-    // MARK: - Expected rows
-
-    mutating func expectCompensate(order: String?, user: Int, _ t: SimTransaction, owed: Int, match: String,
-                                   reason: String, receipt: String) {
-        data.compensate.append([
-            order ?? "", IDs.user(user), t.pid, t.type, String(owed), t.tid, t.otid, UTC.timestamp(t.pd), "production",
-            match, reason, receipt, settings.firstSeen,
-        ])
-    }
-
-    mutating func expectDuplicate(_ g: GrantRow, kind: String, kept: GrantRow) {
-        data.duplicates.append([
-            g.grantID, g.userID ?? "", g.orderID ?? "", g.productID, cat.type(of: g.productID).rawValue, g.transactionID,
-            g.originalTransactionID ?? "", kind, kept.grantID, UTC.timestamp(g.grantedAt), settings.firstSeen,
-        ])
-    }
-
-    mutating func expectClawback(_ g: GrantRow, reason: String, refund: SimRefund? = nil) {
-        data.clawback.append([
-            g.grantID, g.userID ?? "", g.orderID ?? "", g.productID, cat.type(of: g.productID).rawValue,
-            String(g.quantity), g.transactionID, g.originalTransactionID ?? "", UTC.timestamp(g.grantedAt), reason,
-            refund.map { UTC.timestamp($0.cancellationDateMs) } ?? "", refund?.reason ?? "", settings.firstSeen,
-        ])
-    }
 }
 
 private let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)

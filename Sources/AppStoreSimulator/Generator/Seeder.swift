@@ -29,6 +29,9 @@ public struct SeedOptions: Sendable {
     public var pkiDirectory: String?
     /// The share of users whose uploads are signed transactions (with `pkiDirectory`).
     public var storeKit2Share = 0.25
+    /// More users after the others, each with a refund only the notification history shows and
+    /// an open order (so the night asks their transaction history): the Server API benchmark.
+    public var apiBench = 0
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
 
@@ -42,6 +45,9 @@ public struct SeedSummary: Sendable {
     public var rows: [String: Int] = [:]
     public var expected: [String: Int] = [:]
     public var refunds: Int = 0
+    /// Refunds and purchases only the Server API shows (in the Apple truth).
+    public var apiOnlyRefunds: Int = 0
+    public var apiOnlyPurchases: Int = 0
 }
 
 public enum Seeder {
@@ -65,29 +71,41 @@ public enum Seeder {
         let signer = try options.pkiDirectory.map { try UploadSigner(pki: TestPKI.loadOrCreate(directory: $0)) }
         settings.signing = signer != nil
         settings.storeKit2Share = options.storeKit2Share
+        settings.apiSweeps = options.appleTruthPath != nil
+        settings.apiBench = options.apiBench
         let plan = ScenarioPlan(settings: settings)
         let s = try ident(options.schema)
+        // The expected files include refunds.csv (the report) since issue 11: a refund list of that
+        // name in the same folder would be overwritten, and the simulator would then read the report
+        // as its refund list. Refuse before writing anything.
+        if let list = options.refundsPath, let dir = options.expectedDir,
+           URL(fileURLWithPath: list).standardizedFileURL.path
+            == URL(fileURLWithPath: dir).appendingPathComponent(ExpectedReport.refunds.rawValue).standardizedFileURL.path {
+            throw SimulatorError(message: "--refunds \(list) is where --expected writes the expected refunds.csv report; "
+                + "give the refund list another name (e.g. refund-list.csv)")
+        }
 
         // 1. Expected files, refund list and the scenario census (in memory: findings only).
         var summary = SeedSummary()
-        var compensate: [[String]] = [], duplicates: [[String]] = [], clawback: [[String]] = [], inputErrors: [[String]] = []
+        var expected: [ExpectedReport: [[String]]] = [:]
         var refundLines = ""
         plan.forEach { d in
             if let sc = d.scenario {
                 summary.scenarios[sc.rawValue, default: 0] += 1
                 summary.users += sc.userSlots
             }
-            compensate += d.compensate
-            duplicates += d.duplicates
-            clawback += d.clawback
-            inputErrors += d.inputErrors
+            expected[.compensate, default: []] += d.compensate
+            expected[.duplicateGrants, default: []] += d.duplicates
+            expected[.clawback, default: []] += d.clawback
+            expected[.inputErrors, default: []] += d.inputErrors
+            expected[.refunds, default: []] += d.refundRows
+            expected[.unattributed, default: []] += d.unattributed
             for r in d.refunds { refundLines += RefundList.line(transactionID: r.transactionID, r.refund) }
             summary.refunds += d.refunds.count
+            summary.apiOnlyRefunds += d.appleRefunds.count
+            summary.apiOnlyPurchases += d.appleOnly.count
         }
-        summary.expected = [ReportFile.compensate.rawValue: compensate.count,
-                            ReportFile.duplicateGrants.rawValue: duplicates.count,
-                            ReportFile.clawback.rawValue: clawback.count,
-                            ReportFile.inputErrors.rawValue: inputErrors.count]
+        for file in ExpectedReport.allCases { summary.expected[file.rawValue] = expected[file]?.count ?? 0 }
         if let path = options.refundsPath {
             try write(refundLines, to: path)
         }
@@ -97,10 +115,8 @@ public enum Seeder {
         }
         if let dir = options.expectedDir {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            try writeReport(.compensate, compensate, dir: dir)
-            try writeReport(.duplicateGrants, duplicates, dir: dir)
-            try writeReport(.clawback, clawback, dir: dir)
-            try writeReport(.inputErrors, inputErrors, dir: dir)
+            // Every file, with its header even when no row is expected.
+            for file in ExpectedReport.allCases { try writeReport(file, expected[file] ?? [], dir: dir) }
         }
 
         // 2. Tables.
@@ -120,7 +136,8 @@ public enum Seeder {
             }
         }
         try setup.execute("""
-            CREATE TABLE \(s).iap_products (product_id text, product_type text, bundle_id text);
+            CREATE TABLE \(s).iap_products (product_id text, product_type text, bundle_id text, price numeric,
+                currency text);
             CREATE TABLE \(s).iap_orders (order_id text, user_id text, product_id text, quantity int, status text,
                 transaction_id text, created_at timestamptz);
             CREATE TABLE \(s).iap_receipts (receipt_id text, user_id text, order_id text, transaction_id text,
@@ -152,7 +169,7 @@ public enum Seeder {
             }),
             ("iap_receipts", { w, d in
                 for r in d.receipts {
-                    try w.row([r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData(signer),
+                    try w.row([r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData(signer, storefront: d.storefront(of:)),
                                UTC.sqlTimestamp(r.submittedAt), r.verifyStatus.map { String($0) }])
                 }
                 return d.receipts.count
@@ -192,8 +209,10 @@ public enum Seeder {
 
         // Products first (tiny).
         let productRows = settings.catalog.products + plan.badRowData().products
-        try setup.copyIn("COPY \(s).iap_products (product_id, product_type, bundle_id) FROM STDIN") { w in
-            for p in productRows { try w.row([p.productID, p.productType, p.bundleID]) }
+        try setup.copyIn("COPY \(s).iap_products (product_id, product_type, bundle_id, price, currency) FROM STDIN") { w in
+            for p in productRows {
+                try w.row([p.productID, p.productType, p.bundleID, p.listPrice.map(MoneyText.sqlNumeric), p.currency])
+            }
         }
         summary.rows["iap_products"] = productRows.count
 
@@ -258,7 +277,7 @@ public enum Seeder {
         }
     }
 
-    static func writeReport(_ file: ReportFile, _ rows: [[String]], dir: String) throws {
+    static func writeReport(_ file: ExpectedReport, _ rows: [[String]], dir: String) throws {
         var text = CSV.record(file.columns)
         for row in sortedRows(rows) { text += CSV.record(row) }
         try write(text, to: (dir as NSString).appendingPathComponent(file.rawValue))

@@ -8,14 +8,25 @@ extension ScenarioBuilder {
     /// The user's client speaks StoreKit 2: every upload that a signed transaction can stand for
     /// exactly becomes one. A signed transaction carries one transaction and no App Store status,
     /// so receipts with several transactions, a later renewal, a forced status, or a refund (the
-    /// refund list reaches only verifyReceipt) stay receipts; the expected rows do not change.
+    /// refund list reaches only verifyReceipt) stay receipts. The findings stay, but how the job
+    /// learns them does: `source` becomes `signed_transaction`, and an upload the job will verify
+    /// may have been bought in any storefront, since the job reads Apple's price from it.
     mutating func uploadSignedTransactions() {
         let refunded = Set(data.refunds.map(\.transactionID))
         for i in data.receipts.indices {
             guard let sim = data.receipts[i].sim, data.receipts[i].signed == nil, sim.st == nil, sim.txs.count == 1,
                   sim.txs[0].late != true, !refunded.contains(sim.txs[0].tid) else { continue }
             data.receipts[i].signed = .genuine
+            let verified = data.receipts[i].verifyStatus != 0 && data.receipts[i].verifyStatus != 21006
+            if verified { signedStorefront(sim.txs[0].tid) }
         }
+    }
+
+    /// A verified signed upload's storefront, by the transaction id's hash (so the scenario's
+    /// draws stay the same), unless the scenario already chose one.
+    mutating func signedStorefront(_ tid: String) {
+        guard data.storefronts[tid] == nil else { return }
+        data.storefronts[tid] = SimStorefront.all[Int(SimHash.fnv(tid) % UInt64(SimStorefront.all.count))]
     }
 
     /// Paid, uploaded as a signed transaction, never granted: a missed order found offline.
@@ -66,6 +77,8 @@ extension ScenarioBuilder {
                                         kind: SignedUpload = .genuine) -> ReceiptRow {
         receipt(u, order: order, tidColumn: tid, at: at, verify: nil, env: env, style: .ios7, bundle: bundle, txs: txs)
         data.receipts[data.receipts.count - 1].signed = kind
+        // Forged or another app's: Apple's price of it is never believed, so it stays in the USA.
+        if kind == .genuine && bundle == nil { signedStorefront(tid) }
         return data.receipts[data.receipts.count - 1]
     }
 }
@@ -82,8 +95,8 @@ struct UploadSigner: Sendable {
         foreign = try TestPKI.create()
     }
 
-    func jws(_ sim: SimReceipt, kind: SignedUpload, signedAt: Int64) throws -> String {
-        let payload = Self.payload(sim, signedAt: signedAt)
+    func jws(_ sim: SimReceipt, kind: SignedUpload, signedAt: Int64, storefront: SimStorefront) throws -> String {
+        let payload = Self.payload(sim, signedAt: signedAt, storefront: storefront)
         switch kind {
         case .genuine:
             return pki.signTransaction(payload)
@@ -97,7 +110,9 @@ struct UploadSigner: Sendable {
         }
     }
 
-    static func payload(_ sim: SimReceipt, signedAt: Int64) -> SignedTransactionPayload {
+    /// Apple's payload of the upload's transaction, bought in `storefront` (the same price the
+    /// Apple truth signs for it).
+    static func payload(_ sim: SimReceipt, signedAt: Int64, storefront store: SimStorefront) -> SignedTransactionPayload {
         let t = sim.txs[0]
         let type: String
         switch ProductType(rawValue: t.type) {
@@ -107,7 +122,6 @@ struct UploadSigner: Sendable {
         case .nonRenewing?: type = "Non-Renewing Subscription"
         case nil: type = "Consumable"
         }
-        let store = SimStorefront.of(transactionID: t.tid)
         var p = SignedTransactionPayload(
             transactionId: t.tid, originalTransactionId: t.otid, bundleId: sim.bundle, productId: t.pid,
             purchaseDate: t.pd, originalPurchaseDate: t.opd, quantity: t.qty, type: type,
@@ -119,7 +133,7 @@ struct UploadSigner: Sendable {
         p.storefront = store.code
         p.storefrontId = store.id
         p.currency = store.currency
-        p.price = store.unitMilliunits * Int64(t.qty)
+        p.price = PriceList.unit(t.pid, at: store).map { $0 * Int64(t.qty) }
         return p
     }
 }

@@ -119,17 +119,17 @@ extension TestPKI {
     }
 }
 
-/// Where a simulated purchase was made and what one unit cost there, from the transaction id: the
-/// generator's signed uploads and the simulated Server API sign the same price for the same
-/// transaction, in several currencies.
-public struct SimStorefront: Sendable {
+/// An App Store storefront a simulated purchase was made in: its code, Apple's id for it, and the
+/// currency Apple signs prices in there. Which storefront a transaction was bought in is a fact
+/// the generator decides once and writes into the Apple truth (`storefront`, with `price` and
+/// `currency`); the simulator signs what the truth says.
+public struct SimStorefront: Sendable, Equatable {
     public var code, id, currency: String
-    /// One unit's price in milliunits of `currency`.
-    public var unitMilliunits: Int64
 
-    static let all = [SimStorefront(code: "USA", id: "143441", currency: "USD", unitMilliunits: 990),
-                      SimStorefront(code: "JPN", id: "143462", currency: "JPY", unitMilliunits: 160_000),
-                      SimStorefront(code: "DEU", id: "143443", currency: "EUR", unitMilliunits: 1_090)]
+    public static let usa = SimStorefront(code: "USA", id: "143441", currency: "USD")
+    public static let all = [usa, SimStorefront(code: "JPN", id: "143462", currency: "JPY"),
+                             SimStorefront(code: "DEU", id: "143443", currency: "EUR")]
 
-    public static func of(transactionID: String) -> SimStorefront { all[Int(SimHash.fnv(transactionID) % 3)] }
+    /// The storefront of a code; nil for one the simulator does not have.
+    public static func named(_ code: String) -> SimStorefront? { all.first { $0.code == code } }
 }

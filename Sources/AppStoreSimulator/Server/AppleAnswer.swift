@@ -4,15 +4,33 @@
 
 import Reconciliation
 
-/// A refund Apple knows about: adds `cancellation_date*` and `cancellation_reason`.
+/// A refund Apple knows about: adds `cancellation_date*` and `cancellation_reason`. The Server
+/// API shows more of it than verifyReceipt: its type, a prorated share, and its reversal.
 public struct SimRefund: Sendable, Equatable {
     public var cancellationDateMs: Int64
     public var reason: String
+    /// Apple's `revocationType`: nil is REFUND_FULL (what every refund of the refund list is);
+    /// REFUND_PRORATED (with `percentage`) or FAMILY_REVOKE.
+    public var type: String?
+    /// `revocationPercentage` of a prorated refund, milliunits of a percent (50000 = 50%).
+    public var percentage: Int?
+    /// When Apple reversed the refund (REFUND_REVERSED): from then on the transaction shows no
+    /// revocation, and the notification history holds a REFUND_REVERSED after the REFUND.
+    public var reversedMs: Int64?
 
-    public init(cancellationDateMs: Int64, reason: String) {
+    public static let types: Set<String> = ["REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE"]
+
+    public init(cancellationDateMs: Int64, reason: String, type: String? = nil, percentage: Int? = nil,
+                reversedMs: Int64? = nil) {
         self.cancellationDateMs = cancellationDateMs
         self.reason = reason
+        self.type = type
+        self.percentage = percentage
+        self.reversedMs = reversedMs
     }
+
+    /// Apple's `revocationType` as signed.
+    public var revocationType: String { type ?? "REFUND_FULL" }
 }
 
 /// The refund list file: one line per refunded transaction,

@@ -1,7 +1,8 @@
 // Get Transaction History v2 and Get Refund History v2 of the simulated Server API: the
 // customer of any of their transaction ids, 20 signed transactions a page, and a `revision`
-// cursor. History is ordered by the date Apple last changed a transaction (its purchase or its
-// refund), so an ASCENDING revision kept from the last page later returns just what changed.
+// cursor. History is ordered by the date Apple last changed a transaction (its purchase, its
+// refund or the refund's reversal), so an ASCENDING revision kept from the last page later
+// returns just what changed.
 //
 // A revision is `<date ms>_<transaction id>` of the last transaction returned (`d` in front for
 // DESCENDING); anything else is 400 4000005.
@@ -150,7 +151,8 @@ extension ServerAPIService {
             let row = truth.rows[i]
             let refund = refunds.refund(row)
             guard query.matches(row, refunded: refund != nil) else { continue }
-            let key = PageKey(ms: row.modifiedMs(refund: refund), tid: row.transactionID)
+            // A reversal changes the transaction too: it moves to the reversal's place.
+            let key = PageKey(ms: row.modifiedMs(refund: refunds.everRefund(row)), tid: row.transactionID)
             if let after = query.after, query.descending ? !(key < after) : !(after < key) { continue }
             items.append((key, i))
         }

@@ -1,26 +1,40 @@
 // Get Notification History of the simulated Server API (shared/apple/server-api.md §3, §7): the
 // version 2 notifications Apple sent for the truth: ONE_TIME_CHARGE for every consumable,
-// non-consumable and non-renewing purchase (a few seconds after it), REFUND for every refund (a
-// few seconds after it). Each shows the transaction as it was when sent. A notification's UUID,
-// send time and send attempts are functions of its type and transaction id: the same data always
-// gives the same history. About one in twenty never reached the app's server (timed out, then no
-// response an hour later): those are what `onlyFailures` returns.
+// non-consumable and non-renewing purchase (a few seconds after it), REFUND for every refund
+// (REVOKE for a FAMILY_REVOKE), REFUND_REVERSED for every reversed refund (each a few seconds
+// after the event). Each shows the transaction as it was when sent: a REFUND its revocation
+// (type, prorated percentage), a REFUND_REVERSED none. A notification's UUID, send time and send
+// attempts are functions of its type and transaction id: the same data always gives the same
+// history. About one in twenty never reached the app's server (timed out, then no response an
+// hour later): those are what `onlyFailures` returns. About one in ten timed out and was
+// delivered by the retry an hour later, and the history lists it twice, at the send and at the
+// retry, with the same UUID and payload: Apple repeats notifications, so a client must be
+// idempotent on `notificationUUID` (the two listings fall on different pages, or in the windows
+// of two nights).
 //
-// A pagination token is `<sent ms>_<uuid hex>_<request hash>`: it only continues the request
+// A pagination token is `<listed ms>_<uuid hex>_<request hash>`: it only continues the request
 // (same body, same environment) that returned it; anything else is 400 4000014.
 
 import Reconciliation
 
-/// One notification Apple sent.
+/// One listing of a notification Apple sent (a retried one is listed twice).
 struct SimNotification {
     var type: String
     var row: Int
+    /// When Apple sent it first: the payload's `signedDate`.
     var sentMs: Int64
+    /// Where the history lists this entry: the send, or for the second listing of a retried
+    /// notification, the retry.
+    var listedMs: Int64
     /// 32 hex digits (the UUID without dashes): the tie-break of the order and the token.
     var uuidHex: String
     var undelivered: Bool
+    /// The first send timed out and the retry an hour later succeeded.
+    var retried: Bool
     /// The refund the transaction showed when it was sent.
     var refund: SimRefund?
+
+    static let retryDelayMs: Int64 = 3_600_000
 
     var uuid: String {
         let h = Array(uuidHex)
@@ -28,7 +42,7 @@ struct SimNotification {
             + String(h[20..<32])
     }
 
-    func comesBefore(_ ms: Int64, _ hex: String) -> Bool { sentMs != ms ? sentMs < ms : uuidHex < hex }
+    func comesBefore(_ ms: Int64, _ hex: String) -> Bool { listedMs != ms ? listedMs < ms : uuidHex < hex }
 
     init(type: String, row: AppleTruthRow, index: Int, at eventMs: Int64, refund: SimRefund?) {
         self.type = type
@@ -37,11 +51,24 @@ struct SimNotification {
         let h1 = SimHash.combine(SimHash.fnv(type), SimHash.fnv(row.transactionID), 1)
         let h2 = SimHash.combine(SimHash.fnv(type), SimHash.fnv(row.transactionID), 2)
         sentMs = eventMs + 1000 + Int64(h1 % 29_000)
-        undelivered = SimHash.unit(SimHash.mix(h2 ^ 0xFA11)) < 0.05
+        listedMs = sentMs
+        let fate = SimHash.unit(SimHash.mix(h2 ^ 0xFA11))
+        undelivered = fate < 0.05
+        retried = !undelivered && fate < 0.15
         // Version 4 and the RFC 4122 variant, as Apple's UUIDs.
         let hi = (h1 & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let lo = (h2 & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
         uuidHex = Self.hex(hi) + Self.hex(lo)
+    }
+
+    /// The history's entries for one notification: one, or two for a retried one.
+    static func listings(type: String, row: AppleTruthRow, index: Int, at eventMs: Int64,
+                         refund: SimRefund?) -> [SimNotification] {
+        let first = SimNotification(type: type, row: row, index: index, at: eventMs, refund: refund)
+        guard first.retried else { return [first] }
+        var again = first
+        again.listedMs = first.sentMs + retryDelayMs
+        return [first, again]
     }
 
     static func hex(_ v: UInt64) -> String {
@@ -116,13 +143,18 @@ extension ServerAPIService {
         var list: [SimNotification] = []
         for (i, row) in truth.rows.enumerated() {
             if row.productType != .autoRenewable {
-                list.append(SimNotification(type: "ONE_TIME_CHARGE", row: row, index: i, at: row.purchaseDateMs, refund: nil))
+                list += SimNotification.listings(type: "ONE_TIME_CHARGE", row: row, index: i, at: row.purchaseDateMs,
+                                                 refund: nil)
             }
-            if let refund = refunds.refund(row) {
-                list.append(SimNotification(type: "REFUND", row: row, index: i, at: refund.cancellationDateMs, refund: refund))
+            if let refund = refunds.everRefund(row) {
+                list += SimNotification.listings(type: refund.type == "FAMILY_REVOKE" ? "REVOKE" : "REFUND", row: row,
+                                                 index: i, at: refund.cancellationDateMs, refund: refund)
+                if let back = refund.reversedMs {
+                    list += SimNotification.listings(type: "REFUND_REVERSED", row: row, index: i, at: back, refund: nil)
+                }
             }
         }
-        list.sort { $0.comesBefore($1.sentMs, $1.uuidHex) }
+        list.sort { $0.comesBefore($1.listedMs, $1.uuidHex) }
         lock.locked { notificationCache = (refunds.version, list) }
         return list
     }
@@ -159,14 +191,14 @@ extension ServerAPIService {
         var lo = 0, hi = list.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            let before = after.map { list[mid].comesBefore($0.0, $0.1) || (list[mid].sentMs == $0.0 && list[mid].uuidHex == $0.1) }
+            let before = after.map { list[mid].comesBefore($0.0, $0.1) || (list[mid].listedMs == $0.0 && list[mid].uuidHex == $0.1) }
                 ?? false
-            if before || list[mid].sentMs < query.start { lo = mid + 1 } else { hi = mid }
+            if before || list[mid].listedMs < query.start { lo = mid + 1 } else { hi = mid }
         }
         var page: [SimNotification] = []
         var hasMore = false
         var k = lo
-        while k < list.count, list[k].sentMs < query.end {
+        while k < list.count, list[k].listedMs < query.end {
             let n = list[k]
             k += 1
             let row = truth.rows[n.row]
@@ -181,7 +213,7 @@ extension ServerAPIService {
         }
         var members: [(String, JSONValue)] = []
         if hasMore, let last = page.last {
-            members.append(("paginationToken", .string("\(last.sentMs)_\(last.uuidHex)_\(hash)")))
+            members.append(("paginationToken", .string("\(last.listedMs)_\(last.uuidHex)_\(hash)")))
         }
         members.append(("hasMore", .bool(hasMore)))
         members.append(("notificationHistory", .array(page.map { item($0) })))
@@ -200,10 +232,13 @@ extension ServerAPIService {
             ("notificationType", .string(n.type)), ("notificationUUID", .string(n.uuid)), ("data", .object(data)),
             ("version", .string("2.0")), ("signedDate", .int(n.sentMs)),
         ])
-        let attempts: [JSONValue] = n.undelivered
-            ? [.object([("attemptDate", .int(n.sentMs)), ("sendAttemptResult", .string("TIMED_OUT"))]),
-               .object([("attemptDate", .int(n.sentMs + 3_600_000)), ("sendAttemptResult", .string("NO_RESPONSE"))])]
-            : [.object([("attemptDate", .int(n.sentMs)), ("sendAttemptResult", .string("SUCCESS"))])]
+        func attempt(_ ms: Int64, _ result: String) -> JSONValue {
+            .object([("attemptDate", .int(ms)), ("sendAttemptResult", .string(result))])
+        }
+        let retry = n.sentMs + SimNotification.retryDelayMs
+        let attempts: [JSONValue] = n.undelivered ? [attempt(n.sentMs, "TIMED_OUT"), attempt(retry, "NO_RESPONSE")]
+            : n.retried ? [attempt(n.sentMs, "TIMED_OUT"), attempt(retry, "SUCCESS")]
+            : [attempt(n.sentMs, "SUCCESS")]
         return .object([("signedPayload", .string(config.pki.sign(payload: payload.bytes))),
                         ("sendAttempts", .array(attempts))])
     }

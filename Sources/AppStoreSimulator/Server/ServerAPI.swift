@@ -183,5 +183,13 @@ struct RefundView {
     var list: [String: SimRefund]
     var version: Int
 
-    func refund(_ row: AppleTruthRow) -> SimRefund? { list[row.transactionID] ?? row.refund }
+    /// The revocation the transaction shows now: none once its refund was reversed (the truth's
+    /// reversal is in its past).
+    func refund(_ row: AppleTruthRow) -> SimRefund? {
+        guard let r = everRefund(row), r.reversedMs == nil else { return nil }
+        return r
+    }
+
+    /// Its refund, reversed or not: what the notification history tells the story of.
+    func everRefund(_ row: AppleTruthRow) -> SimRefund? { list[row.transactionID] ?? row.refund }
 }

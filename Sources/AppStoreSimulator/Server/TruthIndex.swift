@@ -76,17 +76,16 @@ extension AppleTruthRow {
     /// Apple's `environment` value.
     var appleEnvironment: String { environment == .production ? "Production" : "Sandbox" }
 
-    /// The last time Apple changed the transaction (history is ordered by it): its purchase, or
-    /// its refund.
+    /// The last time Apple changed the transaction (history is ordered by it): its purchase, its
+    /// refund, or the refund's reversal.
     func modifiedMs(refund: SimRefund?) -> Int64 {
-        max(purchaseDateMs, refund?.cancellationDateMs ?? purchaseDateMs)
+        max(purchaseDateMs, refund?.cancellationDateMs ?? purchaseDateMs, refund?.reversedMs ?? purchaseDateMs)
     }
 
     /// Apple's JWSTransactionDecodedPayload for this transaction as signed at `signedDate`, with
-    /// `refund` shown as a full refund. Storefront and price come from the transaction id (the
-    /// same table as the generator's signed uploads), so the same transaction always costs the same.
+    /// `refund` shown as its revocation (pass nil for a reversed one: Apple then shows none).
+    /// Storefront and price are the truth's, so the same transaction always costs the same.
     func payload(signedDate: Int64, refund: SimRefund?) -> SignedTransactionPayload {
-        let store = SimStorefront.of(transactionID: transactionID)
         var p = SignedTransactionPayload(
             transactionId: transactionID, originalTransactionId: originalTransactionID,
             webOrderLineItemId: webOrderLineItemID, bundleId: bundleID, productId: productID,
@@ -94,13 +93,13 @@ extension AppleTruthRow {
             quantity: quantity, type: appleType, inAppOwnershipType: "PURCHASED", signedDate: signedDate,
             environment: appleEnvironment,
             transactionReason: productType == .autoRenewable && transactionID != originalTransactionID ? "RENEWAL" : "PURCHASE",
-            storefront: store.code, storefrontId: store.id, price: store.unitMilliunits * Int64(quantity),
-            currency: store.currency,
+            storefront: storefront.code, storefrontId: storefront.id, price: price, currency: currency,
             appAccountToken: appAccountToken)
         if let refund {
             p.revocationDate = refund.cancellationDateMs
             p.revocationReason = Int(refund.reason) ?? 0
-            p.revocationType = "REFUND_FULL"
+            p.revocationType = refund.revocationType
+            p.revocationPercentage = refund.percentage
         }
         return p
     }

@@ -1,0 +1,64 @@
+// What the generated products cost: the shop's list price (`iap_products.price`, USD, one unit)
+// and Apple's price of one unit in each simulated storefront. The USA storefront charges exactly
+// the list price, so a row's amount is the same whether the job learned Apple's price or fell back
+// to the list price; other storefronts are only given to transactions whose Apple price the job
+// certainly learns (verified signed uploads, purchases only the Server API shows), so that the
+// expected amount and currency never depend on how the job came to know a transaction.
+
+import Reconciliation
+
+enum PriceList {
+    /// One unit, milliunits, per product (the part after the bundle id) and currency.
+    private static let units: [String: (usd: Int64, jpy: Int64, eur: Int64)] = [
+        "coins100": (990, 160_000, 1_090),
+        "coins500": (4_990, 800_000, 5_490),
+        "gems_pack": (9_990, 1_600_000, 10_990),
+        "no_ads": (2_990, 480_000, 3_290),
+        "level_pack": (1_990, 320_000, 2_190),
+        "vip_month": (7_990, 1_200_000, 8_990),
+        "vip_week": (2_490, 400_000, 2_790),
+        "season_pass": (14_990, 2_400_000, 16_990),
+        "legacy_bundle": (19_990, 3_200_000, 21_990),
+        "gold": (990, 160_000, 1_090),  // the other app's (Catalog.otherProduct)
+    ]
+
+    /// The list price's currency (every product of the generated shop is priced in dollars).
+    static let listCurrency = "USD"
+
+    private static func key(_ productID: String) -> String {
+        productID.split(separator: ".").last.map(String.init) ?? productID
+    }
+
+    /// One unit at `storefront`, milliunits of its currency; nil for a product without a price.
+    static func unit(_ productID: String, at storefront: SimStorefront) -> Int64? {
+        guard let p = units[key(productID)] else { return nil }
+        switch storefront.currency {
+        case "JPY": return p.jpy
+        case "EUR": return p.eur
+        default: return p.usd
+        }
+    }
+
+    /// The shop's list price of one unit (`iap_products.price`), milliunits of USD.
+    static func list(_ productID: String) -> Int64? { unit(productID, at: .usa) }
+}
+
+/// Amounts as the reports print them (docs: issue 11 "Money").
+enum MoneyText {
+    /// A decimal in currency units: 2 decimals when the milliunits are whole hundredths, else 3.
+    static func text(_ milliunits: Int64) -> String {
+        let whole = milliunits / 1000, fraction = milliunits % 1000
+        let f = String(fraction)
+        var digits = String(repeating: "0", count: 3 - f.count) + f
+        if fraction % 10 == 0 { digits.removeLast() }
+        return String(whole) + "." + digits
+    }
+
+    /// `a × numerator / denominator` for non-negative numbers, rounded half away from zero.
+    static func scaled(_ a: Int64, _ numerator: Int64, _ denominator: Int64) -> Int64 {
+        (a * numerator * 2 + denominator) / (2 * denominator)
+    }
+
+    /// `iap_products.price` as COPY text (`0.99`).
+    static func sqlNumeric(_ milliunits: Int64) -> String { text(milliunits) }
+}
