@@ -164,6 +164,9 @@ struct ServerAPINightTests {
             SELECT g.transaction_id FROM iap_grants g JOIN iap_orders o ON o.transaction_id = g.transaction_id
             JOIN iap_receipts r ON r.transaction_id = g.transaction_id AND r.verify_status = 0
             WHERE g.revoked_at IS NULL AND o.status = 'delivered' AND o.quantity = g.quantity
+              -- not one Apple refunded (the night learned consumable refunds from notification history)
+              AND NOT EXISTS (SELECT 1 FROM recon.apple_transactions t WHERE t.transaction_id = g.transaction_id
+                              AND (t.cancellation_date_ms IS NOT NULL OR t.revocation_date_ms IS NOT NULL))
             GROUP BY 1 HAVING count(DISTINCT g.grant_id) = 1 ORDER BY 1 LIMIT 1
             """))
         let granted = try w.run(["lookup", "--transaction", grantedTID])
