@@ -39,7 +39,7 @@ day=$(date -u -d "$as_of" +%Y-%m-%d)
 echo
 echo "== what the generator knows to be true, compared with the reports"
 echo "   (receipts still unresolved are the simulator's malformed ones: 21002 is definitive after 3 runs)"
-for f in compensate.csv duplicate_grants.csv clawback.csv input_errors.csv; do
+for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
   if cmp -s "$work/expected/$f" "$here/reports/$day/$f"; then verdict="matches"; else verdict="DIFFERS"; fi
   printf '  %-22s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$verdict"
 done
@@ -48,6 +48,12 @@ echo "reports: $here/reports/$day/"
 ls -1 "$here/reports/$day/" | sed 's/^/  /'
 echo "first rows of compensate.csv:"
 head -4 "$here/reports/$day/compensate.csv" | sed 's/^/  /'
+echo "money per currency (summary.json: owed to players, to claw back, refunded by Apple):"
+python3 - "$here/reports/$day/summary.json" <<'PY'
+import json, sys
+for currency, kinds in sorted(json.load(open(sys.argv[1])).get("money", {}).items()):
+    print("  " + currency + "  " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+PY
 
 # Customer service: a player forwards Apple's invoice e-mail. The order ID of a missed purchase:
 missed=$(awk -F, 'NR > 1 && $11 == "paid_not_granted" && $9 == "production" { print $6; exit }' "$here/reports/$day/compensate.csv")

@@ -44,11 +44,11 @@ public final class Night {
         }
         if summary.runID > 0 { try finishLedger(db, summary: summary) }
         if !summary.skippedChecks.isEmpty {
-            logger.warning("""
+            logger.warning(settings.serverAPI == nil ? """
                 without App Store Server API credentials these checks were not done: \
                 \(summary.skippedChecks.joined(separator: "; ")); set IAP_ISSUER_ID, IAP_KEY_ID and \
                 IAP_PRIVATE_KEY_FILE to do them (README, "StoreKit 2 and the App Store Server API")
-                """)
+                """ : "--no-api-sweeps: these checks were not done: \(summary.skippedChecks.joined(separator: "; "))")
         }
         return summary
     }
@@ -82,7 +82,7 @@ public final class Night {
             logger.info("stage verify")
             summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
             summary.stageSeconds["verify"] = clock.lap()
-            if let api = settings.serverAPI {
+            if let api = settings.serverAPI, settings.apiSweeps {
                 logger.info("stage sweep")
                 summary.sweeps = try ServerAPISweeps(settings: settings, api: api, runID: summary.runID, logger: logger).run(db: db)
                 summary.stageSeconds["sweep"] = clock.lap()
@@ -90,6 +90,7 @@ public final class Night {
         }
         // Said once, at the end of a run that wrote its reports (a failing run keeps its one line).
         if settings.serverAPI == nil, case .full = stages { summary.skippedChecks = RunSummary.checksNeedingServerAPI }
+        if settings.serverAPI != nil, !settings.apiSweeps { summary.skippedChecks = Array(RunSummary.checksNeedingServerAPI.prefix(2)) }
         if case .full = stages {
             logger.info("stage decide")
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)

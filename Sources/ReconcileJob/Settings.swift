@@ -53,6 +53,8 @@ public struct JobSettings: Sendable {
     public var apiRates: [ServerAPIEndpoint: Double] = [:]
     /// `iap_products` has the optional `price` and `currency` columns (found by the source check).
     public internal(set) var listPriceColumns = false
+    /// `--no-api-sweeps` turns the nightly Server API sweeps off (they run when the key is set).
+    public var apiSweeps = true
     /// `--history-limit`: customers whose transaction history one night asks for, at most.
     public var historyLimit = 20_000
     /// `--account-token-namespace`: order ids are not UUIDs; the app sets `appAccountToken` to the

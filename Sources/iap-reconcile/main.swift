@@ -27,6 +27,9 @@ struct CommonOptions: ParsableArguments {
         valueName: "n"))
     var historyLimit = 20_000
 
+    @Flag(help: "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped.")
+    var noApiSweeps = false
+
     @Option(help: ArgumentHelp(
         "For shops whose order ids are not UUIDs: the app sets appAccountToken to the name-based UUID (version 5) of the order id in this namespace; a purchase whose token matches is that order's (match exact).",
         valueName: "uuid"))
@@ -109,6 +112,7 @@ struct CommonOptions: ParsableArguments {
         s.windowDays = windowDays
         s.refundWindowDays = refundWindowDays
         s.historyLimit = historyLimit
+        s.apiSweeps = !noApiSweeps
         if let ns = accountTokenNamespace {
             guard AccountToken.bytes(ofUUID: ns) != nil else {
                 throw ValidationError("--account-token-namespace '\(ns.prefix(40))' is not a UUID (8-4-4-4-12 hexadecimal digits)")

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Reconciliation
 import Testing
 
 /// Issue 11: the nightly sweeps of the App Store Server API (notification history, transaction
@@ -104,6 +105,28 @@ struct ServerAPISweepTests {
         let expected = sums.mapValues { $0.mapValues(text) }
         #expect(try money(w) == expected)
         #expect(!expected.isEmpty, "no amount at all in the reports")
+    }
+
+    @Test("a later night whose refund sweep finds nothing, after nights that found refunds, says so once on stderr")
+    func silentRefundSweep() throws {
+        let w = try W.world("sweep_silent")
+        defer { w.stop() }
+        let first = try w.night()
+        #expect(first.status == 0)
+        #expect(!first.stderr.contains("found no notification"), "\(first.stderr)")
+        #expect(try w.t.int("SELECT count(*) FROM recon.notifications WHERE notification_type = 'REFUND'") > 0)
+        let before = try w.t.int("SELECT count(*) FROM recon.notifications WHERE notification_type = 'REFUND'")
+        let next = try w.run(["run", "--as-of", "2026-11-22T03:00:00Z", "--out", w.out.path, "--no-progress"])
+        #expect(next.status == 0, "\(next.stderr)")
+        let found = try w.t.int("""
+            SELECT count(*) FROM recon.notifications WHERE notification_type = 'REFUND' AND environment = 'production'
+              AND run_id = (SELECT max(run_id) FROM recon.runs)
+            """)
+        let said = next.stderr.components(separatedBy: "the refund sweep found no notification").count - 1
+        #expect(said == (found == 0 ? 1 : 0), "\(found) new REFUND notifications (of \(before)); stderr: \(next.stderr)")
+        #expect(try w.t.scalar("""
+            SELECT reached_ms::text FROM recon.notification_sweeps WHERE notification_type = 'REFUND' AND environment = 'production'
+            """) == String(try #require(UTC.parse("2026-11-22T03:00:00Z"))))
     }
 
     // MARK: helpers
