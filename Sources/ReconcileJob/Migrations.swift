@@ -209,6 +209,11 @@ enum Migrations {
         \(RecordAnswers.sql)
         \(LearnTransactions.sql)
         """),
+        (7, "why a finding closed (closed.csv)", """
+        -- Set when a night closes the finding, from what the data then shows: granted, revoked,
+        -- refund_reversed, out_of_window, input_changed (contract §6 closed.csv).
+        ALTER TABLE {S}.findings ADD COLUMN closed_because text;
+        """),
     ]
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.

@@ -13,6 +13,9 @@ public final class Night {
 
     private(set) var settings: JobSettings
     let logger: Logger
+    /// What the last `run` got to, failed or not (for last-run.json and the metrics file); nil
+    /// when it failed before it reached the database.
+    public private(set) var lastSummary: RunSummary?
 
     public init(settings: JobSettings, logger: Logger) {
         self.settings = settings
@@ -39,9 +42,11 @@ public final class Night {
         } catch {
             let failure = JobError.from(error, doing: "the run")
             summary.exitCode = failure.code.rawValue
+            lastSummary = summary
             if summary.runID > 0 { try? finishLedger(db, summary: summary) }
             throw failure
         }
+        lastSummary = summary
         if summary.runID > 0 { try finishLedger(db, summary: summary) }
         if !summary.skippedChecks.isEmpty {
             logger.warning(settings.serverAPI == nil ? """

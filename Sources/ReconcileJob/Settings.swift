@@ -53,6 +53,11 @@ public struct JobSettings: Sendable {
     public var apiRates: [ServerAPIEndpoint: Double] = [:]
     /// `iap_products` has the optional `price` and `currency` columns (found by the source check).
     public internal(set) var listPriceColumns = false
+    /// `--metrics-file`: the node_exporter textfile written on every exit (nil: none).
+    public var metricsFile: String?
+    /// `--report-timezone` (IANA name) and `--report-language` (en, zh): the workbook and the HTML page.
+    public var reportTimeZone = "UTC"
+    public var reportLanguage = "en"
     /// `--no-api-sweeps` turns the nightly Server API sweeps off (they run when the key is set).
     public var apiSweeps = true
     /// `--history-limit`: customers whose transaction history one night asks for, at most.

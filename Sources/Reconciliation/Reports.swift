@@ -8,6 +8,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case inputErrors = "input_errors.csv"
     case refunds = "refunds.csv"
     case unattributed = "unattributed.csv"
+    case closed = "closed.csv"
 
     public var columns: [String] {
         switch self {
@@ -33,9 +34,19 @@ public enum ReportFile: String, CaseIterable, Sendable {
                     "state", "grant_ids", "first_seen"]
         case .unattributed:
             return ["transaction_id", "product_id", "purchase_date", "amount", "currency", "storefront", "first_seen"]
+        case .closed:
+            return ["report", "finding_key", "first_seen", "closed_on", "closed_because"]
         }
     }
 
     /// Where `first_seen` stands among the columns of a findings report (nil: the report has none).
-    public var firstSeenIndex: Int? { columns.firstIndex(of: "first_seen") }
+    public var firstSeenIndex: Int? { isFindings ? columns.firstIndex(of: "first_seen") : nil }
+
+    /// The reports whose rows are findings, remembered night over night (`first_seen`, closed.csv).
+    public var isFindings: Bool {
+        switch self {
+        case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
+        case .unresolved, .inputErrors, .closed: return false
+        }
+    }
 }

@@ -27,6 +27,11 @@ struct CommonOptions: ParsableArguments {
         valueName: "n"))
     var historyLimit = 20_000
 
+    @Option(help: ArgumentHelp(
+        "Write a node_exporter textfile here on every exit, failed runs included (temporary file, then rename): run times, last success, exit code, rows per report and reason, unresolved receipts, App Store requests and answers, seconds per stage, money. A file that cannot be written is a warning, never another exit code.",
+        valueName: "path"))
+    var metricsFile: String?
+
     @Flag(help: "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped.")
     var noApiSweeps = false
 
@@ -113,6 +118,7 @@ struct CommonOptions: ParsableArguments {
         s.refundWindowDays = refundWindowDays
         s.historyLimit = historyLimit
         s.apiSweeps = !noApiSweeps
+        s.metricsFile = metricsFile
         if let ns = accountTokenNamespace {
             guard AccountToken.bytes(ofUUID: ns) != nil else {
                 throw ValidationError("--account-token-namespace '\(ns.prefix(40))' is not a UUID (8-4-4-4-12 hexadecimal digits)")
@@ -320,10 +326,39 @@ struct Migrate: ParsableCommand {
     }
 }
 
-/// Runs the stages and turns a `JobError` into its one line and exit code.
+/// Runs the stages and turns a `JobError` into its one line and exit code. Whatever the ending,
+/// the operator's files follow: `<out>/last-run.json` for `run`, and `--metrics-file`.
 func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, command: String) throws {
+    let started = EpochMillis(Date().timeIntervalSince1970 * 1000)
+    let night = Night(settings: settings, logger: logger)
+    func recordEnding(_ code: Int32, _ reason: String) {
+        let ending = RunOutcome.Ending(exitCode: code, reason: reason, startedAt: started,
+                                       endedAt: EpochMillis(Date().timeIntervalSince1970 * 1000), command: command,
+                                       asOf: settings.asOf, summary: night.lastSummary)
+        if case .full = stages {
+            // Exit 73 already said that --out cannot be written: no second line for the same cause.
+            do { try RunOutcome.writeLastRun(ending, out: settings.out) } catch {
+                if code != ExitStatus.cannotWrite.rawValue {
+                    logger.warning("last-run.json could not be written", metadata: ["out": "\(settings.out)", "error": "\(error)"])
+                }
+            }
+        }
+        if let path = settings.metricsFile {
+            do { try RunOutcome.writeMetrics(ending, path: path) } catch {
+                // A warning only: the metrics never change the exit code.
+                FileHandle.standardError.write(Data("iap-reconcile: warning: the metrics file \(path) could not be written (\(error)); the run's exit code is unchanged\n".utf8))
+            }
+        }
+    }
     do {
-        let summary = try Night(settings: settings, logger: logger).run(stages, command: command)
+        let summary: RunSummary
+        do {
+            summary = try night.run(stages, command: command)
+        } catch let error as JobError {
+            recordEnding(error.code.rawValue, Secrets.redact(error.message))
+            throw error
+        }
+        recordEnding(0, "done")
         if case .full = stages {
             FileHandle.standardError.write(Data(RunReport.text(summary).utf8))
         } else if case .verifyOnly = stages {

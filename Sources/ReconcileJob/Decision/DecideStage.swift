@@ -211,6 +211,40 @@ public final class DecideStage {
         return orders
     }
 
+    /// Why a finding of an earlier night is gone tonight (closed.csv), judged from the data as it
+    /// is now: the purchase left the window (out_of_window), the goods were delivered (granted),
+    /// the grant was taken back (revoked), Apple reversed the refund (refund_reversed), or else the
+    /// source rows changed (input_changed). The key holds the id after its report's prefix.
+    var closedBecauseSQL: String {
+        let refundStart = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        let id = "split_part(f.finding_key, '|', 2)"
+        func apple(_ condition: String) -> String {
+            "EXISTS (SELECT 1 FROM \(S).apple_transactions t WHERE t.transaction_id = \(id) AND \(condition))"
+        }
+        let grantRevoked = "EXISTS (SELECT 1 FROM g WHERE g.grant_id = \(id) AND g.revoked_ms IS NOT NULL)"
+        let granted = "EXISTS (SELECT 1 FROM g WHERE g.transaction_id = \(id) AND g.revoked_ms IS NULL)"
+        return """
+            CASE f.report
+                WHEN 'compensate.csv' THEN CASE
+                    WHEN \(apple("t.purchase_date_ms < \(settings.windowStart)")) THEN 'out_of_window'
+                    WHEN \(granted) THEN 'granted' ELSE 'input_changed' END
+                WHEN 'unattributed.csv' THEN CASE
+                    WHEN \(apple("t.purchase_date_ms < \(settings.windowStart)")) THEN 'out_of_window'
+                    WHEN \(granted) THEN 'granted' ELSE 'input_changed' END
+                WHEN 'duplicate_grants.csv' THEN CASE WHEN \(grantRevoked) THEN 'revoked' ELSE 'input_changed' END
+                WHEN 'clawback.csv' THEN CASE
+                    WHEN \(grantRevoked) THEN 'revoked'
+                    WHEN EXISTS (SELECT 1 FROM g JOIN \(S).apple_transactions t ON t.transaction_id = g.transaction_id
+                                 WHERE g.grant_id = \(id) AND \(TransactionColumn.reversed)) THEN 'refund_reversed'
+                    ELSE 'input_changed' END
+                WHEN 'refunds.csv' THEN CASE
+                    WHEN \(apple("coalesce(t.cancellation_date_ms, t.revocation_date_ms) < \(refundStart) AND coalesce(t.reversed_date_ms, 0) < \(refundStart)")) THEN 'out_of_window'
+                    ELSE 'input_changed' END
+                ELSE 'input_changed'
+            END
+            """
+    }
+
     /// `first_seen` survives: a finding keeps the date it first appeared; one that disappears is
     /// closed, and reopens with its old first_seen if it comes back.
     private func updateHistory(_ db: PGConnection) throws {
@@ -225,7 +259,7 @@ public final class DecideStage {
                     closed_on = NULL
                 """, [day])
             try db.query("""
-                UPDATE \(S).findings f SET closed_on = $1::date
+                UPDATE \(S).findings f SET closed_on = $1::date, closed_because = \(closedBecauseSQL)
                 WHERE closed_on IS NULL AND first_seen <= $1::date
                   AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
                 """, [day])

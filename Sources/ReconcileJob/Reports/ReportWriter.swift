@@ -72,6 +72,13 @@ struct ReportWriter {
     private func query(for file: ReportFile) -> String {
         let width = file.columns.count
         switch file {
+        case .closed:
+            return """
+                SELECT report, finding_key, to_char(first_seen, 'YYYY-MM-DD'), to_char(closed_on, 'YYYY-MM-DD'),
+                       coalesce(closed_because, 'input_changed')
+                FROM \(S).findings WHERE closed_on = '\(UTC.date(settings.asOf))'::date
+                ORDER BY report COLLATE "C", finding_key COLLATE "C"
+                """
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed:
             let cells = (1..<width).map { "c\($0)" }
             var select = cells
@@ -161,7 +168,8 @@ public enum RunReport {
         lines.append("iap-reconcile: run \(s.runID) for \(UTC.date(s.asOf)) done")
         let v = s.verification
         lines.append("  verification      \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected")
-        for file in ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved", "input_errors"] {
+        for file in ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "closed", "unresolved",
+                     "input_errors"] {
             var line = "  " + file.padding(toLength: 18, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
             if let r = s.reasons[file], !r.isEmpty {
                 line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
