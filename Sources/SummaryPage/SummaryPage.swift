@@ -16,8 +16,8 @@ public enum SummaryPage {
         // Ids are long digit strings: without this, phones turn them into telephone links.
         html += "<meta name=\"format-detection\" content=\"telephone=no\">"
         html += "<title>\(e(l.title)) \(e(input.asOf))</title><style>\(style)</style></head><body><main>"
-        html += "<header><h1>\(e(l.title))</h1><p class=\"meta\">\(e(l.asOf)) <b>\(e(input.asOf))</b> · "
-            + "\(e(l.run)) <b>\(input.runID)</b></p></header>"
+        html += "<header><h1>\(e(l.title))</h1><p class=\"meta\">\(e(l.asOf)) <strong>\(e(input.asOf))</strong> · "
+            + "\(e(l.run)) <strong>\(input.runID)</strong></p></header>"
         html += counts(input, l)
         html += reasons(input, l)
         html += money(input, l)
