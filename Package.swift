@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        // reconciliation.xlsx (issue 12): the zip container of the workbook; the XML is ours.
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -35,6 +37,14 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v6),
         .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v6),
         .target(name: "Reconciliation", swiftSettings: v6),
+        // The reports for people (issue 12): the workbook and the one-page summary. Both only
+        // read what the report writer already produced, so the lead wires them in after the CSVs.
+        .target(
+            name: "Workbook",
+            dependencies: ["Reconciliation", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            swiftSettings: v6
+        ),
+        .target(name: "SummaryPage", dependencies: ["Reconciliation"], swiftSettings: v6),
         .target(
             name: "AppStore",
             dependencies: [
@@ -89,6 +99,12 @@ let package = Package(
         .executableTarget(name: "iap-fuzz", dependencies: ["AppStore"], path: "Tests/Fuzz", exclude: ["corpus"],
                           swiftSettings: v6),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v6),
+        .testTarget(
+            name: "WorkbookTests",
+            dependencies: ["Workbook", "Reconciliation", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            swiftSettings: v6
+        ),
+        .testTarget(name: "SummaryPageTests", dependencies: ["SummaryPage"], swiftSettings: v6),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [

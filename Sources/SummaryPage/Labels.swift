@@ -1,0 +1,88 @@
+// The page's words in English and Chinese. Codes from the contract (reasons, kinds,
+// currencies, report file names) are shown as they are, so a reader can match them with the
+// CSV files; only the words around them are translated.
+
+struct Labels {
+    let lang: String
+    let title: String
+    let run: String
+    let asOf: String
+    let tonight: String
+    let byReason: String
+    let money: String
+    let currency: String
+    let oldest: String
+    let noneOpen: String
+    let daysOpen: String
+    let report: String
+    let key: String
+    let firstSeen: String
+    let history: String
+    let historyNone: String
+    let opened: String
+    let closed: String
+    let stillOpen: String
+    let night: String
+    let numbers: String
+    let rows: String
+    let unitNights: String
+    let footer: String
+    let reports: [String: String]
+    let kinds: [String: String]
+
+    /// The order reports are shown in: the work first, then what needs a look, then the rest.
+    static let reportOrder = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
+                              "input_errors", "closed"]
+    static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted"]
+
+    static func of(_ language: Language) -> Labels {
+        switch language {
+        case .en:
+            return Labels(
+                lang: "en", title: "Reconciliation summary", run: "Run", asOf: "As of (UTC)",
+                tonight: "Findings tonight", byReason: "By reason or kind", money: "Money by currency",
+                currency: "Currency", oldest: "Oldest open finding", noneOpen: "No finding is open.",
+                daysOpen: "days open", report: "Report", key: "Key", firstSeen: "First seen (UTC)",
+                history: "Findings per night", historyNone: "No history yet: this is the first night.",
+                opened: "opened", closed: "closed", stillOpen: "still open", night: "Night", numbers: "Numbers",
+                rows: "Rows", unitNights: "nights",
+                footer: "Written by iap-reconcile. The CSV files and reconciliation.xlsx hold every row.",
+                reports: [
+                    "compensate": "Compensate (paid, not granted)", "duplicate_grants": "Duplicate grants",
+                    "clawback": "Claw back", "refunds": "Refunds", "unattributed": "Unattributed purchases",
+                    "unresolved": "Unresolved receipts", "input_errors": "Input errors", "closed": "Closed",
+                ],
+                kinds: [
+                    "owed": "Owed (compensate)", "claw_back": "To claw back", "refunded": "Refunded",
+                    "refunded_still_granted": "Refunded, still granted",
+                ])
+        case .zh:
+            return Labels(
+                lang: "zh-CN", title: "对账摘要", run: "运行", asOf: "截至（UTC）",
+                tonight: "今晚的问题", byReason: "按原因或类型", money: "按币种的金额",
+                currency: "币种", oldest: "最早未关闭的问题", noneOpen: "没有未关闭的问题。",
+                daysOpen: "天未关闭", report: "报表", key: "键", firstSeen: "首次发现（UTC）",
+                history: "每晚的问题", historyNone: "还没有历史：这是第一晚。",
+                opened: "新增", closed: "关闭", stillOpen: "仍未关闭", night: "日期", numbers: "数字",
+                rows: "行数", unitNights: "晚",
+                footer: "由 iap-reconcile 生成。每一行都在 CSV 文件和 reconciliation.xlsx 中。",
+                reports: [
+                    "compensate": "补发（已付款未发放）", "duplicate_grants": "重复发放", "clawback": "追回",
+                    "refunds": "退款", "unattributed": "无法归属的购买", "unresolved": "未能核实的收据",
+                    "input_errors": "输入错误", "closed": "已关闭",
+                ],
+                kinds: [
+                    "owed": "应补发", "claw_back": "应追回", "refunded": "已退款", "refunded_still_granted": "已退款但仍在发放",
+                ])
+        }
+    }
+
+    func report(_ name: String) -> String { reports[name] ?? name }
+    func kind(_ name: String) -> String { kinds[name] ?? name }
+
+    /// Known names in their order, then any others sorted, so a new report still shows.
+    static func ordered(_ names: some Sequence<String>, by order: [String]) -> [String] {
+        let set = Set(names)
+        return order.filter(set.contains) + set.subtracting(order).sorted()
+    }
+}

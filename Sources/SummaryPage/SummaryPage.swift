@@ -1,0 +1,166 @@
+/// `summary.html` (contract §6, issue 12): one page a manager reads in ten seconds, on a phone
+/// too: the night's counts per report and reason, money per currency, the oldest open finding,
+/// and a chart of findings per night for the last 30 nights.
+///
+/// Self-contained on purpose: inline CSS and inline SVG only, no script, no font, no image,
+/// no link of any kind, so the page shows the same from a mail attachment, a file share or a
+/// machine without network, and leaks nothing when opened. Every value is HTML-escaped.
+public enum SummaryPage {
+    /// Nights in the chart.
+    public static let nights = 30
+
+    public static func render(_ input: Input, language: Language) -> String {
+        let l = Labels.of(language)
+        var html = "<!DOCTYPE html>\n<html lang=\"\(l.lang)\"><head><meta charset=\"utf-8\">"
+        html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        // Ids are long digit strings: without this, phones turn them into telephone links.
+        html += "<meta name=\"format-detection\" content=\"telephone=no\">"
+        html += "<title>\(e(l.title)) \(e(input.asOf))</title><style>\(style)</style></head><body><main>"
+        html += "<header><h1>\(e(l.title))</h1><p class=\"meta\">\(e(l.asOf)) <strong>\(e(input.asOf))</strong> · "
+            + "\(e(l.run)) <strong>\(input.runID)</strong></p></header>"
+        html += counts(input, l)
+        html += reasons(input, l)
+        html += money(input, l)
+        html += oldest(input, l)
+        html += history(input, l)
+        html += "<footer>\(e(l.footer))</footer></main></body></html>\n"
+        return html
+    }
+
+    private static func e(_ s: String) -> String { HTML.escape(s) }
+
+    /// One card per report: the label and the night's row count.
+    private static func counts(_ input: Input, _ l: Labels) -> String {
+        var html = "<section><h2>\(e(l.tonight))</h2><div class=\"cards\">"
+        for name in Labels.ordered(input.counts.keys, by: Labels.reportOrder) {
+            let n = input.counts[name] ?? 0
+            html += "<div class=\"card\(n == 0 ? " zero" : "")\" data-report=\"\(e(name))\">"
+                + "<span class=\"n\">\(n)</span><span class=\"label\">\(e(l.report(name)))</span>"
+                + "<span class=\"code\">\(e(name))</span></div>"
+        }
+        return html + "</div></section>"
+    }
+
+    private static func reasons(_ input: Input, _ l: Labels) -> String {
+        let reports = Labels.ordered(input.reasons.filter { !$0.value.isEmpty }.keys, by: Labels.reportOrder)
+        guard !reports.isEmpty else { return "" }
+        var html = "<section><h2>\(e(l.byReason))</h2><div class=\"tables\">"
+        for report in reports {
+            let rows = (input.reasons[report] ?? [:]).sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            html += "<div class=\"scroll\"><table><caption>\(e(l.report(report)))</caption><tbody>"
+            for (reason, n) in rows {
+                html += "<tr><th scope=\"row\"><code>\(e(reason))</code></th><td class=\"num\">\(n)</td></tr>"
+            }
+            html += "</tbody></table></div>"
+        }
+        return html + "</div></section>"
+    }
+
+    /// Currencies as rows, kinds as columns; amounts exactly as summary.json has them.
+    private static func money(_ input: Input, _ l: Labels) -> String {
+        let currencies = input.money.filter { !$0.value.isEmpty }.keys.sorted()
+        guard !currencies.isEmpty else { return "" }
+        let kinds = Labels.ordered(currencies.flatMap { input.money[$0]!.keys }, by: Labels.kindOrder)
+        var html = "<section><h2>\(e(l.money))</h2><div class=\"scroll\"><table><thead><tr><th>\(e(l.currency))</th>"
+        for kind in kinds { html += "<th class=\"num\">\(e(l.kind(kind)))</th>" }
+        html += "</tr></thead><tbody>"
+        for currency in currencies {
+            html += "<tr><th scope=\"row\">\(e(currency))</th>"
+            for kind in kinds { html += "<td class=\"num\">\(e(input.money[currency]?[kind] ?? "–"))</td>" }
+            html += "</tr>"
+        }
+        return html + "</tbody></table></div></section>"
+    }
+
+    private static func oldest(_ input: Input, _ l: Labels) -> String {
+        var html = "<section><h2>\(e(l.oldest))</h2>"
+        guard let o = input.oldestOpen else { return html + "<p>\(e(l.noneOpen))</p></section>" }
+        html += "<dl class=\"oldest\"><dt>\(e(l.report))</dt><dd>\(e(l.report(o.report)))</dd>"
+            + "<dt>\(e(l.key))</dt><dd><code>\(e(o.key))</code></dd>"
+            + "<dt>\(e(l.firstSeen))</dt><dd>\(e(o.firstSeen))"
+        if let days = daysBetween(o.firstSeen, String(input.asOf.prefix(10))), days >= 0 {
+            html += " <span class=\"age\">(\(days) \(e(l.daysOpen)))</span>"
+        }
+        return html + "</dd></dl></section>"
+    }
+
+    /// One chart per report that had any finding in the window, each followed by its numbers.
+    private static func history(_ input: Input, _ l: Labels) -> String {
+        var byDate: [String: [String: Tally]] = [:]
+        for night in input.history { byDate[night.date, default: [:]].merge(night.reports) { $1 } }
+        let dates = Array(byDate.keys.sorted().suffix(nights))
+        var html = "<section><h2>\(e(l.history)) <small>(\(dates.count) \(e(l.unitNights)))</small></h2>"
+        guard !dates.isEmpty else { return html + "<p>\(e(l.historyNone))</p></section>" }
+        html += "<p class=\"legend\"><span class=\"key opened\"></span>\(e(l.opened)) "
+            + "<span class=\"key closed\"></span>\(e(l.closed)) <span class=\"key open\"></span>\(e(l.stillOpen))</p>"
+        let reports = Labels.ordered(dates.flatMap { byDate[$0]!.keys }, by: Labels.reportOrder)
+        for report in reports {
+            let series = dates.map { (date: $0, tally: byDate[$0]?[report] ?? Tally()) }
+            guard series.contains(where: { $0.tally != Tally() }) else { continue }
+            html += "<figure data-report=\"\(e(report))\"><figcaption>\(e(l.report(report)))</figcaption>"
+            html += Chart.svg(report: report, nights: series, labels: l)
+            html += "<details><summary>\(e(l.numbers))</summary><div class=\"scroll\"><table><thead><tr>"
+                + "<th>\(e(l.night))</th><th class=\"num\">\(e(l.opened))</th><th class=\"num\">\(e(l.closed))</th>"
+                + "<th class=\"num\">\(e(l.stillOpen))</th></tr></thead><tbody>"
+            for point in series.reversed() {
+                html += "<tr><th scope=\"row\">\(e(point.date))</th><td class=\"num\">\(point.tally.opened)</td>"
+                    + "<td class=\"num\">\(point.tally.closed)</td><td class=\"num\">\(point.tally.stillOpen)</td></tr>"
+            }
+            html += "</tbody></table></div></details></figure>"
+        }
+        return html + "</section>"
+    }
+
+    /// Whole days from one `YYYY-MM-DD` to another; nil when either is not such a date.
+    static func daysBetween(_ from: String, _ to: String) -> Int? {
+        func day(_ s: String) -> Int? {
+            let parts = s.split(separator: "-")
+            guard s.utf8.count == 10, parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]),
+                  let d = Int(parts[2]), (1...12).contains(m), (1...31).contains(d) else { return nil }
+            // Days from civil (Howard Hinnant), as Reconciliation's UTC does.
+            let yy = m <= 2 ? y - 1 : y
+            let era = (yy >= 0 ? yy : yy - 399) / 400
+            let yoe = yy - era * 400
+            let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1
+            return era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy
+        }
+        guard let a = day(from), let b = day(to) else { return nil }
+        return b - a
+    }
+
+    /// Phone first: one column of cards and charts at full width, more columns as room allows;
+    /// system fonts only (no font is loaded); colours follow the reader's dark mode.
+    static let style = """
+        :root{color-scheme:light dark;--fg:#1b1f23;--muted:#5f6b76;--bg:#fff;--card:#f4f6f8;--line:#d6dbe0;\
+        --opened:#2e7d32;--closed:#1565c0;--open:#e65100}
+        @media (prefers-color-scheme:dark){:root{--fg:#e8eaed;--muted:#a0a8b0;--bg:#15181b;--card:#22272c;\
+        --line:#3a4148;--opened:#66bb6a;--closed:#64b5f6;--open:#ffa726}}
+        *{box-sizing:border-box}
+        body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.45 system-ui,-apple-system,"Segoe UI",\
+        "PingFang SC","Microsoft YaHei","Noto Sans CJK SC",sans-serif;-webkit-text-size-adjust:100%}
+        main{max-width:980px;margin:0 auto;padding:12px 14px 32px}
+        h1{font-size:1.5rem;margin:.3em 0}h2{font-size:1.15rem;margin:1.4em 0 .5em}
+        .meta,footer,small,.code,.age{color:var(--muted)}footer{margin-top:2em;font-size:.85rem}
+        .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr));gap:10px}
+        .card{background:var(--card);border-radius:10px;padding:10px 12px;display:flex;flex-direction:column}
+        .card .n{font-size:1.9rem;font-weight:700;font-variant-numeric:tabular-nums}
+        .card.zero .n{color:var(--muted)}.card .code{font-size:.75rem;overflow-wrap:anywhere}
+        .tables{display:grid;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr));gap:12px}
+        .scroll{overflow-x:auto}
+        table{border-collapse:collapse;width:100%}caption{text-align:left;font-weight:600;padding:4px 0}
+        th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+        code{overflow-wrap:anywhere}
+        dl.oldest{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:0}dd{margin:0}
+        figure{margin:0 0 18px}figcaption{font-weight:600;margin-bottom:4px}
+        .chart{display:block;width:100%;height:auto;max-height:260px}
+        .chart .axis{stroke:var(--muted)}.chart .grid{stroke:var(--line);stroke-dasharray:3 3}
+        .chart .tick{fill:var(--muted);font-size:12px}
+        .chart rect.opened,.key.opened{fill:var(--opened);background:var(--opened)}
+        .chart rect.closed,.key.closed{fill:var(--closed);background:var(--closed)}
+        .chart polyline.open{fill:none;stroke:var(--open);stroke-width:2}.chart circle.open{fill:var(--open)}
+        .key{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin:0 .3em 0 .8em}
+        .key.open{background:var(--open)}.legend .key:first-child{margin-left:0}
+        details summary{cursor:pointer;color:var(--muted);font-size:.9rem}
+        """
+}

@@ -1,0 +1,185 @@
+import Foundation
+import ZIPFoundation
+
+/// The parts of the SpreadsheetML package around the sheets, and the zip they go into.
+/// Only what Excel, LibreOffice and WPS need to open the workbook without a repair prompt.
+enum Parts {
+    static let main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    static let officeRels = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    static let packageRels = "http://schemas.openxmlformats.org/package/2006/relationships"
+    static let header = #"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"# + "\n"
+
+    static func contentTypes(sheets: Int) -> String {
+        var xml = header + #"<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">"#
+        xml += #"<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>"#
+        xml += #"<Default Extension="xml" ContentType="application/xml"/>"#
+        xml += #"<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>"#
+        xml += #"<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>"#
+        for n in 1...max(sheets, 1) {
+            xml += "<Override PartName=\"/xl/worksheets/sheet\(n).xml\" "
+                + #"ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>"#
+        }
+        return xml + "</Types>"
+    }
+
+    static let rootRels = header + "<Relationships xmlns=\"\(packageRels)\">"
+        + "<Relationship Id=\"rId1\" Type=\"\(officeRels)/officeDocument\" Target=\"xl/workbook.xml\"/></Relationships>"
+
+    /// A sheet name as a formula reference: always quoted, `'` doubled.
+    static func quotedSheet(_ name: String) -> String {
+        "'" + name.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    /// The sheets in order; each report sheet's autofilter also gets the hidden
+    /// `_xlnm._FilterDatabase` name Excel itself writes for it.
+    static func workbook(_ sheets: [SheetPart]) -> String {
+        var xml = header + "<workbook xmlns=\"\(main)\" xmlns:r=\"\(officeRels)\">"
+        xml += #"<bookViews><workbookView activeTab="0"/></bookViews><sheets>"#
+        for (i, sheet) in sheets.enumerated() {
+            xml += "<sheet name=\"\(XMLText.escape(sheet.name))\" sheetId=\"\(i + 1)\" r:id=\"rId\(i + 1)\"/>"
+        }
+        xml += "</sheets>"
+        let filtered = sheets.enumerated().filter { $0.element.frozenHeader }
+        if !filtered.isEmpty {
+            xml += "<definedNames>"
+            for (i, sheet) in filtered {
+                let ref = quotedSheet(sheet.name) + "!$A$1:$" + absolute(sheet.lastRef)
+                xml += "<definedName name=\"_xlnm._FilterDatabase\" localSheetId=\"\(i)\" hidden=\"1\">"
+                    + XMLText.escape(ref) + "</definedName>"
+            }
+            xml += "</definedNames>"
+        }
+        return xml + "</workbook>"
+    }
+
+    /// `P13` → `P$13`.
+    private static func absolute(_ ref: String) -> String {
+        let letters = ref.prefix { $0.isLetter }
+        return letters + "$" + ref.dropFirst(letters.count)
+    }
+
+    static func workbookRels(sheets: Int) -> String {
+        var xml = header + "<Relationships xmlns=\"\(packageRels)\">"
+        for n in 1...max(sheets, 1) {
+            xml += "<Relationship Id=\"rId\(n)\" Type=\"\(officeRels)/worksheet\" Target=\"worksheets/sheet\(n).xml\"/>"
+        }
+        xml += "<Relationship Id=\"rId\(sheets + 1)\" Type=\"\(officeRels)/styles\" Target=\"styles.xml\"/>"
+        return xml + "</Relationships>"
+    }
+
+    /// The cell formats, in the order of `Style`'s raw values. Number formats 164… are ours;
+    /// 0 General, 1 `0`, 2 `0.00` and 49 `@` (text) are built in.
+    static let styles: String = {
+        let xf = { (numFmt: Int, font: Int, extra: String) in
+            "<xf numFmtId=\"\(numFmt)\" fontId=\"\(font)\" fillId=\"0\" borderId=\"0\" xfId=\"0\""
+                + (numFmt == 0 ? "" : " applyNumberFormat=\"1\"") + (font == 0 ? "" : " applyFont=\"1\"") + extra + "/>"
+        }
+        let cellXfs: [(Style, String)] = [
+            (.general, xf(0, 0, "")), (.header, xf(49, 1, "")), (.text, xf(49, 0, "")),
+            (.guardedText, xf(49, 0, " quotePrefix=\"1\"")), (.dateTime, xf(164, 0, "")), (.date, xf(165, 0, "")),
+            (.integer, xf(1, 0, "")), (.money1, xf(166, 0, "")), (.money2, xf(2, 0, "")), (.money3, xf(167, 0, "")),
+        ]
+        precondition(cellXfs.enumerated().allSatisfy { $0.offset == $0.element.0.rawValue })
+        var xml = header + "<styleSheet xmlns=\"\(main)\">"
+        xml += #"<numFmts count="4"><numFmt numFmtId="164" formatCode="yyyy-mm-dd hh:mm:ss"/>"#
+        xml += #"<numFmt numFmtId="165" formatCode="yyyy-mm-dd"/><numFmt numFmtId="166" formatCode="0.0"/>"#
+        xml += #"<numFmt numFmtId="167" formatCode="0.000"/></numFmts>"#
+        xml += #"<fonts count="2"><font><sz val="11"/><name val="Calibri"/><family val="2"/></font>"#
+        xml += #"<font><b/><sz val="11"/><name val="Calibri"/><family val="2"/></font></fonts>"#
+        xml += #"<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>"#
+        xml += #"<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>"#
+        xml += #"<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>"#
+        xml += "<cellXfs count=\"\(cellXfs.count)\">" + cellXfs.map(\.1).joined() + "</cellXfs>"
+        xml += #"<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>"#
+        return xml + "</styleSheet>"
+    }()
+
+    /// Writes the package: the small parts from memory, each sheet as prefix + body file +
+    /// suffix read in chunks by ZIPFoundation's provider, deflated.
+    static func zip(_ sheets: [SheetPart], to url: URL) throws {
+        let archive: Archive
+        do {
+            archive = try Archive(url: url, accessMode: .create)
+        } catch {
+            throw Workbook.Failure(path: url.path, reason: "cannot create the workbook: \(error)")
+        }
+        func add(_ name: String, _ text: String) throws {
+            let data = Data(text.utf8)
+            try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(data.count),
+                                 compressionMethod: .deflate) { position, size in
+                data.subdata(in: Int(position)..<Int(position) + size)
+            }
+        }
+        do {
+            try add("[Content_Types].xml", contentTypes(sheets: sheets.count))
+            try add("_rels/.rels", rootRels)
+            try add("xl/workbook.xml", workbook(sheets))
+            try add("xl/_rels/workbook.xml.rels", workbookRels(sheets: sheets.count))
+            try add("xl/styles.xml", styles)
+            for (i, sheet) in sheets.enumerated() {
+                let source = try ConcatenatedSource(prefix: Data(sheet.prefix(selected: i == 0).utf8),
+                                                    bodyPath: sheet.bodyPath, bodySize: sheet.bodySize,
+                                                    suffix: Data(sheet.suffix.utf8))
+                try archive.addEntry(with: "xl/worksheets/sheet\(i + 1).xml", type: .file,
+                                     uncompressedSize: source.size, compressionMethod: .deflate,
+                                     bufferSize: 1 << 16, provider: source.read)
+            }
+        } catch let failure as Workbook.Failure {
+            throw failure
+        } catch {
+            throw Workbook.Failure(path: url.path, reason: "cannot write the workbook: \(error)")
+        }
+    }
+}
+
+/// Bytes of `prefix`, then the file at `bodyPath`, then `suffix`, served at any position.
+final class ConcatenatedSource {
+    let prefix: Data
+    let suffix: Data
+    let bodySize: Int64
+    let size: Int64
+    private let body: UnsafeMutablePointer<FILE>
+    private let bodyPath: String
+
+    init(prefix: Data, bodyPath: String, bodySize: Int64, suffix: Data) throws {
+        guard let body = fopen(bodyPath, "rb") else {
+            throw Workbook.Failure(path: bodyPath, reason: "cannot read a temporary sheet: \(String(cString: strerror(errno)))")
+        }
+        self.prefix = prefix
+        self.suffix = suffix
+        self.bodySize = bodySize
+        self.body = body
+        self.bodyPath = bodyPath
+        size = Int64(prefix.count) + bodySize + Int64(suffix.count)
+    }
+
+    deinit { fclose(body) }
+
+    func read(position: Int64, size wanted: Int) throws -> Data {
+        var out = Data()
+        out.reserveCapacity(wanted)
+        var pos = position
+        let end = min(position + Int64(wanted), size)
+        let bodyStart = Int64(prefix.count), bodyEnd = bodyStart + bodySize
+        while pos < end {
+            if pos < bodyStart {
+                let upTo = min(end, bodyStart)
+                out.append(prefix.subdata(in: Int(pos)..<Int(upTo)))
+                pos = upTo
+            } else if pos < bodyEnd {
+                let upTo = min(end, bodyEnd)
+                var chunk = [UInt8](repeating: 0, count: Int(upTo - pos))
+                guard fseeko(body, off_t(pos - bodyStart), SEEK_SET) == 0,
+                      fread(&chunk, 1, chunk.count, body) == chunk.count else {
+                    throw Workbook.Failure(path: bodyPath, reason: "cannot read a temporary sheet back")
+                }
+                out.append(contentsOf: chunk)
+                pos = upTo
+            } else {
+                out.append(suffix.subdata(in: Int(pos - bodyEnd)..<Int(end - bodyEnd)))
+                pos = end
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One worksheet being written. Its rows go to a temporary file as they come (the `<sheetData>`
+/// body), so memory does not grow with the rows; what must stand before the body in the XML
+/// (the used range, the fitted column widths) is only known at the end, so it is made then and
+/// put in front of the body when the sheet goes into the zip (`SheetPart`).
+final class SheetBody {
+    let name: String
+    let path: String
+    let frozenHeader: Bool
+    private let file: UnsafeMutablePointer<FILE>
+    private var closed = false
+    /// Rows written, header included.
+    private(set) var rows = 0
+    private(set) var widths: [Int] = []
+    var hyperlinks: [(ref: String, sheet: String)] = []
+
+    init(name: String, path: String, frozenHeader: Bool) throws {
+        guard let file = fopen(path, "wb") else {
+            throw Workbook.Failure(path: path, reason: "cannot create a temporary sheet: \(String(cString: strerror(errno)))")
+        }
+        self.name = name
+        self.path = path
+        self.frozenHeader = frozenHeader
+        self.file = file
+    }
+
+    deinit { if !closed { fclose(file) } }
+
+    /// Appends one row; its cells take columns A, B, … in order (an `.empty` cell writes nothing).
+    func append(_ cells: [Cell]) throws {
+        rows += 1
+        let r = String(rows)
+        var xml = "<row r=\"\(r)\">"
+        for (i, cell) in cells.enumerated() {
+            if i >= widths.count { widths.append(0) }
+            widths[i] = max(widths[i], cell.displayWidth)
+            let ref = SheetBody.column(i) + r
+            switch cell {
+            case .empty: continue
+            case .number(let v, let style):
+                xml += "<c r=\"\(ref)\" s=\"\(style.rawValue)\"><v>\(v)</v></c>"
+            case .text(let t, let style):
+                let space = XMLText.needsPreserve(t) ? " xml:space=\"preserve\"" : ""
+                xml += "<c r=\"\(ref)\" s=\"\(style.rawValue)\" t=\"inlineStr\"><is><t\(space)>\(XMLText.escape(t))</t></is></c>"
+            }
+        }
+        xml += "</row>"
+        let ok = xml.withUTF8 { fwrite($0.baseAddress, 1, $0.count, file) == $0.count }
+        if !ok { throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Closes the body; the sheet is then ready to go into the zip.
+    func finish() throws -> SheetPart {
+        closed = true
+        let failed = fflush(file) != 0
+        let size = ftello(file)
+        if fclose(file) != 0 || failed || size < 0 {
+            throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))")
+        }
+        return SheetPart(name: name, bodyPath: path, bodySize: Int64(size), rows: rows, widths: widths,
+                         frozenHeader: frozenHeader, hyperlinks: hyperlinks)
+    }
+
+    /// The column letters of the 0-based column `index`: A … Z, AA, AB, …
+    static func column(_ index: Int) -> String {
+        var n = index + 1
+        var letters: [Character] = []
+        while n > 0 {
+            let rem = (n - 1) % 26
+            letters.insert(Character(Unicode.Scalar(UInt8(65 + rem))), at: 0)
+            n = (n - 1) / 26
+        }
+        return String(letters)
+    }
+}
+
+/// A finished sheet: the XML that goes before and after its body.
+struct SheetPart {
+    let name: String
+    let bodyPath: String
+    let bodySize: Int64
+    let rows: Int
+    let widths: [Int]
+    /// Report sheets: header row frozen and the autofilter on it. The Summary sheet has neither.
+    let frozenHeader: Bool
+    let hyperlinks: [(ref: String, sheet: String)]
+
+    /// Columns are never narrower than a short header nor wider than a long message: beyond 60
+    /// characters a person widens the column themselves (or reads the cell), and a 2-character
+    /// allowance leaves room for the autofilter's button.
+    static let widthBounds = 6...60
+
+    var lastRef: String { SheetBody.column(max(widths.count, 1) - 1) + String(max(rows, 1)) }
+
+    var range: String { "A1:" + lastRef }
+
+    func prefix(selected: Bool) -> String {
+        var xml = #"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"# + "\n"
+        xml += #"<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" "#
+        xml += #"xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">"#
+        xml += "<dimension ref=\"\(range)\"/>"
+        xml += "<sheetViews><sheetView workbookViewId=\"0\"\(selected ? " tabSelected=\"1\"" : "")>"
+        if frozenHeader {
+            xml += #"<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>"#
+            xml += #"<selection pane="bottomLeft" activeCell="A2" sqref="A2"/>"#
+        }
+        xml += "</sheetView></sheetViews><sheetFormatPr defaultRowHeight=\"15\"/>"
+        if !widths.isEmpty {
+            xml += "<cols>"
+            for (i, w) in widths.enumerated() {
+                let fitted = min(max(w + 2, Self.widthBounds.lowerBound), Self.widthBounds.upperBound)
+                xml += "<col min=\"\(i + 1)\" max=\"\(i + 1)\" width=\"\(fitted)\" customWidth=\"1\"/>"
+            }
+            xml += "</cols>"
+        }
+        return xml + "<sheetData>"
+    }
+
+    var suffix: String {
+        var xml = "</sheetData>"
+        if frozenHeader { xml += "<autoFilter ref=\"\(range)\"/>" }
+        if !hyperlinks.isEmpty {
+            xml += "<hyperlinks>"
+            for link in hyperlinks {
+                let location = XMLText.escape(Parts.quotedSheet(link.sheet) + "!A1")
+                xml += "<hyperlink ref=\"\(link.ref)\" location=\"\(location)\" display=\"\(XMLText.escape(link.sheet))\"/>"
+            }
+            xml += "</hyperlinks>"
+        }
+        return xml + #"<pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/></worksheet>"#
+    }
+}

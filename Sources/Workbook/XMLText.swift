@@ -1,0 +1,51 @@
+// Text for SpreadsheetML: XML 1.0 escaping plus the one escape Excel adds on its own.
+
+enum XMLText {
+    /// `text` as element content or an attribute value (quotes escaped too, so one function
+    /// serves both). Characters XML 1.0 forbids (C0 controls other than tab, LF, CR, and
+    /// U+FFFE/U+FFFF) are dropped: a parser refuses the whole sheet otherwise, and Excel then
+    /// offers to "repair" the workbook by deleting the sheet's data.
+    ///
+    /// CR is written as `&#13;`, since a parser turns a literal CR (and CRLF) into LF. And a
+    /// `_xHHHH_` in the text gets its `_` written as `_x005F_`: Excel and LibreOffice decode
+    /// `_xHHHH_` in cell text as the character U+HHHH, so a value that merely contains those
+    /// seven characters would otherwise come back changed.
+    static func escape(_ text: String) -> String {
+        // Most cells (ids, codes, dates) need nothing: one pass over the bytes, no copy.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22
+            || $0 == 0x27 || $0 == 0x5F || $0 == 0xEF }) {
+            return text
+        }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        let scalars = Array(text.unicodeScalars)
+        for (i, u) in scalars.enumerated() {
+            switch u {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            case "\r": out += "&#13;"
+            case "\t", "\n": out.unicodeScalars.append(u)
+            case "_" where looksLikeExcelEscape(scalars, at: i): out += "_x005F_"
+            default:
+                if u.value < 0x20 || u.value == 0xFFFE || u.value == 0xFFFF { continue }
+                out.unicodeScalars.append(u)
+            }
+        }
+        return out
+    }
+
+    /// `_x` + four hex digits + `_` starting at `i`.
+    private static func looksLikeExcelEscape(_ s: [Unicode.Scalar], at i: Int) -> Bool {
+        guard i + 6 < s.count, s[i + 1] == "x" || s[i + 1] == "X", s[i + 6] == "_" else { return false }
+        return s[(i + 2)...(i + 5)].allSatisfy { $0.properties.isASCIIHexDigit }
+    }
+
+    /// True when the text needs `xml:space="preserve"` to keep its leading or trailing blanks.
+    static func needsPreserve(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last else { return false }
+        return first.properties.isWhitespace || last.properties.isWhitespace
+    }
+}

@@ -1,0 +1,105 @@
+import Testing
+@testable import SummaryPage
+
+@Suite struct SummaryPageTests {
+    static func input() -> SummaryPage.Input {
+        var history = SummaryPage.HistoryTally(nights: ["2026-11-19", "2026-11-20", "2026-11-21", "2026-11-20"])
+        history.add(report: "compensate.csv", firstSeen: "2026-11-18", closedOn: "2026-11-20") // open 19, closed 20
+        history.add(report: "compensate.csv", firstSeen: "2026-11-20", closedOn: nil)          // opened 20
+        history.add(report: "compensate.csv", firstSeen: "2026-11-21", closedOn: nil)          // opened 21
+        history.add(report: "clawback.csv", firstSeen: "2026-11-19", closedOn: "2026-11-21")
+        return SummaryPage.Input(
+            asOf: "2026-11-21T03:00:00Z", runID: 4711,
+            counts: ["compensate": 1234, "duplicate_grants": 56, "clawback": 7, "refunds": 89, "unattributed": 3,
+                     "unresolved": 21, "input_errors": 0],
+            reasons: ["compensate": ["paid_not_granted": 1200, "restore_as_purchase": 34], "duplicate_grants": ["same_transaction": 56]],
+            money: ["CNY": ["owed": "8123.40", "claw_back": "63.00"], "USD": ["refunded": "99.995", "refunded_still_granted": "4.99"]],
+            oldestOpen: .init(report: "compensate", key: "2000000847061981", firstSeen: "2026-10-01"),
+            history: history.nights)
+    }
+
+    @Test func historyCountsOpenedClosedAndStillOpenPerNight() {
+        let nights = Self.input().history
+        #expect(nights.map(\.date) == ["2026-11-19", "2026-11-20", "2026-11-21"])
+        #expect(nights[0].reports["compensate"] == .init(opened: 0, closed: 0, stillOpen: 1))
+        #expect(nights[1].reports["compensate"] == .init(opened: 1, closed: 1, stillOpen: 1))
+        #expect(nights[2].reports["compensate"] == .init(opened: 1, closed: 0, stillOpen: 2))
+        #expect(nights[0].reports["clawback"] == .init(opened: 1, closed: 0, stillOpen: 1))
+        #expect(nights[2].reports["clawback"] == .init(opened: 0, closed: 1, stillOpen: 0))
+        // Only the last 30 nights are kept.
+        let many = SummaryPage.HistoryTally(nights: (1...40).map { "2026-10-\($0 < 10 ? "0" : "")\($0)" })
+        #expect(many.dates.count == 30 && many.dates.last == "2026-10-40")
+    }
+
+    @Test(arguments: Language.allCases)
+    func thePageIsSelfContained(language: Language) {
+        let page = SummaryPage.render(Self.input(), language: language).lowercased()
+        for forbidden in ["http", "//", "src=", "url(", "@import", "<script", "<link", "@font-face", "<img", "<iframe",
+                          "href=", "xlink"] {
+            #expect(!page.contains(forbidden), "the page contains \(forbidden)")
+        }
+        #expect(page.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"))
+        #expect(page.contains("<svg"))
+    }
+
+    @Test func theNumbersShownAreTheInput() {
+        let input = Self.input()
+        let page = SummaryPage.render(input, language: .en)
+        for (report, n) in input.counts {
+            #expect(page.contains("<div class=\"card\(n == 0 ? " zero" : "")\" data-report=\"\(report)\"><span class=\"n\">\(n)</span>"))
+        }
+        #expect(page.contains("<code>paid_not_granted</code></th><td class=\"num\">1200</td>"))
+        #expect(page.contains("<code>same_transaction</code></th><td class=\"num\">56</td>"))
+        for (currency, kinds) in input.money {
+            #expect(page.contains("<th scope=\"row\">\(currency)</th>"))
+            for amount in kinds.values { #expect(page.contains("<td class=\"num\">\(amount)</td>")) }
+        }
+        #expect(page.contains("2000000847061981") && page.contains("2026-10-01") && page.contains("(51 days open)"))
+        #expect(page.contains("4711") && page.contains("2026-11-21T03:00:00Z"))
+        // The history table under the compensate chart: night, opened, closed, still open.
+        #expect(page.contains("<th scope=\"row\">2026-11-20</th><td class=\"num\">1</td><td class=\"num\">1</td><td class=\"num\">1</td>"))
+        #expect(page.contains("<figure data-report=\"compensate\">") && page.contains("<figure data-report=\"clawback\">"))
+        #expect(!page.contains("<figure data-report=\"refunds\">")) // nothing in its history
+    }
+
+    @Test func bothLanguagesRender() {
+        let en = SummaryPage.render(Self.input(), language: .en)
+        let zh = SummaryPage.render(Self.input(), language: .zh)
+        #expect(en.contains("<html lang=\"en\">") && en.contains("Duplicate grants") && en.contains("still open"))
+        #expect(zh.contains("<html lang=\"zh-CN\">"))
+        for word in ["补发", "重复发放", "追回", "退款", "对账摘要", "仍未关闭"] { #expect(zh.contains(word)) }
+        #expect(!zh.contains("Duplicate grants"))
+        // The same figures in both.
+        #expect(zh.contains("<span class=\"n\">1234</span>") && zh.contains("8123.40"))
+    }
+
+    @Test func hostileTextIsEscaped() {
+        let hostile = "</script><script>alert(1)</script><b>bold</b>\"'&\u{0}\u{1B}"
+        let input = SummaryPage.Input(
+            asOf: hostile, runID: -1, counts: [hostile: -5],
+            reasons: [hostile: [hostile: 1]], money: [hostile: [hostile: "<img src=x onerror=alert(1)>"]],
+            oldestOpen: .init(report: hostile, key: "\"><svg onload=alert(1)>", firstSeen: "not a date"),
+            history: [.init(date: hostile, reports: [hostile: .init(opened: 1, closed: -2, stillOpen: 3)])])
+        for language in Language.allCases {
+            let page = SummaryPage.render(input, language: language)
+            #expect(!page.contains("<script") && !page.contains("</script>"))
+            #expect(!page.contains("<b>") && !page.contains("<img") && !page.contains("<svg onload"))
+            #expect(page.contains("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;&quot;&#39;&amp;"))
+            #expect(!page.contains("\u{0}") && !page.contains("\u{1B}"))
+            #expect(!page.contains("days open")) // no age from a date that is not one
+            #expect(page.hasSuffix("</html>\n"))
+        }
+    }
+
+    @Test func anEmptyNightStillRenders() {
+        let page = SummaryPage.render(.init(asOf: "2026-11-21T03:00:00Z", runID: 1, counts: [:]), language: .en)
+        #expect(page.contains("No finding is open.") && page.contains("No history yet"))
+    }
+
+    @Test func daysBetweenDates() {
+        #expect(SummaryPage.daysBetween("2026-02-28", "2026-03-01") == 1)
+        #expect(SummaryPage.daysBetween("2024-02-28", "2024-03-01") == 2)
+        #expect(SummaryPage.daysBetween("1999-12-31", "2000-01-01") == 1)
+        #expect(SummaryPage.daysBetween("x", "2000-01-01") == nil)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Reconciliation
+import Testing
+@testable import Workbook
+
+/// A small report folder written with the job's own CSV writer, turned into a workbook and
+/// read back with ZIPFoundation and XMLParser.
+@Suite struct WorkbookTests {
+    static let shanghai = TimeZone(identifier: "Asia/Shanghai")!
+    static let longID = "2000000847061981"
+    static let formula = "=HYPERLINK(\"http://evil.example\",\"click\")"
+
+    /// compensate: three rows (a 16-digit id, a Chinese product, a formula-looking user id);
+    /// unresolved: one row; duplicate_grants: the header alone.
+    static func makeFolder(extraCompensateRows: Int = 0) throws -> (folder: String, compensate: [[String]]) {
+        let folder = NSTemporaryDirectory() + "wb-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var compensate: [[String]] = [
+            ["o-1", "u-1", "com.example.gems", "consumable", "2", longID, longID, "2026-11-21T03:08:45Z",
+             "Production", "exact", "paid_not_granted", "r-1", "2026-11-20", "9.98", "CNY", "receipt"],
+            ["o-2", "张三", "宝石礼包 100 颗", "consumable", "1", "2000000847061982", "2000000847061980",
+             "2026-11-12T17:30:00Z", "Production", "exact", "paid_not_granted", "r-2", "2026-11-13", "4.995", "USD",
+             "notification"],
+            ["o-3", formula, "com.example.vip", "non_consumable", "1", "1000000000000001", "1000000000000001",
+             "not a time", "Sandbox", "fuzzy", "restore_as_purchase", "r-3", "2026-11-14", "", "", "receipt"],
+        ]
+        for i in 0..<extraCompensateRows {
+            compensate.append(["o-x\(i)", "u-x", "p", "consumable", "1", "30000000000000\(10 + i)", "3", "", "", "",
+                               "paid_not_granted", "r", "2026-11-20", "", "", "receipt"])
+        }
+        func write(_ file: ReportFile, _ rows: [[String]]) throws {
+            let text = CSV.record(file.columns) + rows.map(CSV.record).joined()
+            try Data(text.utf8).write(to: URL(fileURLWithPath: folder + "/" + file.rawValue))
+        }
+        try write(.compensate, compensate)
+        try write(.duplicateGrants, [])
+        try write(.unresolved, [["r-9", "u-9", "o-9", "2000000847061981", "3", "21002", "timeout\r\nthen <b>", "2026-11-21T16:00:00Z"]])
+        return (folder, compensate)
+    }
+
+    static let reports: [ReportFile] = [.compensate, .duplicateGrants, .unresolved]
+
+    @Test func idsStayTextTimesMoveToTheZoneAndTheSheetsAreThere() throws {
+        let (folder, rows) = try Self.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/reconciliation.xlsx"
+        try Workbook.write(csvFolder: folder, reports: Self.reports,
+                           summary: [(label: "run id", value: "42"), (label: "as of", value: "2026-11-21T03:00:00Z")],
+                           timeZone: Self.shanghai, to: path)
+        let book = try XLSX(path: path)
+        #expect(book.sheets.map(\.name) == ["Summary", "compensate", "duplicate_grants", "unresolved"])
+        // No temporary file left beside the workbook.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix(".") }.isEmpty)
+
+        let sheet = book.sheets[1]
+        #expect(sheet.rows.count == 1 + rows.count)
+        #expect(sheet.frozenRows == 1)
+        #expect(sheet.autoFilter == "A1:P4")
+        #expect(!sheet.hasFormula)
+        #expect(sheet.colWidths.count == 16 && sheet.colWidths.allSatisfy { (6...60).contains($0) })
+        let columns = ReportFile.compensate.columns
+        let letters = columns.indices.map(SheetBody.column)
+        let header = sheet.values(0)
+        #expect(header["H"] == "purchase_date (Asia/Shanghai)")
+        #expect(header["A"] == "order_id" && header["M"] == "first_seen")
+
+        // Every id and text column: a text cell equal to the CSV's value (the formula guard's
+        // `'` carried as Excel's quotePrefix flag instead of in the text).
+        let textColumns = columns.enumerated().filter { Workbook.ColumnKindProbe.isText($0.element) }.map(\.offset)
+        #expect(textColumns.contains(5) && textColumns.contains(6) && textColumns.contains(11))
+        for (r, row) in rows.enumerated() {
+            for c in textColumns where !row[c].isEmpty {
+                let cell = try #require(sheet.rows[r + 1][letters[c]])
+                #expect(cell.type == "inlineStr", "\(columns[c]) row \(r + 1) is not a text cell")
+                #expect(book.cellFormats[cell.style] == 49)
+                #expect(cell.text == row[c])
+                #expect(book.quotePrefix.contains(cell.style) == row[c].hasPrefix("="))
+            }
+        }
+        #expect(sheet.rows[1]["F"]?.text == Self.longID)
+        #expect(sheet.rows[2]["C"]?.text == "宝石礼包 100 颗")
+        #expect(sheet.rows[3]["B"]?.text == Self.formula)
+
+        // 2026-11-21T03:08:45Z is 11:08:45 in Shanghai: serial 46347 + 40125/86400.
+        let time = try #require(sheet.rows[1]["H"])
+        #expect(time.type == nil)
+        #expect(abs(try #require(Double(time.text)) - 46347.46440972222) < 1e-9)
+        #expect(book.numberFormats[book.cellFormats[time.style]] == "yyyy-mm-dd hh:mm:ss")
+        // 2026-11-12T17:30:00Z is the next morning there: 2026-11-13 01:30.
+        #expect(abs(Double(sheet.rows[2]["H"]!.text)! - (46339 + 1.5 / 24)) < 1e-9)
+        #expect(sheet.rows[3]["H"]?.type == "inlineStr" && sheet.rows[3]["H"]?.text == "not a time")
+        // first_seen: the UTC date as a date cell; quantity and amount as numbers.
+        #expect(sheet.rows[1]["M"]?.text == "46346" && sheet.rows[1]["M"]?.type == nil)
+        #expect(book.numberFormats[book.cellFormats[sheet.rows[1]["M"]!.style]] == "yyyy-mm-dd")
+        #expect(sheet.rows[1]["E"]?.text == "2" && sheet.rows[1]["E"]?.type == nil)
+        #expect(sheet.rows[1]["N"]?.text == "9.98" && sheet.rows[2]["N"]?.text == "4.995")
+        #expect(sheet.rows[3]["N"] == nil)
+
+        #expect(book.sheets[2].rows.count == 1 && book.sheets[2].autoFilter == "A1:K1")
+        let unresolved = book.sheets[3]
+        #expect(unresolved.rows.count == 2)
+        #expect(unresolved.rows[1]["D"]?.text == Self.longID && unresolved.rows[1]["D"]?.type == "inlineStr")
+        #expect(unresolved.rows[1]["E"]?.text == "3" && unresolved.rows[1]["E"]?.type == nil)
+        #expect(unresolved.rows[1]["G"]?.text == "timeout\r\nthen <b>")
+        #expect(unresolved.values(0)["H"] == "last_attempt_at (Asia/Shanghai)")
+        #expect(abs(Double(unresolved.rows[1]["H"]!.text)! - 46348) < 1e-9) // midnight in Shanghai
+
+        let summary = book.sheets[0]
+        #expect(summary.frozenRows == nil && summary.autoFilter == nil)
+        let pairs = summary.rows.map { ($0["A"]?.text ?? "", $0["B"]?.text ?? "") }
+        #expect(pairs[0] == ("run id", "42") && pairs[1] == ("as of", "2026-11-21T03:00:00Z"))
+        #expect(pairs.contains { $0 == ("time zone of times", "Asia/Shanghai") })
+        #expect(pairs.contains { $0 == ("compensate", "3") })
+        #expect(pairs.contains { $0 == ("duplicate_grants", "0") })
+        #expect(pairs.contains { $0 == ("unresolved", "1") })
+    }
+
+    @Test func aReportPastTheRowLimitContinuesOnMoreSheets() throws {
+        let (folder, rows) = try Self.makeFolder(extraCompensateRows: 4) // 7 data rows
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/reconciliation.xlsx"
+        try Workbook.write(csvFolder: folder, reports: [.compensate, .unresolved], summary: [], timeZone: Self.shanghai,
+                           to: path, dataRowsPerSheet: 3)
+        let book = try XLSX(path: path)
+        #expect(book.sheets.map(\.name) == ["Summary", "compensate", "compensate (2)", "compensate (3)", "unresolved"])
+        #expect(book.sheets[1...4].map { $0.rows.count } == [4, 4, 2, 2])
+        for sheet in book.sheets[1...3] {
+            #expect(sheet.values(0)["F"] == "transaction_id")
+            #expect(sheet.frozenRows == 1 && sheet.autoFilter != nil)
+        }
+        // Every row once, in order.
+        let ids = book.sheets[1...3].flatMap { $0.rows.dropFirst().map { $0["F"]!.text } }
+        #expect(ids == rows.map { $0[5] })
+        let summary = book.sheets[0].rows.map { ($0["A"]?.text ?? "", $0["B"]?.text ?? "") }
+        #expect(summary.contains { $0 == ("compensate", "7") })
+    }
+
+    @Test func aMissingReportIsAFailureNamingIt() throws {
+        let (folder, _) = try Self.makeFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(throws: Workbook.Failure.self) {
+            try Workbook.write(csvFolder: folder, reports: [.refunds], summary: [], timeZone: .gmt,
+                               to: folder + "/reconciliation.xlsx")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/reconciliation.xlsx"))
+    }
+
+    @Test func xmlTextDropsWhatXMLForbidsAndKeepsExcelEscapesLiteral() {
+        #expect(XMLText.escape("a\u{1}b\u{FFFE}c") == "abc")
+        #expect(XMLText.escape("<&>\"'") == "&lt;&amp;&gt;&quot;&apos;")
+        #expect(XMLText.escape("x_x0041_y") == "x_x005F_x0041_y")
+        #expect(XMLText.escape("a\rb") == "a&#13;b")
+        #expect(XMLText.escape("2000000847061981") == "2000000847061981")
+    }
+
+    @Test(arguments: [("12", ColumnKind.integer, true), ("1234567890123456", .integer, false), ("4.99", .money, true),
+                      ("4.9999", .money, false), ("1e5", .money, false), ("-0.50", .money, true)])
+    func numbersOnlyWhereTheyStayExact(raw: String, kind: ColumnKind, isNumber: Bool) {
+        if case .number = Cell.from(raw, kind: kind, zone: ZoneOffsets(.gmt)) { #expect(isNumber) } else { #expect(!isNumber) }
+    }
+}
+
+extension Workbook {
+    /// The test's own list of what must be text: everything but the typed columns.
+    enum ColumnKindProbe {
+        static func isText(_ column: String) -> Bool {
+            !["quantity", "attempts", "amount", "refunded_amount", "purchase_date", "granted_at", "cancellation_date",
+              "revocation_date", "last_attempt_at", "first_seen", "closed_on"].contains(column)
+        }
+    }
+}
