@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "ReconcileJob",
             dependencies: [
-                "Reconciliation", "AppStore", "Postgres", "HTTP",
+                "Reconciliation", "AppStore", "Postgres", "HTTP", "Workbook", "SummaryPage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),

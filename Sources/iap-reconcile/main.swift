@@ -32,6 +32,14 @@ struct CommonOptions: ParsableArguments {
         valueName: "path"))
     var metricsFile: String?
 
+    @Option(help: ArgumentHelp(
+        "Time zone of the times in reconciliation.xlsx (an IANA name, e.g. Asia/Shanghai; each time column's header names it). The CSV files stay in UTC.",
+        valueName: "zone"))
+    var reportTimezone = "UTC"
+
+    @Option(help: ArgumentHelp("Language of summary.html: en or zh.", valueName: "language"))
+    var reportLanguage = "en"
+
     @Flag(help: "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped.")
     var noApiSweeps = false
 
@@ -119,6 +127,14 @@ struct CommonOptions: ParsableArguments {
         s.historyLimit = historyLimit
         s.apiSweeps = !noApiSweeps
         s.metricsFile = metricsFile
+        guard TimeZone(identifier: reportTimezone) != nil else {
+            throw ValidationError("--report-timezone '\(reportTimezone.prefix(60))' is not an IANA time zone name (e.g. Asia/Shanghai, UTC)")
+        }
+        guard ["en", "zh"].contains(reportLanguage) else {
+            throw ValidationError("--report-language '\(reportLanguage.prefix(20))' must be en or zh")
+        }
+        s.reportTimeZone = reportTimezone
+        s.reportLanguage = reportLanguage
         if let ns = accountTokenNamespace {
             guard AccountToken.bytes(ofUUID: ns) != nil else {
                 throw ValidationError("--account-token-namespace '\(ns.prefix(40))' is not a UUID (8-4-4-4-12 hexadecimal digits)")

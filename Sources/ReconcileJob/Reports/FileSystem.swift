@@ -12,6 +12,11 @@ enum FileSystem {
         var path: String
         var reason: String
 
+        init(_ path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+
         init(_ path: String, errno code: Int32 = errno) {
             self.path = path
             reason = String(cString: strerror(code))

@@ -61,6 +61,7 @@ struct ReportWriter {
         summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
         do {
             try FileSystem.write(temp + "/summary.json", Array((summary.json + "\n").utf8))
+            try writeForPeople(db: db, summary: summary, folder: temp)
             // Into place without a moment where <out>/<date> is absent: an atomic exchange with
             // last night's folder where the kernel has one, then the old set goes.
             try FileSystem.replaceDirectory(final, with: temp, aside: out + "/.\(day).old-\(getpid())")

@@ -1,0 +1,93 @@
+import Foundation
+import Postgres
+import Reconciliation
+import SummaryPage
+import Workbook
+
+/// The reports for people (issue 12), written beside the CSVs into the same temporary folder, so
+/// they are swapped into place together: `reconciliation.xlsx` (the CSVs as a workbook, ids as
+/// text, times in `--report-timezone`) and `summary.html` (one self-contained page: counts, money,
+/// the oldest open finding, 30 nights of history from `{S}.runs` and `{S}.findings`).
+extension ReportWriter {
+    func writeForPeople(db: PGConnection, summary: RunSummary, folder: String) throws {
+        let oldest = try oldestOpenFinding(db)
+        let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
+        do {
+            try Workbook.write(csvFolder: folder, reports: ReportFile.allCases, summary: summaryLines(summary, oldest: oldest),
+                               timeZone: zone, to: folder + "/reconciliation.xlsx")
+        } catch let failure as Workbook.Failure {
+            throw FileSystem.Failure(failure.path, reason: failure.reason)
+        }
+        let input = SummaryPage.Input(
+            asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
+            money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: try history(db))
+        let language = Language(rawValue: settings.reportLanguage) ?? .en
+        try FileSystem.write(folder + "/summary.html", Array(SummaryPage.render(input, language: language).utf8))
+    }
+
+    /// The Summary sheet: what summary.json says, as label and value.
+    func summaryLines(_ s: RunSummary, oldest: SummaryPage.OldestFinding?) -> [(label: String, value: String)] {
+        var lines: [(label: String, value: String)] = [
+            ("as_of", UTC.timestamp(s.asOf)), ("run_id", String(s.runID)),
+            ("window", "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"),
+            ("report_timezone", settings.reportTimeZone),
+        ]
+        for file in ReportFile.allCases {
+            let name = String(file.rawValue.dropLast(4))
+            lines.append(("rows: \(name)", String(s.counts[name] ?? 0)))
+            for (reason, n) in (s.reasons[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                lines.append(("rows: \(name), \(reason)", String(n)))
+            }
+        }
+        for (currency, kinds) in s.money.sorted(by: { $0.key < $1.key }) {
+            for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
+                lines.append(("money: \(kind) (\(currency))", Money.text(milli)))
+            }
+        }
+        if let oldest { lines.append(("oldest open finding", "\(oldest.report) \(oldest.key), first seen \(oldest.firstSeen)")) }
+        if !s.skippedChecks.isEmpty { lines.append(("checks not done", s.skippedChecks.joined(separator: "; "))) }
+        return lines
+    }
+
+    func oldestOpenFinding(_ db: PGConnection) throws -> SummaryPage.OldestFinding? {
+        let r = try db.query("""
+            SELECT report, finding_key, to_char(first_seen, 'YYYY-MM-DD') FROM \(S).findings
+            WHERE closed_on IS NULL ORDER BY first_seen, finding_key COLLATE "C" LIMIT 1
+            """)
+        guard r.rowCount > 0, let report = r.value(0, 0), let key = r.value(0, 1), let first = r.value(0, 2) else { return nil }
+        return SummaryPage.OldestFinding(report: String(report.dropLast(4)), key: key, firstSeen: first)
+    }
+
+    /// Findings per night for the last 30 nights that wrote reports (this one included): opened
+    /// (first seen that night), closed that night, and still open at its end, per report.
+    func history(_ db: PGConnection) throws -> [SummaryPage.Night] {
+        let day = UTC.date(settings.asOf)
+        var nights: [String: [String: SummaryPage.Tally]] = [:]
+        try db.copyOut("""
+            COPY (
+            WITH nights AS (
+                SELECT DISTINCT (as_of AT TIME ZONE 'UTC')::date AS d FROM \(S).runs
+                WHERE command = 'run' AND exit_code = 0 AND (as_of AT TIME ZONE 'UTC')::date < '\(day)'::date
+                UNION SELECT '\(day)'::date
+            ), last AS (SELECT d FROM nights ORDER BY d DESC LIMIT \(SummaryPage.nights))
+            SELECT to_char(l.d, 'YYYY-MM-DD'), f.report,
+                   count(*) FILTER (WHERE f.first_seen = l.d),
+                   count(*) FILTER (WHERE f.closed_on = l.d),
+                   count(*) FILTER (WHERE f.closed_on IS NULL OR f.closed_on > l.d)
+            FROM last l JOIN \(S).findings f ON f.first_seen <= l.d AND (f.closed_on IS NULL OR f.closed_on >= l.d)
+            GROUP BY 1, 2
+            UNION ALL SELECT to_char(d, 'YYYY-MM-DD'), NULL, 0, 0, 0 FROM last
+            ) TO STDOUT
+            """) { line in
+            let f = CopyText.fields(line)
+            guard f.count == 5, let date = f[0] else { return }
+            var reports = nights[date] ?? [:]
+            if let report = f[1] {
+                reports[String(report.dropLast(4))] = SummaryPage.Tally(
+                    opened: Int(f[2] ?? "0") ?? 0, closed: Int(f[3] ?? "0") ?? 0, stillOpen: Int(f[4] ?? "0") ?? 0)
+            }
+            nights[date] = reports
+        }
+        return nights.map { SummaryPage.Night(date: $0.key, reports: $0.value) }.sorted { $0.date < $1.date }
+    }
+}
