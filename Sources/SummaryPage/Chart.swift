@@ -3,7 +3,7 @@
 
 enum Chart {
     static let width = 600.0, height = 190.0
-    static let left = 44.0, right = 8.0, top = 12.0, bottom = 26.0
+    static let left = 52.0, right = 8.0, top = 14.0, bottom = 30.0
 
     /// Opened (bars up, green) and closed (bars, blue) per night side by side, still open as a
     /// line (orange) over them; each night's figures also in a `<title>`, which browsers show
@@ -22,8 +22,8 @@ enum Chart {
         // Scale: the top value and zero, with a light grid line at the top.
         svg += "<line class=\"grid\" x1=\"\(f(left))\" y1=\"\(f(top))\" x2=\"\(f(width - right))\" y2=\"\(f(top))\"/>"
         svg += "<line class=\"axis\" x1=\"\(f(left))\" y1=\"\(f(baseline))\" x2=\"\(f(width - right))\" y2=\"\(f(baseline))\"/>"
-        svg += "<text class=\"tick\" x=\"\(f(left - 6))\" y=\"\(f(top + 4))\" text-anchor=\"end\">\(maxValue)</text>"
-        svg += "<text class=\"tick\" x=\"\(f(left - 6))\" y=\"\(f(baseline + 4))\" text-anchor=\"end\">0</text>"
+        svg += "<text class=\"tick\" x=\"\(f(left - 6))\" y=\"\(f(top + 6))\" text-anchor=\"end\">\(maxValue)</text>"
+        svg += "<text class=\"tick\" x=\"\(f(left - 6))\" y=\"\(f(baseline + 6))\" text-anchor=\"end\">0</text>"
 
         var points: [String] = []
         for (i, night) in nights.enumerated() {

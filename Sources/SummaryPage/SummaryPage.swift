@@ -149,13 +149,13 @@ public enum SummaryPage {
         .scroll{overflow-x:auto}
         table{border-collapse:collapse;width:100%}caption{text-align:left;font-weight:600;padding:4px 0}
         th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
-        .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+        .num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}
         code{overflow-wrap:anywhere}
         dl.oldest{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:0}dd{margin:0}
         figure{margin:0 0 18px}figcaption{font-weight:600;margin-bottom:4px}
-        .chart{display:block;width:100%;height:auto;max-height:260px}
+        .chart{display:block;width:100%;max-width:760px;height:auto}
         .chart .axis{stroke:var(--muted)}.chart .grid{stroke:var(--line);stroke-dasharray:3 3}
-        .chart .tick{fill:var(--muted);font-size:12px}
+        .chart .tick{fill:var(--muted);font-size:17px}
         .chart rect.opened,.key.opened{fill:var(--opened);background:var(--opened)}
         .chart rect.closed,.key.closed{fill:var(--closed);background:var(--closed)}
         .chart polyline.open{fill:none;stroke:var(--open);stroke-width:2}.chart circle.open{fill:var(--open)}

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import SummaryPage
 
@@ -101,5 +102,27 @@ import Testing
         #expect(SummaryPage.daysBetween("2024-02-28", "2024-03-01") == 2)
         #expect(SummaryPage.daysBetween("1999-12-31", "2000-01-01") == 1)
         #expect(SummaryPage.daysBetween("x", "2000-01-01") == nil)
+    }
+}
+
+/// `SUMMARY_PAGE_SAMPLE=/some/folder`: leaves summary-en.html and summary-zh.html there, with a
+/// 30-night history, for a person (or headless Chromium) to look at.
+@Suite struct SummaryPageSample {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SUMMARY_PAGE_SAMPLE"] != nil))
+    func keepSamplePages() throws {
+        let folder = ProcessInfo.processInfo.environment["SUMMARY_PAGE_SAMPLE"]!
+        var input = SummaryPageTests.input()
+        input.history = (1...30).map { day in
+            let date = "2026-11-\(day < 10 ? "0" : "")\(day)"
+            return .init(date: date, reports: [
+                "compensate": .init(opened: (day * 7) % 11, closed: (day * 5) % 9, stillOpen: 40 + (day * 13) % 17),
+                "clawback": .init(opened: day % 3, closed: day % 2, stillOpen: 5 + day % 4),
+            ])
+        }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for language in Language.allCases {
+            try SummaryPage.render(input, language: language)
+                .write(toFile: folder + "/summary-\(language.rawValue).html", atomically: true, encoding: .utf8)
+        }
     }
 }
