@@ -7,6 +7,8 @@
 #   make chaos         the promises under faults: crash loop, database gone, lying App Store, fuzzing,
 #                      secrets, privileges, load (CHAOS_ARGS=--quick: the CI form, a few minutes)
 #   make fuzz-build    the answer parser's libFuzzer target (.build-fuzz/release/iap-fuzz)
+#   make screenshot    summary.html of the latest reports (make demo first) as a PNG, by headless Chromium (optional)
+#   make check-workbook  the latest reconciliation.xlsx opened by LibreOffice Calc: ids digit for digit, times in the zone (optional)
 #   make build         debug build;  make release  optimized build
 #   make deps          install what is missing (apt, as root) or say what to install
 #   make pg-start / pg-stop   the throwaway Postgres cluster (.pg/)
@@ -23,7 +25,7 @@ ifneq ($(shell id -u),0)
 export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
 endif
 
-.PHONY: demo test bench bench-verify bench-api chaos fuzz-build build release deps pg-start pg-stop clean
+.PHONY: demo test bench bench-verify bench-api chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -76,6 +78,22 @@ fuzz-build: deps
 
 chaos: release fuzz-build
 	@python3 Tests/Chaos/chaos.py $(CHAOS_ARGS)
+
+# Optional looks at what people get, after `make demo` (not part of make test): they install
+# Chromium or LibreOffice Calc with apt when run as root.
+screenshot:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/tmp/iap-reconcile-apt.log 2>&1; } \
+	  || { echo "install chromium (sudo apt-get install -y chromium)"; exit 1; }
+	@day=$$(ls -1d reports/20*/ 2>/dev/null | tail -1); [ -n "$$day" ] || { echo "no reports yet: run make demo first"; exit 1; }; \
+	  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=420,2200 \
+	    --screenshot="$$PWD/$${day}summary.png" "file://$$PWD/$${day}summary.html" >/dev/null 2>&1; \
+	  echo "$${day}summary.png (a phone-wide rendering of $${day}summary.html)"
+
+check-workbook:
+	@command -v soffice >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libreoffice-calc) >/tmp/iap-reconcile-apt.log 2>&1; } \
+	  || { echo "install LibreOffice Calc (sudo apt-get install -y libreoffice-calc)"; exit 1; }
+	@day=$$(ls -1d reports/20*/ 2>/dev/null | tail -1); [ -n "$$day" ] || { echo "no reports yet: run make demo first"; exit 1; }; \
+	  python3 scripts/check-workbook.py "$$day"
 
 clean:
 	scripts/pg.sh stop || true

@@ -101,10 +101,13 @@ let package = Package(
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v6),
         .testTarget(
             name: "WorkbookTests",
-            dependencies: ["Workbook", "Reconciliation", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            dependencies: ["Workbook", "Reconciliation", "XLSXReading", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: v6
         ),
         .testTarget(name: "SummaryPageTests", dependencies: ["SummaryPage"], swiftSettings: v6),
+        // Reads a workbook back (unzip, parse the XML) for the workbook's tests and the end-to-end ones.
+        .target(name: "XLSXReading", dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")],
+                path: "Tests/XLSXReading", swiftSettings: v6),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
@@ -117,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore"],
+            dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore", "XLSXReading"],
             swiftSettings: v6
         ),
     ]

@@ -33,7 +33,7 @@ echo
 echo "== run again: receipts the faults left unresolved are asked again, nothing else is"
 echo "   (the reports for the date are replaced whole)"
 "$bin/iap-reconcile" run --as-of "$as_of" --out "$here/reports" --timeout-ms 2000 --retry-base-ms 50 \
-  --retry-delay-minutes 0 --no-progress
+  --retry-delay-minutes 0 --no-progress --report-timezone Asia/Shanghai
 
 day=$(date -u -d "$as_of" +%Y-%m-%d)
 echo
@@ -46,6 +46,10 @@ done
 echo
 echo "reports: $here/reports/$day/"
 ls -1 "$here/reports/$day/" | sed 's/^/  /'
+echo "for people:"
+echo "  workbook (times in Asia/Shanghai): $here/reports/$day/reconciliation.xlsx"
+echo "  one-page summary:                 $here/reports/$day/summary.html"
+echo "  the last run, for monitoring:     $here/reports/last-run.json"
 echo "first rows of compensate.csv:"
 head -4 "$here/reports/$day/compensate.csv" | sed 's/^/  /'
 echo "money per currency (summary.json: owed to players, to claw back, refunded by Apple):"

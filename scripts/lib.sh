@@ -24,7 +24,8 @@ start_everything() {
 start_sim() {
   "$bin/iap-sim" serve --port 0 --port-file "$work/port" --call-log "$work/calls.tsv" "$@" >"$work/sim.log" 2>&1 &
   sim_pid=$!
-  for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+  # a large truth file takes a few seconds to load and index: wait up to a minute
+  for _ in $(seq 600); do [ -s "$work/port" ] && break; sleep 0.1; done
   [ -s "$work/port" ] || { echo "the simulator did not start:"; cat "$work/sim.log"; exit 1; }
   port=$(cat "$work/port")
   export IAP_VERIFY_URL_PRODUCTION="http://127.0.0.1:$port/production/verifyReceipt"

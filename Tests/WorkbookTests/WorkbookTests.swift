@@ -1,6 +1,7 @@
 import Foundation
 import Reconciliation
 import Testing
+import XLSXReading
 @testable import Workbook
 
 /// A small report folder written with the job's own CSV writer, turned into a workbook and

@@ -6,31 +6,31 @@ import ZIPFoundation
 
 /// Reads a workbook back the way a spreadsheet does: unzip, parse the XML. Independent of the
 /// writer's code, so the tests check the file, not the writer's idea of it.
-struct XLSX {
-    struct CellValue: Equatable {
-        var type: String?   // "inlineStr", "s", "n", nil (number)
-        var style: Int
-        var text: String    // <v> or the inline string's <t>
+public struct XLSX {
+    public struct CellValue: Equatable {
+        public var type: String?   // "inlineStr", "s", "n", nil (number)
+        public var style: Int
+        public var text: String    // <v> or the inline string's <t>
     }
 
-    struct Sheet {
-        var name: String
-        var rows: [[String: CellValue]] = []   // by column letters
-        var frozenRows: Int?                    // pane ySplit when state="frozen"
-        var autoFilter: String?
-        var colWidths: [Double] = []
-        var hasFormula = false
+    public struct Sheet {
+        public var name: String
+        public var rows: [[String: CellValue]] = []   // by column letters
+        public var frozenRows: Int?                    // pane ySplit when state="frozen"
+        public var autoFilter: String?
+        public var colWidths: [Double] = []
+        public var hasFormula = false
         /// Values in row order, column order (A…), for a row.
-        func values(_ row: Int) -> [String: String] { rows[row].mapValues(\.text) }
+        public func values(_ row: Int) -> [String: String] { rows[row].mapValues(\.text) }
     }
 
-    var sheets: [Sheet] = []
-    var cellFormats: [Int] = []            // numFmtId per cellXfs index
-    var quotePrefix: Set<Int> = []         // cellXfs indices with quotePrefix
-    var numberFormats: [Int: String] = [:] // custom numFmtId → code
-    var entries: [String] = []
+    public var sheets: [Sheet] = []
+    public var cellFormats: [Int] = []            // numFmtId per cellXfs index
+    public var quotePrefix: Set<Int> = []         // cellXfs indices with quotePrefix
+    public var numberFormats: [Int: String] = [:] // custom numFmtId → code
+    public var entries: [String] = []
 
-    init(path: String) throws {
+    public init(path: String) throws {
         let archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
         func data(_ name: String) throws -> Data {
             guard let entry = archive[name] else { throw ReadError.missing(name) }
