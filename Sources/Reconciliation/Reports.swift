@@ -4,11 +4,11 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case compensate = "compensate.csv"
     case duplicateGrants = "duplicate_grants.csv"
     case clawback = "clawback.csv"
-    case unresolved = "unresolved.csv"
-    case inputErrors = "input_errors.csv"
     case refunds = "refunds.csv"
     case unattributed = "unattributed.csv"
     case closed = "closed.csv"
+    case unresolved = "unresolved.csv"
+    case inputErrors = "input_errors.csv"
 
     public var columns: [String] {
         switch self {

@@ -24,6 +24,8 @@ extension SummaryPage {
         public var oldestOpen: OldestFinding?
         /// Up to 30 nights, any order; the page sorts them and keeps the last 30.
         public var history: [Night]
+        /// `as_of` in the report time zone (`--report-timezone`), shown beside UTC; nil: UTC only.
+        public var asOfInZone: (zone: String, time: String)?
 
         public init(asOf: String, runID: Int64, counts: [String: Int], reasons: [String: [String: Int]] = [:],
                     money: [String: [String: String]] = [:], oldestOpen: OldestFinding? = nil, history: [Night] = []) {

@@ -16,7 +16,9 @@ public enum SummaryPage {
         // Ids are long digit strings: without this, phones turn them into telephone links.
         html += "<meta name=\"format-detection\" content=\"telephone=no\">"
         html += "<title>\(e(l.title)) \(e(input.asOf))</title><style>\(style)</style></head><body><main>"
-        html += "<header><h1>\(e(l.title))</h1><p class=\"meta\">\(e(l.asOf)) <strong>\(e(input.asOf))</strong> · "
+        // The team's own clock beside UTC (`--report-timezone`), when it is another zone.
+        let local = input.asOfInZone.map { " · \(e($0.zone)) <strong>\(e($0.time))</strong>" } ?? ""
+        html += "<header><h1>\(e(l.title))</h1><p class=\"meta\">\(e(l.asOf)) <strong>\(e(input.asOf))</strong>\(local) · "
             + "\(e(l.run)) <strong>\(input.runID)</strong></p></header>"
         html += counts(input, l)
         html += reasons(input, l)

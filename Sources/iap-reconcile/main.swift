@@ -236,11 +236,17 @@ let environmentHelp = """
       Store Server Notifications V2 set in App Store Connect. Without the key
       the night runs on receipts alone and says which checks it skipped.
 
-    REPORTS
+    REPORTS (run: <out>/<as-of UTC date>/, swapped in whole)
       compensate.csv, duplicate_grants.csv, clawback.csv, refunds.csv,
-      unattributed.csv, unresolved.csv, input_errors.csv, summary.json (money
-      per currency: owed, claw_back, refunded, refunded_still_granted).
-      Amounts: Apple's signed price, else iap_products.price (optional).
+      unattributed.csv, closed.csv (findings of earlier nights gone tonight,
+      and why), unresolved.csv, input_errors.csv: for machines, UTC.
+      summary.json: counts, money per currency (owed, claw_back, refunded,
+      refunded_still_granted), the tally. Amounts: Apple's signed price, else
+      iap_products.price (optional).
+      reconciliation.xlsx: the same rows for people, ids as text, times in
+      --report-timezone. summary.html: one page, counts, money, 30 nights.
+      <out>/last-run.json (every run, failed or not) and --metrics-file (a
+      node_exporter textfile) for the operator.
 
     SIGNED TRANSACTIONS
       A receipt_data in JWS form (StoreKit 2 Transaction.jwsRepresentation) is

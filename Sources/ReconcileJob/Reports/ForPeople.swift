@@ -18,9 +18,16 @@ extension ReportWriter {
         } catch let failure as Workbook.Failure {
             throw FileSystem.Failure(failure.path, reason: failure.reason)
         }
-        let input = SummaryPage.Input(
+        var input = SummaryPage.Input(
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
             money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: try history(db))
+        if zone.identifier != "UTC" {
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = zone
+            f.dateFormat = "yyyy-MM-dd HH:mm"
+            input.asOfInZone = (zone.identifier, f.string(from: Date(timeIntervalSince1970: Double(summary.asOf) / 1000)))
+        }
         let language = Language(rawValue: settings.reportLanguage) ?? .en
         try FileSystem.write(folder + "/summary.html", Array(SummaryPage.render(input, language: language).utf8))
     }
@@ -30,7 +37,6 @@ extension ReportWriter {
         var lines: [(label: String, value: String)] = [
             ("as_of", UTC.timestamp(s.asOf)), ("run_id", String(s.runID)),
             ("window", "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"),
-            ("report_timezone", settings.reportTimeZone),
         ]
         for file in ReportFile.allCases {
             let name = String(file.rawValue.dropLast(4))

@@ -88,7 +88,9 @@ enum Metrics {
         gauge("last_run_exit_code", "Exit code of the last run (0 done, 75 temporary, 78 configuration, ...).",
               [([], Double(e.exitCode))])
         gauge("last_run_as_of_timestamp_seconds", "The --as-of of the last run (UNIX seconds).", [([], seconds(e.asOf))])
-        if let s = e.summary {
+        // Report figures only from a run that wrote its reports: a failed run's would describe files
+        // that were never swapped in. What the run did (App Store, stages) is told either way.
+        if let s = e.summary, e.exitCode == 0 {
             gauge("report_rows", "Rows per report file of the last run that wrote its reports.",
                   s.counts.sorted { $0.key < $1.key }.map { ([("report", $0.key)], Double($0.value)) })
             var reasons: [(labels: [(String, String)], value: Double)] = []
@@ -101,6 +103,15 @@ enum Metrics {
             if let unresolved = s.counts["unresolved"] {
                 gauge("unresolved_receipts", "Receipts still without a definitive App Store answer.", [([], Double(unresolved))])
             }
+            var money: [(labels: [(String, String)], value: Double)] = []
+            for (currency, kinds) in s.money.sorted(by: { $0.key < $1.key }) {
+                for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
+                    money.append(([("currency", currency), ("kind", kind)], Double(milli) / 1000))
+                }
+            }
+            gauge("money", "Money in the last reports per currency: owed, claw_back, refunded, refunded_still_granted.", money)
+        }
+        if let s = e.summary {
             let v = s.verification
             gauge("app_store_answers", "App Store answers of the last run per class.", [
                 ([("class", "ok")], Double(v.ok)), ([("class", "reject")], Double(v.rejected)),
@@ -116,13 +127,6 @@ enum Metrics {
             gauge("app_store_requests", "Requests sent to the App Store in the last run, per API.", requests)
             gauge("stage_seconds", "Seconds per stage of the last run.",
                   s.stageSeconds.sorted { $0.key < $1.key }.map { ([("stage", $0.key)], $0.value) })
-            var money: [(labels: [(String, String)], value: Double)] = []
-            for (currency, kinds) in s.money.sorted(by: { $0.key < $1.key }) {
-                for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
-                    money.append(([("currency", currency), ("kind", kind)], Double(milli) / 1000))
-                }
-            }
-            gauge("money", "Money in the last reports per currency: owed, claw_back, refunded, refunded_still_granted.", money)
         }
         var out = ""
         for f in families where !f.samples.isEmpty {
