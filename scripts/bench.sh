@@ -51,7 +51,8 @@ read -r orders receipts grants learned < "$work/sizes"
 echo "== the floor: COPY (SELECT * FROM t) TO STDOUT into /dev/null, each input relation once"
 floor_start=$(date +%s.%N)
 for t in public.iap_products public.iap_orders public.iap_receipts public.iap_grants \
-         recon.apple_transactions recon.receipt_transactions recon.receipt_state; do
+         recon.apple_transactions recon.receipt_transactions recon.receipt_state \
+         recon.notifications recon.history_customers; do
   psql -qX -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM $t) TO STDOUT" > /dev/null
 done
 floor_end=$(date +%s.%N)
@@ -64,8 +65,8 @@ measure "$work/job.time" "$bin/iap-reconcile" run --no-verify --no-progress --as
 read -r pg_wall _ _ _ < "$work/postgres.time"
 read -r job_wall job_user job_sys job_rss < "$work/job.time"
 rows=$((orders + receipts + grants + learned))
-verdict="all four equal the generator's truth"
-for f in compensate.csv duplicate_grants.csv clawback.csv input_errors.csv; do
+verdict="all six equal the generator's truth"
+for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
   cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth: $f"
 done
 python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$job_wall" "$job_user" "$job_sys" "$job_rss" "$floor" \

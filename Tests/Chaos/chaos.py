@@ -38,8 +38,10 @@ BUNDLE = "com.example.game"
 SECRET = "chaos-shared-secret-5Qx9vT"
 DB_PASSWORD = "chaos-db-password-Zr8kLm"
 JOB_ROLE = "chaos_job"
-REPORTS = ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "unresolved.csv", "input_errors.csv"]
-EVERY_FILE = set(REPORTS + ["summary.json"])
+REPORTS = ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "refunds.csv", "unattributed.csv", "closed.csv",
+           "unresolved.csv", "input_errors.csv"]
+# The workbook and the page carry the run's id and zip times: present in every set, compared by the CSVs they hold.
+EVERY_FILE = set(REPORTS + ["summary.json", "reconciliation.xlsx", "summary.html"])
 
 
 def fail(message):
@@ -406,7 +408,7 @@ def database_gone(cluster, quick):
     whole = Job(run_args(out, "--retry-delay-minutes", "0"), env, work)
     if whole.wait() != 0:
         fail(f"the run after the restart: {whole.stderr()[-400:]}")
-    for f in ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "input_errors.csv"]:
+    for f in ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "refunds.csv", "unattributed.csv", "input_errors.csv"]:
         if open(os.path.join(folder, f), "rb").read() != open(os.path.join(expected, f), "rb").read():
             fail(f"after the restart {f} differs from the generator's truth")
     before = {f: open(os.path.join(folder, f), "rb").read() for f in sorted(os.listdir(folder))}

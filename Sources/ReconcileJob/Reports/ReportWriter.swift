@@ -78,6 +78,8 @@ struct ReportWriter {
                 SELECT report, finding_key, to_char(first_seen, 'YYYY-MM-DD'), to_char(closed_on, 'YYYY-MM-DD'),
                        coalesce(closed_because, 'input_changed')
                 FROM \(S).findings WHERE closed_on = '\(UTC.date(settings.asOf))'::date
+                  -- of earlier nights: a finding seen and gone within tonight's reruns is no work done
+                  AND first_seen < closed_on
                 ORDER BY report COLLATE "C", finding_key COLLATE "C"
                 """
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed:
