@@ -187,3 +187,24 @@ struct SimulatorStartError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
 }
+
+/// A report's records, header first: RFC 4180 as the job writes it (quotes, doubled quotes, CRLF).
+func csvRecords(_ url: URL) throws -> [[String]] {
+    let text = try String(contentsOf: url, encoding: .utf8)
+    var records: [[String]] = [], field = "", record: [String] = [], quoted = false
+    var chars = Array(text)[...]
+    while let c = chars.popFirst() {
+        if quoted {
+            if c == "\"" {
+                if chars.first == "\"" { field.append("\""); chars.removeFirst() } else { quoted = false }
+            } else { field.append(c) }
+        } else if c == "\"" {
+            quoted = true
+        } else if c == "," {
+            record.append(field); field = ""
+        } else if c == "\r\n" || c == "\n" {
+            record.append(field); field = ""; records.append(record); record = []
+        } else { field.append(c) }
+    }
+    return records
+}

@@ -21,7 +21,7 @@ struct ReportsForPeopleTests {
         var checkedTime = false
         for file in ReportFile.allCases {
             let name = String(file.rawValue.dropLast(4))
-            let csv = try rows(day.appendingPathComponent(file.rawValue))
+            let csv = try csvRecords(day.appendingPathComponent(file.rawValue))
             let sheet = try #require(book.sheets.first { $0.name == name }, "no sheet \(name)")
             #expect(sheet.rows.count == csv.count, "\(name): \(sheet.rows.count) rows in the sheet, \(csv.count) in the CSV")
             #expect(sheet.frozenRows == 1 && sheet.autoFilter != nil, "\(name)")
@@ -80,27 +80,6 @@ struct ReportsForPeopleTests {
     }
 
     // MARK: helpers
-
-    /// The CSV rows, header first (RFC 4180 with quotes and CRLF).
-    func rows(_ url: URL) throws -> [[String]] {
-        let text = try String(contentsOf: url, encoding: .utf8)
-        var records: [[String]] = [], field = "", record: [String] = [], quoted = false
-        var chars = Array(text)[...]
-        while let c = chars.popFirst() {
-            if quoted {
-                if c == "\"" {
-                    if chars.first == "\"" { field.append("\""); chars.removeFirst() } else { quoted = false }
-                } else { field.append(c) }
-            } else if c == "\"" {
-                quoted = true
-            } else if c == "," {
-                record.append(field); field = ""
-            } else if c == "\r\n" || c == "\n" {
-                record.append(field); field = ""; records.append(record); record = []
-            } else { field.append(c) }
-        }
-        return records
-    }
 
     /// The CSV's formula guard is Excel's quotePrefix flag in the workbook, not a `'` in the text.
     static func unguarded(_ value: String) -> String {

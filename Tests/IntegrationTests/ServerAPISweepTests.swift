@@ -140,24 +140,9 @@ struct ServerAPISweepTests {
         (try summaryJSON(w)["money"] as? [String: [String: String]]) ?? [:]
     }
 
-    /// RFC 4180 rows of a report as dictionaries by header.
+    /// A report's rows as dictionaries by header.
     func rows(_ url: URL) throws -> [[String: String]] {
-        let text = try String(contentsOf: url, encoding: .utf8)
-        var records: [[String]] = [], field = "", record: [String] = [], quoted = false
-        var chars = Array(text)[...]
-        while let c = chars.popFirst() {
-            if quoted {
-                if c == "\"" {
-                    if chars.first == "\"" { field.append("\""); chars.removeFirst() } else { quoted = false }
-                } else { field.append(c) }
-            } else if c == "\"" {
-                quoted = true
-            } else if c == "," {
-                record.append(field); field = ""
-            } else if c == "\r\n" || c == "\n" {
-                record.append(field); field = ""; records.append(record); record = []
-            } else { field.append(c) }
-        }
+        let records = try csvRecords(url)
         guard let header = records.first else { return [] }
         return records.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
     }

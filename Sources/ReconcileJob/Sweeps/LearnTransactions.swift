@@ -6,8 +6,7 @@ import Reconciliation
 /// Stores what the App Store Server API sweeps learned: the signed transactions of notifications
 /// and of transaction history (verified before they get here), merged into
 /// `{S}.apple_transactions` with the rules of `record_answers` (a refund, once seen, stays) plus
-/// the sweeps' own: the most direct source is kept, the first history user is kept, a reversal
-/// date only grows.
+/// the sweeps' own: the first history user is kept, a reversal date only grows.
 enum LearnTransactions {
     /// One transaction to learn: the answer writer's fields plus where it came from.
     struct Item: Encodable {
@@ -68,33 +67,7 @@ enum LearnTransactions {
                      sf text, aat text, type text, own text, reason text, rvd bigint, rvr int, rvt text, rvp int,
                      sd bigint)
                 ON CONFLICT (transaction_id, environment) DO UPDATE SET
-                    original_transaction_id = EXCLUDED.original_transaction_id,
-                    product_id = EXCLUDED.product_id,
-                    quantity = EXCLUDED.quantity,
-                    purchase_date_ms = EXCLUDED.purchase_date_ms,
-                    original_purchase_date_ms = coalesce(EXCLUDED.original_purchase_date_ms, t.original_purchase_date_ms),
-                    expires_date_ms = coalesce(EXCLUDED.expires_date_ms, t.expires_date_ms),
-                    -- a refund, once seen, stays (a later purchase notification never erases it);
-                    -- a reversal is kept beside it, and the later of the two dates decides
-                    cancellation_date_ms = coalesce(EXCLUDED.cancellation_date_ms, t.cancellation_date_ms),
-                    cancellation_reason = coalesce(EXCLUDED.cancellation_reason, t.cancellation_reason),
-                    is_trial_period = coalesce(EXCLUDED.is_trial_period, t.is_trial_period),
-                    web_order_line_item_id = coalesce(EXCLUDED.web_order_line_item_id, t.web_order_line_item_id),
-                    bundle_id = coalesce(EXCLUDED.bundle_id, t.bundle_id),
-                    price_milliunits = coalesce(EXCLUDED.price_milliunits, t.price_milliunits),
-                    currency = coalesce(EXCLUDED.currency, t.currency),
-                    storefront = coalesce(EXCLUDED.storefront, t.storefront),
-                    app_account_token = coalesce(EXCLUDED.app_account_token, t.app_account_token),
-                    type = coalesce(EXCLUDED.type, t.type),
-                    in_app_ownership_type = coalesce(EXCLUDED.in_app_ownership_type, t.in_app_ownership_type),
-                    transaction_reason = coalesce(EXCLUDED.transaction_reason, t.transaction_reason),
-                    revocation_date_ms = coalesce(EXCLUDED.revocation_date_ms, t.revocation_date_ms),
-                    revocation_reason = coalesce(EXCLUDED.revocation_reason, t.revocation_reason),
-                    revocation_type = coalesce(EXCLUDED.revocation_type, t.revocation_type),
-                    revocation_percentage = coalesce(EXCLUDED.revocation_percentage, t.revocation_percentage),
-                    signed_date_ms = greatest(EXCLUDED.signed_date_ms, t.signed_date_ms),
-                    source = CASE WHEN {S}.source_rank(EXCLUDED.source) < {S}.source_rank(t.source)
-                                  THEN EXCLUDED.source ELSE t.source END,
+                    \(RecordAnswers.mergeLearned)
                     history_user_id = coalesce(t.history_user_id, EXCLUDED.history_user_id),
                     reversed_date_ms = greatest(t.reversed_date_ms, EXCLUDED.reversed_date_ms),
                     updated_at = now();

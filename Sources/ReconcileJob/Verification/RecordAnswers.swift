@@ -1,7 +1,43 @@
 /// The SQL that stores answer records (`AnswerRecord`), as a migration installs it.
 enum RecordAnswers {
+    /// How a transaction learned again merges with what the job already knows (the SET list of
+    /// the upsert into `{S}.apple_transactions`), shared by `record_answers` and
+    /// `learn_transactions`: Apple's current facts replace the old, a refund or revocation once
+    /// seen stays, the most direct source is kept. Ends with a comma.
+    static let mergeLearned = """
+        original_transaction_id = EXCLUDED.original_transaction_id,
+        product_id = EXCLUDED.product_id,
+        quantity = EXCLUDED.quantity,
+        purchase_date_ms = EXCLUDED.purchase_date_ms,
+        original_purchase_date_ms = coalesce(EXCLUDED.original_purchase_date_ms, t.original_purchase_date_ms),
+        expires_date_ms = coalesce(EXCLUDED.expires_date_ms, t.expires_date_ms),
+        -- a refund, once seen, stays
+        cancellation_date_ms = coalesce(EXCLUDED.cancellation_date_ms, t.cancellation_date_ms),
+        cancellation_reason = coalesce(EXCLUDED.cancellation_reason, t.cancellation_reason),
+        is_trial_period = coalesce(EXCLUDED.is_trial_period, t.is_trial_period),
+        web_order_line_item_id = coalesce(EXCLUDED.web_order_line_item_id, t.web_order_line_item_id),
+        bundle_id = coalesce(EXCLUDED.bundle_id, t.bundle_id),
+        price_milliunits = coalesce(EXCLUDED.price_milliunits, t.price_milliunits),
+        currency = coalesce(EXCLUDED.currency, t.currency),
+        storefront = coalesce(EXCLUDED.storefront, t.storefront),
+        app_account_token = coalesce(EXCLUDED.app_account_token, t.app_account_token),
+        type = coalesce(EXCLUDED.type, t.type),
+        in_app_ownership_type = coalesce(EXCLUDED.in_app_ownership_type, t.in_app_ownership_type),
+        transaction_reason = coalesce(EXCLUDED.transaction_reason, t.transaction_reason),
+        -- a revocation, once seen, stays (a reversal is kept beside it: reversed_date_ms)
+        revocation_date_ms = coalesce(EXCLUDED.revocation_date_ms, t.revocation_date_ms),
+        revocation_reason = coalesce(EXCLUDED.revocation_reason, t.revocation_reason),
+        revocation_type = coalesce(EXCLUDED.revocation_type, t.revocation_type),
+        revocation_percentage = coalesce(EXCLUDED.revocation_percentage, t.revocation_percentage),
+        signed_date_ms = greatest(EXCLUDED.signed_date_ms, t.signed_date_ms),
+        -- the most direct way the job learned it (source_rank, migration 6: every
+        -- migration runs before a run records an answer)
+        source = CASE WHEN {S}.source_rank(EXCLUDED.source) < {S}.source_rank(t.source)
+                      THEN EXCLUDED.source ELSE t.source END,
+        """
+
     /// `record_answers(jsonb)`: applies a batch of App Store answers in one round trip; `p` is a
-    /// JSON array (see `AnswerRecord`). Migration 1 creates it, migrations 3 and 5 replace it with
+    /// JSON array (see `AnswerRecord`). Migration 1 creates it, migrations 3, 5 and 6 replace it with
     /// the same text: plpgsql resolves columns only when it runs, so a fresh schema gets the
     /// current function at once and an older one gets it with its new columns.
     static let sql = """
@@ -66,35 +102,7 @@ enum RecordAnswers {
                          sf text, aat text, type text, own text, reason text, rvd bigint, rvr int, rvt text, rvp int,
                          sd bigint)
                     ON CONFLICT (transaction_id, environment) DO UPDATE SET
-                        original_transaction_id = EXCLUDED.original_transaction_id,
-                        product_id = EXCLUDED.product_id,
-                        quantity = EXCLUDED.quantity,
-                        purchase_date_ms = EXCLUDED.purchase_date_ms,
-                        original_purchase_date_ms = coalesce(EXCLUDED.original_purchase_date_ms, t.original_purchase_date_ms),
-                        expires_date_ms = coalesce(EXCLUDED.expires_date_ms, t.expires_date_ms),
-                        -- a refund, once seen, stays
-                        cancellation_date_ms = coalesce(EXCLUDED.cancellation_date_ms, t.cancellation_date_ms),
-                        cancellation_reason = coalesce(EXCLUDED.cancellation_reason, t.cancellation_reason),
-                        is_trial_period = coalesce(EXCLUDED.is_trial_period, t.is_trial_period),
-                        web_order_line_item_id = coalesce(EXCLUDED.web_order_line_item_id, t.web_order_line_item_id),
-                        bundle_id = coalesce(EXCLUDED.bundle_id, t.bundle_id),
-                        price_milliunits = coalesce(EXCLUDED.price_milliunits, t.price_milliunits),
-                        currency = coalesce(EXCLUDED.currency, t.currency),
-                        storefront = coalesce(EXCLUDED.storefront, t.storefront),
-                        app_account_token = coalesce(EXCLUDED.app_account_token, t.app_account_token),
-                        type = coalesce(EXCLUDED.type, t.type),
-                        in_app_ownership_type = coalesce(EXCLUDED.in_app_ownership_type, t.in_app_ownership_type),
-                        transaction_reason = coalesce(EXCLUDED.transaction_reason, t.transaction_reason),
-                        -- a revocation, once seen, stays (a reversal is the issue of refunds, not of uploads)
-                        revocation_date_ms = coalesce(EXCLUDED.revocation_date_ms, t.revocation_date_ms),
-                        revocation_reason = coalesce(EXCLUDED.revocation_reason, t.revocation_reason),
-                        revocation_type = coalesce(EXCLUDED.revocation_type, t.revocation_type),
-                        revocation_percentage = coalesce(EXCLUDED.revocation_percentage, t.revocation_percentage),
-                        signed_date_ms = greatest(EXCLUDED.signed_date_ms, t.signed_date_ms),
-                        -- the most direct way the job learned it (source_rank, migration 6: every
-                        -- migration runs before a run records an answer)
-                        source = CASE WHEN {S}.source_rank(EXCLUDED.source) < {S}.source_rank(t.source)
-                                      THEN EXCLUDED.source ELSE t.source END,
+                        \(mergeLearned)
                         updated_at = now();
                     INSERT INTO {S}.receipt_transactions (receipt_id, transaction_id, environment)
                     SELECT a->>'r', x.tid, a->>'env' FROM jsonb_to_recordset(a->'txs') AS x(tid text)

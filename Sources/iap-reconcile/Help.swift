@@ -1,0 +1,72 @@
+// The text `--help` shows after the options: the environment variables, what a night does with
+// the App Store Server API, the reports and the exit codes (docs/contract.md says the same at length).
+
+let environmentHelp = """
+    ENVIRONMENT
+      DATABASE_URL               libpq URL of the database; else libpq's own
+      PGHOST PGPORT PGDATABASE   variables. The source relations and the job
+      PGUSER PGPASSWORD          schema live there.
+      PGPASSFILE
+      IAP_SHARED_SECRET          the app's shared secret, sent as "password";
+                                 never logged, reported or printed
+      IAP_VERIFY_URL_PRODUCTION  https://buy.itunes.apple.com/verifyReceipt
+      IAP_VERIFY_URL_SANDBOX     https://sandbox.itunes.apple.com/verifyReceipt
+      IAP_BUNDLE_IDS             comma list of your bundle ids: a valid receipt
+                                 or signed transaction of another bundle is
+                                 rejected (wrong_bundle)
+      IAP_ROOT_CERTIFICATES      comma list of PEM files: the roots a StoreKit 2
+                                 signed transaction must chain to, instead of
+                                 the embedded Apple Root CA - G3 (tests, demo)
+      IAP_ISSUER_ID              App Store Server API (all three, or none):
+      IAP_KEY_ID                 the issuer id and key id of an In-App Purchase
+      IAP_PRIVATE_KEY_FILE       key (App Store Connect > Users and Access >
+                                 Integrations) and its .p8 file; the token's
+                                 bid is the first of IAP_BUNDLE_IDS. The key is
+                                 never logged, reported or printed
+      IAP_API_URL_PRODUCTION     https://api.storekit.apple.com
+      IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
+
+    APP STORE SERVER API SWEEPS (with the three IAP_* key variables)
+      Each night asks Get Notification History for REFUND, REFUND_REVERSED and
+      ONE_TIME_CHARGE from where the last finished sweep reached (the first
+      night: --refund-window-days back), and Get Transaction History for the
+      customers with open orders in the window (--history-limit). Consumable
+      refunds reach clawback.csv and refunds.csv; purchases that never reached
+      your server reach compensate.csv (empty receipt_id, source notification
+      or transaction_history) or, tied to no user, unattributed.csv. Needs App
+      Store Server Notifications V2 set in App Store Connect. Without the key
+      the night runs on receipts alone and says which checks it skipped.
+
+    REPORTS (run: <out>/<as-of UTC date>/, swapped in whole)
+      compensate.csv, duplicate_grants.csv, clawback.csv, refunds.csv,
+      unattributed.csv, closed.csv (findings of earlier nights gone tonight,
+      and why), unresolved.csv, input_errors.csv: for machines, UTC.
+      summary.json: counts, money per currency (owed, claw_back, refunded,
+      refunded_still_granted), the tally. Amounts: Apple's signed price, else
+      iap_products.price (optional).
+      reconciliation.xlsx: the same rows for people, ids as text, times in
+      --report-timezone. summary.html: one page, counts, money, 30 nights.
+      <out>/last-run.json (every run, failed or not) and --metrics-file (a
+      node_exporter textfile) for the operator.
+
+    SIGNED TRANSACTIONS
+      A receipt_data in JWS form (StoreKit 2 Transaction.jwsRepresentation) is
+      verified offline, without the App Store: ES256, a 3-certificate chain to
+      a pinned root with Apple's marker OIDs, validity at its signedDate, the
+      bundle id. A failed check is a definitive rejection with its reason.
+
+    EXIT CODES
+      0   done (findings are not errors)
+      64  bad usage
+      65  the source relations do not match the contract
+      70  a check of the job's own results failed (the conservation tally):
+          a bug; no report was written
+      73  the reports cannot be written
+      75  temporary: database or App Store unreachable, or another run holds
+          the lock (after --lock-wait-seconds); run again later
+      78  configuration: App Store status 21004 (shared secret) or 21000,
+          DATABASE_URL malformed, the database refused the user, password
+          or database name, a privilege is missing, or no signed transaction
+          verifies against the roots (IAP_ROOT_CERTIFICATES)
+      1   anything else
+    """
