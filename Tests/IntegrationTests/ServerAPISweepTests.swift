@@ -129,6 +129,19 @@ struct ServerAPISweepTests {
             """) == String(try #require(UTC.parse("2026-11-22T03:00:00Z"))))
     }
 
+    @Test("lookup of a purchase tied to no user says it is in unattributed.csv, and what to do")
+    func lookupOfAnUnattributedPurchase() throws {
+        let w = try W.world("sweep_lookup")
+        defer { w.stop() }
+        #expect(try w.night().status == 0)
+        let rows = try self.rows(day(w).appendingPathComponent("unattributed.csv"))
+        let tid = try #require(rows.first?["transaction_id"], "no unattributed purchase in the generated night")
+        let r = try w.run(["lookup", "--transaction", tid])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("ask the customer for their user id") && r.stdout.contains("listed in unattributed.csv since 2026-11-21"),
+                "\(r.stdout)")
+    }
+
     // MARK: helpers
 
     func summaryJSON(_ w: W.World) throws -> [String: Any] {

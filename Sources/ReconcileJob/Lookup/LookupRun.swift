@@ -117,8 +117,11 @@ public struct LookupRun {
                 let t = s.transaction
                 let ours = try Result { try facts.record(for: t, appAccountToken: s.appAccountToken) }
                     .mapError { JobError.from($0, doing: "reading our data") }.get()
-                let v = Lookup.verdict(t, revokedAt: s.revocationDate ?? t.cancellationDate,
+                var v = Lookup.verdict(t, revokedAt: s.revocationDate ?? t.cancellationDate,
                                        familyRevoke: s.revocationType == "FAMILY_REVOKE", ours: ours)
+                if v.kind == .unknownToUs, let since = facts.unattributedSince(t.transactionID) {
+                    v.text += " (listed in unattributed.csv since \(since))"
+                }
                 items.append(LookupResult.Item(
                     transaction_id: t.transactionID, original_transaction_id: t.originalTransactionID, product_id: t.productID,
                     environment: t.environment.rawValue, purchase_date: UTC.timestamp(t.purchaseDate), quantity: t.quantity,
@@ -134,6 +137,16 @@ public struct LookupRun {
 struct OurFacts {
     let db: PGConnection
     let settings: JobSettings
+
+    /// The night a purchase no order, upload or grant ties to a user was first listed in
+    /// unattributed.csv, while it still is; nil otherwise (or before the job schema exists).
+    func unattributedSince(_ transactionID: String) -> String? {
+        guard let r = try? db.query("""
+            SELECT to_char(first_seen, 'YYYY-MM-DD') FROM \(settings.jobSchema.quoted).findings
+            WHERE finding_key = $1 AND closed_on IS NULL
+            """, ["unattributed|" + transactionID]), r.rowCount > 0 else { return nil }
+        return r.value(0, 0)
+    }
 
     func record(for t: AppleTransaction, appAccountToken: String?) throws -> OurRecord {
         let src = "\"\(settings.sourceSchema)\""
