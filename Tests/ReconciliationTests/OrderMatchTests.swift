@@ -157,3 +157,64 @@ struct OrderMatchTests {
         #expect(exact.findingKey == none.findingKey)
     }
 }
+
+/// The streaming data path matches one user and product at a time (`Decide.inferOrders`): on the
+/// same candidates and orders it must give what `matchOrders` gives for all of them at once.
+@Suite("order match, one group at a time")
+struct GroupedOrderMatchTests {
+    @Test(arguments: 1...40)
+    func groupedEqualsWhole(seed: Int) {
+        var rng = SplitMix(seed: UInt64(seed))
+        let users = ["u1", "u2", "u3"], products = ["gems", "coins"]
+        var candidates: [CompensationCandidate] = []
+        var orders: [Order] = []
+        for i in 0..<Int(rng.next() % 12) {
+            let t = apple("t\(i)", product: products[Int(rng.next() % 2)], at: asOf - Int64(rng.next() % 30) * hour)
+            var c = candidate(t, user: users[Int(rng.next() % 3)])
+            if rng.next() % 5 == 0 {
+                c.exactOrder = OrderRef(orderID: "o\(rng.next() % 9)", userID: c.userID, productID: t.productID,
+                                        createdAt: t.purchaseDate)
+            }
+            candidates.append(c)
+        }
+        for k in 0..<Int(rng.next() % 10) {
+            orders.append(order("o\(k)", user: users[Int(rng.next() % 3)], product: products[Int(rng.next() % 2)],
+                                at: asOf - Int64(rng.next() % 40) * hour + Int64(rng.next() % 600_000)))
+        }
+        let whole = Dictionary(uniqueKeysWithValues: Decide.matchOrders(candidates, openOrders: orders)
+            .map { ($0.transactionID, ($0.match, $0.orderID)) })
+        // What the data path does: exact ones at once, the rest per user and product, sorted.
+        let exact = Set(candidates.compactMap { $0.exactOrder?.orderID })
+        var grouped: [String: (OrderMatch, String?)] = [:]
+        for c in candidates where c.exactOrder != nil { grouped[c.transaction.transactionID] = (.exact, c.exactOrder?.orderID) }
+        let rest = candidates.filter { $0.exactOrder == nil }
+        for user in users {
+            for product in products {
+                let mine = rest.filter { $0.userID == user && $0.transaction.productID == product }.sorted {
+                    ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID)
+                }
+                let pool = orders.filter { $0.userID == user && $0.productID == product && !exact.contains($0.orderID) }
+                let got = Decide.inferOrders(userID: user, productID: product,
+                                             purchases: mine.map(\.transaction.purchaseDate), openOrders: pool)
+                for (c, o) in zip(mine, got) { grouped[c.transaction.transactionID] = (o == nil ? .none : .inferred, o?.orderID) }
+            }
+        }
+        #expect(grouped.count == whole.count)
+        for (tid, want) in whole {
+            #expect(grouped[tid]?.0 == want.0 && grouped[tid]?.1 == want.1, "seed \(seed) \(tid)")
+        }
+    }
+}
+
+/// A tiny seeded generator for the property test.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

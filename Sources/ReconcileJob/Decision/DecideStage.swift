@@ -6,8 +6,8 @@ import Reconciliation
 /// Contract §4 at scale. Postgres does the joins (set-based, on cleaned copies of the source
 /// relations) and streams *families* sorted by key; the core (`Decide`) applies the rules to
 /// one family at a time; findings stream back into `{S}.current_findings` on a second
-/// connection. Memory holds one family plus the compensation candidates (for the inferred
-/// order match, which crosses families), never the input rows.
+/// connection. Memory holds one family, then one user and product of the inferred order match
+/// (which crosses families: InferredMatch.swift), never the input rows or all the findings.
 public final class DecideStage {
     let settings: JobSettings
     let logger: Logger
@@ -139,14 +139,24 @@ public final class DecideStage {
         let sink = try FindingSink(settings: settings)
         defer { sink.close() }
         let decisions = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
-        var candidates: [CompensationCandidate] = []
+        let spool = try CompensationSpool(settings: settings)
+        defer { spool.close() }
         var current = Family(key: "")
         var rows = 0
         var parseProblems = 0
         func flush() throws {
             guard !current.key.isEmpty else { return }
             let decided = Decide.family(current, settings: decisions)
-            candidates.append(contentsOf: decided.compensations)
+            for c in decided.compensations {
+                // Alone, a candidate gets its exact order or `none`; `none` ones are matched later.
+                let row = Decide.matchOrders([c], openOrders: [])[0]
+                if let order = c.exactOrder {
+                    try sink.add(report: .compensate, key: row.findingKey, cells: row.cells)
+                    try spool.exact(orderID: order.orderID)
+                } else {
+                    try spool.candidate(c, row: row)
+                }
+            }
             for d in decided.duplicates { try sink.add(report: .duplicateGrants, key: d.findingKey, cells: d.cells) }
             for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
             for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
@@ -172,43 +182,15 @@ public final class DecideStage {
         try flush()
         if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
 
-        // The inferred order match crosses families: open orders of the users and products concerned.
-        let openOrders = try loadOpenOrders(db, for: candidates)
-        for row in Decide.matchOrders(candidates, openOrders: openOrders) {
-            try sink.add(report: .compensate, key: row.findingKey, cells: row.cells)
-        }
+        // The inferred order match crosses families: one user and product at a time, from the spool.
+        try spool.flush()
+        try matchSpooledCandidates(db) { key, cells in try sink.add(report: .compensate, key: key, cells: cells) }
         try sink.commit()
         progress.finish()
         try db.execute(refundsSQL)
         try updateHistory(db)
         logger.info("decided", metadata: ["families": "\(result.families)", "rows": "\(rows)"])
         return result
-    }
-
-    private func loadOpenOrders(_ db: PGConnection, for candidates: [CompensationCandidate]) throws -> [Order] {
-        let needing = candidates.filter { $0.exactOrder == nil }
-        guard !needing.isEmpty else { return [] }
-        try db.execute("DROP TABLE IF EXISTS pg_temp.wanted; CREATE TEMP TABLE wanted (user_id text, product_id text, from_ms bigint, to_ms bigint)")
-        try db.copyIn("COPY wanted FROM STDIN") { w in
-            for c in needing {
-                try w.row([c.userID, c.transaction.productID, String(c.transaction.purchaseDate - 86_400_000),
-                           String(c.transaction.purchaseDate + 300_000)])
-            }
-        }
-        var orders: [Order] = []
-        try db.copyOut("""
-            COPY (SELECT DISTINCT o.order_id, o.user_id, o.product_id, o.quantity, o.status, o.created_ms
-                  FROM o JOIN wanted w ON w.user_id = o.user_id AND w.product_id = o.product_id
-                  WHERE o.transaction_id IS NULL AND o.status <> 'delivered'
-                    AND o.created_ms BETWEEN w.from_ms AND w.to_ms) TO STDOUT
-            """) { line in
-            let f = CopyText.fields(line)
-            guard f.count == 6, let id = f[0], let user = f[1], let product = f[2], let created = f[5].flatMap({ Int64($0) })
-            else { return }
-            orders.append(Order(orderID: id, userID: user, productID: product, quantity: Int(f[3] ?? "1") ?? 1,
-                                status: f[4] ?? "", transactionID: nil, createdAt: created))
-        }
-        return orders
     }
 
     /// Why a finding of an earlier night is gone tonight (closed.csv), judged from the data as it

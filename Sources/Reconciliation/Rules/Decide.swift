@@ -25,4 +25,17 @@ public enum Decide {
     public static func matchOrders(_ candidates: [CompensationCandidate], openOrders: [Order]) -> [CompensationRow] {
         OrderMatching.rows(candidates, openOrders: openOrders)
     }
+
+    /// The inferred order match of one user and product, for a data path that streams them one
+    /// group at a time (memory: one group, not every finding). `purchases` are the group's
+    /// candidates without an exact order, already in `purchase_date`, `transaction_id`,
+    /// environment order; `openOrders` the group's open orders that no candidate matched exactly.
+    /// Returns the order inferred for each purchase, in the same order (nil: `none`). The same
+    /// rule as `matchOrders`, which a unit test checks on the same data.
+    public static func inferOrders(userID: String, productID: String, purchases: [EpochMillis],
+                                   openOrders: [Order]) -> [Order?] {
+        var pool = OrderMatching.inferable(openOrders, exactlyMatched: [])
+        let key = OrderMatching.UserProduct(userID: userID, productID: productID)
+        return purchases.map { OrderMatching.inferred(key, purchase: $0, from: &pool) }
+    }
 }

@@ -44,9 +44,12 @@ enum OrderMatching {
     /// inferred: the closest open order of the candidate's user and product inside the window
     /// (ties: the earlier `created_at`, then the lower `order_id`). The order is taken out of the pool.
     static func inferred(for candidate: CompensationCandidate, from pool: inout [UserProduct: [Order]]) -> Order? {
-        let key = UserProduct(userID: candidate.userID, productID: candidate.transaction.productID)
+        inferred(UserProduct(userID: candidate.userID, productID: candidate.transaction.productID),
+                 purchase: candidate.transaction.purchaseDate, from: &pool)
+    }
+
+    static func inferred(_ key: UserProduct, purchase: EpochMillis, from pool: inout [UserProduct: [Order]]) -> Order? {
         guard let orders = pool[key] else { return nil }
-        let purchase = candidate.transaction.purchaseDate
         let window = (purchase - inferredLookBack)...(purchase + inferredLookAhead)
         let best = orders.indices.filter { window.contains(orders[$0].createdAt) }.min { a, b in
             let (x, y) = (orders[a], orders[b])
