@@ -76,6 +76,9 @@ extension DecideStage {
                 try emit(p.key, row)
             }
         }
+        // Fresh statistics, so the planner hashes the spool for the two (anti-)joins instead of
+        // scanning it once per open order.
+        try db.execute("ANALYZE \(S).compensation_spool")
         try db.copyOut("""
             COPY (SELECT * FROM (
             SELECT 'C' AS kind, s.user_id, s.product_id, s.purchase_ms AS at, s.transaction_id AS id, s.environment,
