@@ -98,7 +98,7 @@ let package = Package(
         // The answer parser under libFuzzer (`make fuzz-build`); a corpus replayer otherwise.
         .executableTarget(name: "iap-fuzz", dependencies: ["AppStore"], path: "Tests/Fuzz", exclude: ["corpus"],
                           swiftSettings: v6),
-        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: v6),
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "AppStoreSimulator"], swiftSettings: v6),
         .testTarget(
             name: "WorkbookTests",
             dependencies: ["Workbook", "Reconciliation", "XLSXReading", .product(name: "ZIPFoundation", package: "ZIPFoundation")],

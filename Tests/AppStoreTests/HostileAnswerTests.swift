@@ -232,7 +232,7 @@ struct HostileAnswerTests {
     }
 
     @Test func fiveMegabytesOfGarbageAreRetried() {
-        var rng = SplitMix(seed: 7)
+        var rng = SeededRandom(seed: 7)
         let random = (0..<5_000_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
         Self.expectGarbage(random, mentions: "body is", "5 MB of random bytes")
         Self.expectGarbage([UInt8](repeating: UInt8(ascii: "x"), count: 5_000_000), mentions: "unexpected 'x'", "5 MB of x")
@@ -298,17 +298,4 @@ struct HostileAnswerTests {
 
 extension HostileAnswers.Body: CustomTestStringConvertible {
     public var testDescription: String { name }
-}
-
-/// A tiny seeded generator for reproducible random bytes.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,5 +1,6 @@
 // Contract §4 "Order match": exact, inferred (window, closest, once, purchase_date order), none.
 
+import AppStoreSimulator
 import Testing
 
 @testable import Reconciliation
@@ -164,7 +165,7 @@ struct OrderMatchTests {
 struct GroupedOrderMatchTests {
     @Test(arguments: 1...40)
     func groupedEqualsWhole(seed: Int) {
-        var rng = SplitMix(seed: UInt64(seed))
+        var rng = SeededRandom(seed: UInt64(seed))
         let users = ["u1", "u2", "u3"], products = ["gems", "coins"]
         var candidates: [CompensationCandidate] = []
         var orders: [Order] = []
@@ -203,18 +204,5 @@ struct GroupedOrderMatchTests {
         for (tid, want) in whole {
             #expect(grouped[tid]?.0 == want.0 && grouped[tid]?.1 == want.1, "seed \(seed) \(tid)")
         }
-    }
-}
-
-/// A tiny seeded generator for the property test.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
