@@ -27,8 +27,8 @@ enum Conservation {
         .grants: ["input_error", "clawed_back", "duplicate", "kept", "unverified"],
     ]
 
-    /// SQL CASE over the row `x` used for its key (`bad`: it has an input error); NULL = no bucket.
-    /// Runs on the decide stage's connection: it reads its temporary tables `r`, `g`.
+    /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Runs on the decide
+    /// stage's connection: it reads its temporary tables (`o`, `r`, `g` and their `bad_`, `dk_`).
     static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
         let S = settings.jobSchema.quoted
         let src = "\"\(settings.sourceSchema)\""
@@ -44,11 +44,10 @@ enum Conservation {
         }
         switch relation {
         case .products:
-            return ("CASE WHEN bad THEN 'input_error' WHEN x.product_type IN \(SourceRelation.productTypes) THEN 'ok' END", "")
+            return ("CASE WHEN x.product_type IN \(SourceRelation.productTypes) THEN 'ok' END", "")
         case .orders:
             return ("""
-                CASE WHEN bad THEN 'input_error'
-                     WHEN x.status = 'delivered' OR x.transaction_id IS NOT NULL THEN 'delivered'
+                CASE WHEN x.status = 'delivered' OR x.transaction_id IS NOT NULL THEN 'delivered'
                      WHEN rep.k IS NOT NULL THEN 'open_reported'
                      WHEN ag.k IS NOT NULL OR vr.k IS NOT NULL THEN 'open_matched'
                      WHEN x.created_at < \(start) OR x.created_at > \(end) THEN 'outside_window'
@@ -62,8 +61,7 @@ enum Conservation {
                 ].joined(separator: "\n"))
         case .receipts:
             return ("""
-                CASE WHEN bad THEN 'input_error'
-                     WHEN s.definitive AND s.verdict = 'valid' THEN 'valid'
+                CASE WHEN s.definitive AND s.verdict = 'valid' THEN 'valid'
                      WHEN s.definitive AND s.verdict IN ('invalid_receipt', 'wrong_bundle') THEN 'rejected'
                      WHEN coalesce(x.verify_status, -1) IN (0, 21006) AND ag.k IS NOT NULL THEN 'settled_at_upload'
                      WHEN x.submitted_at < \(start) OR x.submitted_at > \(end) THEN 'outside_window'
@@ -75,8 +73,7 @@ enum Conservation {
         case .grants:
             let linked = "(at.k IS NOT NULL OR rt.k IS NOT NULL OR ro.k IS NOT NULL)"
             return ("""
-                CASE WHEN bad THEN 'input_error'
-                     WHEN cb.k IS NOT NULL THEN 'clawed_back'
+                CASE WHEN cb.k IS NOT NULL THEN 'clawed_back'
                      WHEN dg.k IS NOT NULL THEN 'duplicate'
                      WHEN x.revoked_at IS NOT NULL OR \(linked) THEN 'kept'
                      WHEN x.revoked_at IS NULL AND NOT \(linked) THEN 'unverified'
@@ -91,23 +88,37 @@ enum Conservation {
         }
     }
 
-    /// One query per relation: the bucket of every row used, the input errors of null and
-    /// duplicated keys, and the independent row count.
+    /// One query per relation: the bucket of every clean row of its copy (SourceCopies.swift),
+    /// the first rows with a problem and every further row of a duplicated key as input errors,
+    /// and the independent row count of the relation itself. (Products, a handful of rows, are
+    /// read from the source.)
     static func sql(_ relation: SourceRelation, settings: JobSettings) -> String {
         let table = "\"\(settings.sourceSchema)\".\(relation.rawValue)"
         let key = relation.key
         let (bucket, joins) = bucketSQL(relation, settings: settings)
+        guard let copy = relation.copy else {
+            return """
+            WITH firsts AS (
+                SELECT x.*, \(relation.hasProblem(jobSchema: settings.jobSchema)) AS bad
+                FROM \(relation.from(relation.firstRowPerKey(table)))
+            )
+            SELECT CASE WHEN bad THEN 'input_error' ELSE b END, count(*)
+            FROM (SELECT bad, \(bucket) AS b FROM firsts x \(joins)) placed GROUP BY 1
+            UNION ALL
+            SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
+            UNION ALL
+            SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
+                SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
+            UNION ALL
+            SELECT '#rows', count(*) FROM \(table)
+            """
+        }
         return """
-        WITH firsts AS (
-            SELECT x.*, \(relation.hasProblem(jobSchema: settings.jobSchema)) AS bad
-            FROM \(relation.from(relation.firstRowPerKey(table)))
-        )
-        SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM firsts x \(joins)) placed GROUP BY b
+        SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(copy) x \(joins)) placed GROUP BY b
         UNION ALL
-        SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
+        SELECT 'input_error', count(*) FROM bad_\(copy)
         UNION ALL
-        SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
-            SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
+        SELECT 'input_error', coalesce(sum(n - 1), 0) FROM dk_\(copy)
         UNION ALL
         SELECT '#rows', count(*) FROM \(table)
         """

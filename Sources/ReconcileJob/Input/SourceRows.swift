@@ -17,6 +17,8 @@ enum SourceRelation: String, CaseIterable, Sendable {
     struct Check {
         let column: String
         let problem: String
+        /// Its column in the job's copy of the relation (SourceCopies.swift): the problem text, or NULL.
+        var problemColumn: String { "p_\(column)" }
     }
 
     /// The key column: a null key or a key of several rows is an input error.
@@ -84,10 +86,11 @@ enum SourceRelation: String, CaseIterable, Sendable {
     }
 
     /// `FROM` text: `relation` as `x`, joined to the known products as `kp` where the checks need them.
-    func from(_ relation: String) -> String {
-        namesProduct
-            ? "\(relation) x LEFT JOIN pg_temp.known_products kp ON kp.product_id = x.product_id"
-            : "\(relation) x"
+    func from(_ relation: String) -> String { "\(relation) x\(productJoin)" }
+
+    /// The join to the known products (as `kp`) that the checks of `x` need, or nothing.
+    var productJoin: String {
+        namesProduct ? " LEFT JOIN pg_temp.known_products kp ON kp.product_id = x.product_id" : ""
     }
 
     /// SQL predicate: the text is non-empty standard base64 (an app receipt; whitespace allowed, as
@@ -153,24 +156,37 @@ extension DecideStage {
         """
     }
 
-    /// One scan per relation: each row yields its problems (a row may have several), plus one
-    /// line per duplicated key.
-    var inputErrorSQL: String {
+    /// `input_errors` from the copies (SourceCopies.swift): the problems of each key's first row
+    /// (kept in `bad_o`, `bad_r`, `bad_g`), every row of the rare duplicated keys read again from
+    /// the source (only when there are any: `duplicated` names those relations), one line per
+    /// duplicated key, and the products (a handful of rows) straight from the source.
+    func inputErrorSQL(duplicated: Set<SourceRelation>) -> String {
         let parts = SourceRelation.allCases.flatMap { relation -> [String] in
-            let values = relation.checks(jobSchema: settings.jobSchema).map { "('\($0.column)', \($0.problem))" }
-                .joined(separator: ", ")
             let key = relation.key
-            return [
+            let table = "\(src).\(relation.rawValue)"
+            func values(_ problem: (SourceRelation.Check) -> String) -> String {
+                relation.checks(jobSchema: settings.jobSchema).map { "('\($0.column)', \(problem($0)))" }
+                    .joined(separator: ", ")
+            }
+            func rows(from: String, _ problem: (SourceRelation.Check) -> String, where condition: String) -> String {
                 """
                 SELECT '\(relation.rawValue)', coalesce(x.\(key), ''), v.col, v.problem
-                FROM \(relation.from("\(src).\(relation.rawValue)")) CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
-                WHERE v.problem IS NOT NULL
-                """,
+                FROM \(from) CROSS JOIN LATERAL (VALUES \(values(problem))) AS v(col, problem)
+                WHERE v.problem IS NOT NULL AND \(condition)
                 """
-                SELECT '\(relation.rawValue)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)'
-                FROM \(src).\(relation.rawValue) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
-                """,
-            ]
+            }
+            guard let copy = relation.copy else {
+                return [rows(from: relation.from(table), \.problem, where: "true"), """
+                    SELECT '\(relation.rawValue)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)'
+                    FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
+                    """]
+            }
+            var parts = [rows(from: "bad_\(copy) x", { "x.\($0.problemColumn)" }, where: "NOT x.dup_key")]
+            if duplicated.contains(relation) {
+                parts.append(rows(from: relation.from(table), \.problem, where: "x.\(key) IN (SELECT k FROM dk_\(copy))"))
+            }
+            parts.append("SELECT '\(relation.rawValue)', k, '\(key)', 'duplicate key (' || n || ' rows)' FROM dk_\(copy)")
+            return parts
         }
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("
             + parts.joined(separator: "\nUNION ALL ") + ") e"

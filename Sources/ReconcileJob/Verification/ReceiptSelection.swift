@@ -34,12 +34,14 @@ struct ReceiptSelection {
     /// data, user and time present). One row per receipt_id (a duplicated key keeps its first row
     /// by submitted_at). The report of
     /// unresolved receipts uses the same definition, without the wait between runs.
-    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool) -> String {
+    /// `receipts`: the clean rows to read, when the decide stage already made them (`r`, its copy).
+    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool,
+                                      receipts: String? = nil) -> String {
         let src = "\"\(settings.sourceSchema)\""
         let job = settings.jobSchema.quoted
         return """
         SELECT \(select)
-        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+        FROM \(receipts ?? SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
         LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
         WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
           AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)

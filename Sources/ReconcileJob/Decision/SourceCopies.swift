@@ -1,0 +1,89 @@
+// The decide stage's copies of the source relations, in one pass over each (issue "The night at
+// Postgres's floor"). Each copy holds the first row of every key with the columns the night
+// reads and the problems the row has (contract §1, said once in SourceRows.swift); the rows
+// with a problem then move to a small `bad_` table. So one scan of a relation gives the clean
+// rows the rules decide from (`o`, `r`, `g`), the input errors, the conservation tally's
+// buckets and unresolved.csv, where each used to read the relation again.
+
+import Postgres
+
+extension SourceRelation {
+    /// The temporary table of its clean rows (products, a handful of rows, have none).
+    var copy: String? {
+        switch self {
+        case .products: return nil
+        case .orders: return "o"
+        case .receipts: return "r"
+        case .grants: return "g"
+        }
+    }
+
+    /// The columns of the copy, over the source row `x` (times also in epoch milliseconds).
+    var copyColumns: String {
+        func ms(_ c: String) -> String { "(extract(epoch FROM x.\(c)) * 1000)::bigint AS \(c.replacingOccurrences(of: "_at", with: "_ms"))" }
+        switch self {
+        case .products: return "x.*"
+        case .orders:
+            return "x.order_id, x.user_id, x.product_id, x.quantity, x.status, x.transaction_id, x.created_at, \(ms("created_at"))"
+        case .receipts:
+            return "x.receipt_id, x.user_id, x.order_id, x.transaction_id, x.verify_status, x.submitted_at, \(ms("submitted_at"))"
+        case .grants:
+            return "x.grant_id, x.user_id, x.order_id, x.product_id, x.transaction_id, x.original_transaction_id, "
+                + "x.quantity, x.granted_at, \(ms("granted_at")), x.revoked_at, \(ms("revoked_at"))"
+        }
+    }
+
+    /// Creates `dk_<copy>` (the duplicated keys and their row counts), the copy itself (the first
+    /// row of every key, null keys included, with a column per check holding its problem),
+    /// then moves the rows with a problem to `bad_<copy>`.
+    func copySQL(source: String, jobSchema: JobSchema) -> String {
+        guard let copy else { return "" }
+        let checks = checks(jobSchema: jobSchema)
+        let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" }.joined(separator: ",\n       ")
+        let bad = checks.map { "y.\($0.problemColumn) IS NOT NULL" }.joined(separator: " OR ")
+        let dk = "dk_\(copy)"
+        return """
+        DROP TABLE IF EXISTS pg_temp.\(copy), pg_temp.bad_\(copy), pg_temp.\(dk);
+        CREATE TEMP TABLE \(dk) AS
+            SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
+        ANALYZE \(dk);
+        CREATE TEMP TABLE \(copy) AS
+        SELECT y.*, (\(bad)) AS bad FROM (
+            SELECT \(copyColumns), x.dup_key,
+                   \(problems)
+            FROM (
+                SELECT x.*, false AS dup_key FROM \(source) x WHERE x.\(key) IS NULL OR x.\(key) NOT IN (SELECT k FROM \(dk))
+                UNION ALL
+                (SELECT DISTINCT ON (\(key)) x.*, true FROM \(source) x WHERE x.\(key) IN (SELECT k FROM \(dk))
+                 ORDER BY \(key), \(firstRowOrder))
+            ) x\(productJoin)
+        ) y;
+        CREATE TEMP TABLE bad_\(copy) AS SELECT * FROM \(copy) WHERE bad;
+        DELETE FROM \(copy) WHERE bad;
+        """
+    }
+}
+
+extension DecideStage {
+    /// The copies of orders, receipts and grants, with the indexes the family query uses.
+    var prepareSQL: String {
+        let copies = SourceRelation.allCases.map { $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema) }
+        return copies.joined(separator: "\n") + """
+
+            CREATE INDEX ON o (transaction_id);
+            CREATE INDEX ON r (order_id);
+            CREATE INDEX ON r (transaction_id);
+            ANALYZE o; ANALYZE r; ANALYZE g;
+            """
+    }
+
+    /// The relations with a duplicated key tonight (their rows are read again for input_errors).
+    func duplicatedRelations(_ db: PGConnection) throws -> Set<SourceRelation> {
+        var found: Set<SourceRelation> = []
+        for relation in SourceRelation.allCases {
+            guard let copy = relation.copy else { continue }
+            if try db.query("SELECT EXISTS (SELECT 1 FROM dk_\(copy))").value(0, 0) == "t" { found.insert(relation) }
+        }
+        return found
+    }
+}
