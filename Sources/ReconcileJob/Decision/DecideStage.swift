@@ -54,9 +54,12 @@ public final class DecideStage {
             LEFT JOIN \(S).apple_transactions tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
             LEFT JOIN \(S).apple_transactions ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
         ), linked AS (
+            -- a grant's receipts: by transaction, then by order those the first branch did not
+            -- take (the same set as a UNION, without sorting 2M pairs to remove repeats)
             SELECT g.grant_id, g.transaction_id, r.receipt_id FROM g JOIN r ON r.transaction_id = g.transaction_id
-            UNION
+            UNION ALL
             SELECT g.grant_id, g.transaction_id, r.receipt_id FROM g JOIN r ON r.order_id = g.order_id
+            WHERE r.transaction_id IS DISTINCT FROM g.transaction_id
         ), answered AS (
             -- (receipt, transaction) pairs Apple's answers showed, in either environment: a hash
             -- join below instead of one index probe per linked receipt

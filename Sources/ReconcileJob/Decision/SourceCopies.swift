@@ -57,6 +57,7 @@ extension SourceRelation {
                 (SELECT DISTINCT ON (\(key)) x.*, true FROM \(source) x WHERE x.\(key) IN (SELECT k FROM \(dk))
                  ORDER BY \(key), \(firstRowOrder))
             ) x\(productJoin)
+            OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
         ) y;
         CREATE TEMP TABLE bad_\(copy) AS SELECT * FROM \(copy) WHERE bad;
         DELETE FROM \(copy) WHERE bad;
