@@ -1,0 +1,36 @@
+import Foundation
+import Postgres
+import Testing
+
+/// The COPY reader against what Postgres itself writes: every field of a line read by
+/// `CopyText.fields` equals the same value read through an ordinary query.
+@Suite("COPY lines read back", .serialized, .enabled(if: Harness.hasDatabase))
+struct CopyTextTests {
+    @Test("escapes, nulls, empty text, a literal \\N, tabs, newlines, backslashes and non-ASCII come back as Postgres holds them")
+    func hostileFields() throws {
+        let t = try TestDatabase("copytext")
+        defer { t.drop() }
+        let values: [String?] = [
+            "plain", "", nil, "\\N", "\\", "a\tb", "line\nbreak\r\n", "back\\slash\\", "\u{8}\u{c}\u{b}",
+            "订单 ✓ 🎮", "trailing space ", "\\t is not a tab", String(repeating: "x", count: 10_000), "=1+2",
+        ]
+        try t.db.execute("CREATE TABLE v (i int, s text)")
+        for (i, value) in values.enumerated() {
+            try t.db.query("INSERT INTO v VALUES ($1::int, $2)", [String(i), value])
+        }
+        let query = "SELECT i, s, s, NULL::text, '' FROM v ORDER BY i"
+        let expected = try t.db.query(query)
+        var lines = 0
+        try t.db.copyOut("COPY (\(query)) TO STDOUT") { line in
+            let fields = CopyText.fields(line)
+            #expect(fields.count == 5)
+            guard fields.count == 5, let i = fields[0].flatMap({ Int($0) }) else { return }
+            #expect(fields[1] == expected.value(i, 1), "row \(i)")
+            #expect(fields[2] == values[i], "row \(i)")
+            #expect(fields[3] == nil)
+            #expect(fields[4] == "")
+            lines += 1
+        }
+        #expect(lines == values.count)
+    }
+}
