@@ -73,6 +73,16 @@ struct Seed: ParsableCommand {
         """, valueName: "N"))
     var apiBench: Int = 0
 
+    @Option(name: .customLong("extra-findings"), help: ArgumentHelp("""
+        Every clean_consumable user (about 60% of the users) makes N more consumable purchases, each a \
+        finding, alternately a missed order (the 1st, 3rd, …: an open order, a receipt naming it, no \
+        grant; one compensate.csv row, match exact) and a grant repeated (the 2nd, 4th, …: one or two \
+        duplicate_grants.csv rows, same_transaction). N from 0 to 17 (a user's transaction ids hold 20); \
+        0 leaves the data exactly as without the option. The findings benchmark: `make bench` with \
+        BENCH_EXTRA_FINDINGS.
+        """, valueName: "N"))
+    var extraFindings: Int = 0
+
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
 
@@ -85,6 +95,11 @@ struct Seed: ParsableCommand {
     func validate() throws {
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
         guard (0...1_000_000).contains(apiBench) else { throw ValidationError("--api-bench must be between 0 and 1000000") }
+        let extra = SeedOptions.extraFindingsRange
+        guard extra.contains(extraFindings) else {
+            throw ValidationError("--extra-findings must be between \(extra.lowerBound) and \(extra.upperBound) "
+                + "(a user's transaction ids hold 20, a clean consumable user already uses up to 3)")
+        }
         if let asOf, UTC.parse(asOf) == nil { throw ValidationError("--as-of: not an ISO 8601 time: \(asOf)") }
     }
 
@@ -106,6 +121,7 @@ struct Seed: ParsableCommand {
         guard (0...1).contains(storeKit2Share) else { throw ValidationError("--storekit2-share must be between 0 and 1") }
         options.storeKit2Share = storeKit2Share
         options.apiBench = apiBench
+        options.extraFindings = extraFindings
         options.conninfo = conninfo
         let started = Date()
         do {

@@ -30,7 +30,8 @@ struct NightTests {
         }
     }
 
-    static func world(_ label: String, users: Int = 600, simArguments: [String] = []) throws -> World {
+    static func world(_ label: String, users: Int = 600, seedArguments: [String] = [], simArguments: [String] = [])
+        throws -> World {
         let t = try TestDatabase(label)
         let expected = try Harness.scratchDirectory("\(label)-expected")
         let refunds = expected.appendingPathComponent("refund-list.csv")
@@ -38,7 +39,7 @@ struct NightTests {
         let pki = expected.appendingPathComponent("pki")
         let seeded = try runTool("iap-sim", ["seed", "--users", String(users), "--seed", "42", "--as-of", asOf,
                                              "--bundle", bundle, "--refunds", refunds.path, "--expected", expected.path,
-                                             "--pki", pki.path],
+                                             "--pki", pki.path] + seedArguments,
                                  environment: t.environment())
         #expect(seeded.status == 0, "iap-sim seed: \(seeded.stderr)")
         let sim = try SimulatorProcess(["--refunds", refunds.path] + simArguments)
@@ -139,6 +140,23 @@ struct NightTests {
             #expect(cells.count == ReportFile.compensate.columns.count && cells[firstSeen] == "2026-11-21",
                     "first_seen moved: \(row)")
         }
+    }
+
+    @Test("the findings benchmark's data (--extra-findings 3): the reports equal the generator's truth")
+    func extraFindings() throws {
+        let w = try Self.world("extra", users: 400, seedArguments: ["--extra-findings", "3"])
+        defer { w.stop() }
+        let night = try w.run()
+        #expect(night.status == 0, "\(night.stderr)")
+        let day = w.out.appendingPathComponent("2026-11-21")
+        Self.expectReportsMatchTruth(day, expected: w.expected)
+        // The extras are there: two missed orders and one repeated grant for each of the 223 clean
+        // consumable users (516 compensate and 357 duplicate_grants rows; the scenarios alone give 70 and 28).
+        func rows(_ file: String) -> Int {
+            Self.read(day.appendingPathComponent(file)).components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }.count
+        }
+        #expect(rows("compensate.csv") > 400 && rows("duplicate_grants.csv") > 200,
+                "compensate \(rows("compensate.csv")), duplicate_grants \(rows("duplicate_grants.csv"))")
     }
 
     @Test("a finding that disappears is closed, and comes back with its old first_seen")

@@ -9,7 +9,9 @@ extension ScenarioBuilder {
 
     mutating func build(_ s: Scenario) {
         switch s {
-        case .cleanConsumable: cleanConsumable()
+        case .cleanConsumable:
+            cleanConsumable()
+            extraFindings(settings.extraFindings)
         case .cleanNonConsumable: cleanOne(product: rng.pick(cat.nonConsumables))
         case .cleanSubscription: cleanOne(product: cat.vipMonth)
         case .paidNotGrantedReceiptOrder: paidNotGrantedReceiptOrder()
@@ -70,6 +72,16 @@ extension ScenarioBuilder {
         }
     }
 
+    /// `iap-sim seed --extra-findings N`: N more purchases of a clean consumable user, each a
+    /// finding, alternating a missed order (k even: `paidNotGrantedReceiptOrder`) and a duplicated
+    /// grant (k odd: `sameTransaction`). Consumables only, so that no purchase is a restore of
+    /// another; with N = 0 nothing is drawn, and the user is exactly as before.
+    mutating func extraFindings(_ n: Int) {
+        for k in 0..<n {
+            if k % 2 == 0 { paidNotGrantedReceiptOrder(consumable: true) } else { sameTransaction() }
+        }
+    }
+
     /// A non-consumable or a monthly subscription bought once, granted, upload answered 0. The
     /// refund sweep may re-verify its receipt: Apple shows the same granted transaction.
     mutating func cleanOne(product: String) {
@@ -82,10 +94,11 @@ extension ScenarioBuilder {
         grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
     }
 
-    /// Paid, the upload got no answer; the receipt names the open order.
-    mutating func paidNotGrantedReceiptOrder() {
+    /// Paid, the upload got no answer; the receipt names the open order. A consumable, or with
+    /// `consumable` false one time in five a non-consumable.
+    mutating func paidNotGrantedReceiptOrder(consumable: Bool = false) {
         let p = purchaseTime(minDaysAgo: 0, maxDaysAgo: 28)
-        let product = rng.chance(0.8) ? rng.pick(cat.consumables) : rng.pick(cat.nonConsumables)
+        let product = consumable || rng.chance(0.8) ? rng.pick(cat.consumables) : rng.pick(cat.nonConsumables)
         let qty = cat.type(of: product) == .consumable && rng.chance(0.25) ? 2 : 1
         let t = tid(u)
         let o = order(u, product, qty: qty, status: rng.pick(["created", "paid"]), tid: nil, at: p - seconds(5...300))

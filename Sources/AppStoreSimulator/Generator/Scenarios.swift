@@ -112,6 +112,9 @@ struct GeneratorSettings {
     var apiSweeps = false
     /// `--api-bench N`: N more users of the `api_bench` scenario after the others.
     var apiBench = 0
+    /// `--extra-findings N`: every `clean_consumable` user makes N more purchases, each a finding
+    /// (`ScenarioBuilder.extraFindings`).
+    var extraFindings = 0
 
     var firstSeen: String { UTC.date(asOf) }
 }

@@ -32,6 +32,12 @@ public struct SeedOptions: Sendable {
     /// More users after the others, each with a refund only the notification history shows and
     /// an open order (so the night asks their transaction history): the Server API benchmark.
     public var apiBench = 0
+    /// Every `clean_consumable` user makes this many more purchases, alternating a missed order and
+    /// a duplicated grant (the findings benchmark: `make bench` with BENCH_EXTRA_FINDINGS).
+    public var extraFindings = 0
+    /// A user's transaction ids are `u × 20 + k` (`IDs.transaction`) and a clean consumable user
+    /// already uses up to three: 17 more keep every id unique.
+    public static let extraFindingsRange = 0...17
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
 
@@ -73,6 +79,11 @@ public enum Seeder {
         settings.storeKit2Share = options.storeKit2Share
         settings.apiSweeps = options.appleTruthPath != nil
         settings.apiBench = options.apiBench
+        guard SeedOptions.extraFindingsRange.contains(options.extraFindings) else {
+            throw SimulatorError(message: "--extra-findings must be between \(SeedOptions.extraFindingsRange.lowerBound) "
+                + "and \(SeedOptions.extraFindingsRange.upperBound), got \(options.extraFindings)")
+        }
+        settings.extraFindings = options.extraFindings
         let plan = ScenarioPlan(settings: settings)
         let s = try ident(options.schema)
         // The expected files include refunds.csv (the report) since issue 11: a refund list of that
