@@ -1,6 +1,11 @@
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 #include <curl/curl.h>
+/* The socket interface of a multi handle (curl_multi_socket_action) is driven with epoll, which
+   Glibc's Swift module does not include. */
+#ifdef __linux__
+#include <sys/epoll.h>
+#endif
 
 /* curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic: Swift cannot call
    them, so each option type gets one typed wrapper. */
@@ -18,4 +23,9 @@ static inline const char *ccurl_response_header(CURL *h, const char *name) {
     return header->value;
 }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode ccurl_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode ccurl_multi_setopt_socketfunction(CURLM *m, curl_socket_callback f) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f); }
+static inline CURLMcode ccurl_multi_setopt_timerfunction(CURLM *m, curl_multi_timer_callback f) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f); }
+/* CURL_SOCKET_TIMEOUT is a macro of a macro, which Swift does not import. */
+static const curl_socket_t ccurl_socket_timeout = CURL_SOCKET_TIMEOUT;
 #endif

@@ -57,7 +57,9 @@ public struct HTTPCompletion: Sendable {
 /// One transfer in flight: owns its easy handle's per-request C resources.
 private final class Transfer {
     let tag: Int
-    let redactedURL: String
+    /// The URL as asked; only its redacted form goes into messages (made when one is needed).
+    let url: String
+    var redactedURL: String { HTTPMulti.redact(url) }
     var body: [UInt8] = []
     var truncatedAt: Int
     var headers: UnsafeMutablePointer<curl_slist>?
@@ -65,9 +67,9 @@ private final class Transfer {
     let started: UInt64
     var wantedHeaders: [String] = []
 
-    init(tag: Int, redactedURL: String, maxBody: Int) {
+    init(tag: Int, url: String, maxBody: Int) {
         self.tag = tag
-        self.redactedURL = redactedURL
+        self.url = url
         self.truncatedAt = maxBody
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -85,17 +87,28 @@ private final class Transfer {
 /// Concurrency: the object, its multi handle and every easy handle belong to the single thread
 /// that calls `add` and `poll`; nothing else touches them. The caller caps how many transfers
 /// are in flight (libcurl's timeout keeps running while a transfer waits for a connection, so
-/// queueing everything here would turn waiting into spurious timeouts).
+/// queueing everything here would turn waiting into spurious timeouts). Driven by
+/// `curl_multi_socket_action` over an epoll set (`SocketWatch`): a wake-up costs work for the
+/// sockets that are ready, not for every transfer in flight.
 public final class HTTPMulti {
     private let multi: UnsafeMutableRawPointer
     private var idle: [UnsafeMutableRawPointer] = []   // easy handles ready for reuse (keep their connection cache)
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private let maxBodyBytes: Int
     private var closed = false
+    /// The sockets and timer libcurl wants watched: the multi handle runs on `socket_action`.
+    private let watch: SocketWatch
 
     public init(maxBodyBytes: Int = 4 << 20) {
         multi = curl_multi_init()!
         self.maxBodyBytes = maxBodyBytes
+        // Without epoll (never seen on Linux) nothing can be driven: as fatal as curl_multi_init failing.
+        watch = try! SocketWatch()
+        let me = Unmanaged.passUnretained(watch).toOpaque()
+        ccurl_multi_setopt_socketfunction(multi, curlSocketCallback)
+        ccurl_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
+        ccurl_multi_setopt_timerfunction(multi, curlTimerCallback)
+        ccurl_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
     }
 
     deinit { close() }
@@ -114,6 +127,7 @@ public final class HTTPMulti {
         for easy in idle { curl_easy_cleanup(easy) }
         idle.removeAll()
         curl_multi_cleanup(multi)
+        watch.close()
     }
 
     /// Starts a transfer. Throws only when libcurl cannot even set it up.
@@ -121,7 +135,7 @@ public final class HTTPMulti {
         let easy = idle.popLast() ?? curl_easy_init()
         guard let easy else { throw HTTPError(message: "curl_easy_init failed") }
         curl_easy_reset(easy)
-        let transfer = Transfer(tag: request.tag, redactedURL: HTTPMulti.redact(request.url), maxBody: maxBodyBytes)
+        let transfer = Transfer(tag: request.tag, url: request.url, maxBody: maxBodyBytes)
         for header in request.headers { transfer.headers = curl_slist_append(transfer.headers, header) }
         transfer.wantedHeaders = request.wantedHeaders
         let me = Unmanaged.passUnretained(transfer).toOpaque()
@@ -157,14 +171,15 @@ public final class HTTPMulti {
     }
 
     /// Drives the transfers, waiting at most `timeoutMs` for activity, and returns those that ended.
+    /// With nothing in flight it waits `timeoutMs` (the caller's next deadline).
     public func poll(timeoutMs: Int) -> [HTTPCompletion] {
         var running: Int32 = 0
-        curl_multi_perform(multi, &running)
-        if running > 0 {
-            var fds: Int32 = 0
-            curl_multi_poll(multi, nil, 0, Int32(max(0, timeoutMs)), &fds)
-            curl_multi_perform(multi, &running)
+        // A transfer just added starts on the timer (libcurl sets it to "now").
+        if watch.timerExpired { curl_multi_socket_action(multi, ccurl_socket_timeout, 0, &running) }
+        watch.wait(timeoutMs: watch.waitLimit(max(0, timeoutMs))) { fd, mask in
+            curl_multi_socket_action(multi, fd, mask, &running)
         }
+        if watch.timerExpired { curl_multi_socket_action(multi, ccurl_socket_timeout, 0, &running) }
         var done: [HTTPCompletion] = []
         var left: Int32 = 0
         while let message = curl_multi_info_read(multi, &left) {
