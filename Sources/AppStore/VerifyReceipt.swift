@@ -55,16 +55,12 @@ public struct Answer: Sendable, Equatable {
 public enum VerifyReceipt {
     /// The JSON request body `{"receipt-data": …, "password": …}` (password omitted when nil).
     public static func requestBody(receiptData: String, password: String?) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(receiptData.utf8.count + (password?.utf8.count ?? 0) + 40)
-        out.append(contentsOf: #"{"receipt-data":"#.utf8)
-        appendJSONString(receiptData, to: &out)
-        if let password {
-            out.append(contentsOf: #","password":"#.utf8)
-            appendJSONString(password, to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-        return out
+        var json = JSONWriter(capacity: receiptData.utf8.count + (password?.utf8.count ?? 0) + 40)
+        json.beginObject()
+        json.field("receipt-data", receiptData)
+        json.field("password", password)
+        json.endObject()
+        return json.bytes
     }
 
     /// Classifies an HTTP answer from `environment`'s endpoint (contract §3 table).
@@ -230,24 +226,5 @@ public enum VerifyReceipt {
             out.append(c >= 0x21 && c <= 0x7E ? Character(Unicode.Scalar(c)) : "?")
         }
         return out
-    }
-
-    private static func appendJSONString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30,
-                                        hex[Int(c >> 4)], hex[Int(c & 0xF)]])
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }

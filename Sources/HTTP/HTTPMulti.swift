@@ -54,28 +54,95 @@ public struct HTTPCompletion: Sendable {
     public var headers: [String: String] = [:]
 }
 
-/// One transfer in flight: owns its easy handle's per-request C resources.
+/// One transfer in flight: what its answer is collected into.
 private final class Transfer {
     let tag: Int
-    let redactedURL: String
+    /// The URL as asked; only its redacted form goes into messages (made when one is needed).
+    let url: String
+    var redactedURL: String { HTTPMulti.redact(url) }
     var body: [UInt8] = []
     var truncatedAt: Int
-    var headers: UnsafeMutablePointer<curl_slist>?
-    let errorBuffer: UnsafeMutablePointer<CChar>
     let started: UInt64
     var wantedHeaders: [String] = []
 
-    init(tag: Int, redactedURL: String, maxBody: Int) {
+    init(tag: Int, url: String, maxBody: Int) {
         self.tag = tag
-        self.redactedURL = redactedURL
+        self.url = url
         self.truncatedAt = maxBody
+        started = monotonicMillis()
+    }
+}
+
+/// An easy handle with the options that stay set on it from one request to the next. libcurl
+/// parses and copies each option it is given, and `curl_easy_reset` frees them all: only what a
+/// request changes is set again (the URL, timeout and header list are compared first).
+/// Owns the handle, its error buffer and header list; frees them once, in `deinit`.
+private final class Handle {
+    let easy: UnsafeMutableRawPointer
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    var url: String?
+    var timeoutMs: Int?
+    var headers: [String]?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// A new handle with the options every request has; nil when libcurl refuses.
+    init?(watch: SocketWatch) {
+        guard let easy = curl_easy_init() else { return nil }
+        self.easy = easy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        started = monotonicMillis()
+        // Sockets open and close through the watch, which keeps them in its epoll set.
+        let watcher = Unmanaged.passUnretained(watch).toOpaque()
+        var ok = ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_write(easy, httpWriteBody) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_opensocket(easy, curlOpenSocketCallback) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, watcher) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_closesocket(easy, curlCloseSocketCallback) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, watcher) == CURLE_OK
+        // Never CURLOPT_VERBOSE: request bodies carry the shared secret.
+        guard ok else { return nil }
+    }
+
+    /// Sets what `request` needs that differs from the handle's last request, and `transfer`
+    /// as where the answer goes. False when libcurl refused an option.
+    func prepare(_ request: HTTPRequest, for transfer: Transfer) -> Bool {
+        errorBuffer[0] = 0
+        var ok = true
+        if url != request.url {
+            ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_URL, request.url) == CURLE_OK
+            url = ok ? request.url : nil
+        }
+        if timeoutMs != request.timeoutMs {
+            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, request.timeoutMs) == CURLE_OK
+            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(request.timeoutMs, 10_000)) == CURLE_OK
+            timeoutMs = ok ? request.timeoutMs : nil
+        }
+        if headers != request.headers {
+            if let headerList { curl_slist_free_all(headerList) }
+            headerList = nil
+            for header in request.headers { headerList = curl_slist_append(headerList, header) }
+            ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, headerList) == CURLE_OK
+            headers = ok ? request.headers : nil
+        }
+        switch request.method {
+        case .post:
+            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) == CURLE_OK
+            ok = ok && ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
+            ok = ok && request.body.withUnsafeBytes { ccurl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) } == CURLE_OK
+        case .get:
+            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1) == CURLE_OK
+        }
+        let me = Unmanaged.passUnretained(transfer).toOpaque()
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
+        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me) == CURLE_OK
+        return ok
     }
 
     deinit {
-        if let headers { curl_slist_free_all(headers) }
+        curl_easy_cleanup(easy)
+        if let headerList { curl_slist_free_all(headerList) }
         errorBuffer.deallocate()
     }
 }
@@ -85,17 +152,29 @@ private final class Transfer {
 /// Concurrency: the object, its multi handle and every easy handle belong to the single thread
 /// that calls `add` and `poll`; nothing else touches them. The caller caps how many transfers
 /// are in flight (libcurl's timeout keeps running while a transfer waits for a connection, so
-/// queueing everything here would turn waiting into spurious timeouts).
+/// queueing everything here would turn waiting into spurious timeouts). Driven by
+/// `curl_multi_socket_action` over an epoll set (`SocketWatch`): a wake-up costs work for the
+/// sockets that are ready, not for every transfer in flight.
 public final class HTTPMulti {
     private let multi: UnsafeMutableRawPointer
-    private var idle: [UnsafeMutableRawPointer] = []   // easy handles ready for reuse (keep their connection cache)
-    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Easy handles ready for reuse, and those in flight with their transfer.
+    private var idle: [Handle] = []
+    private var active: [UnsafeMutableRawPointer: (handle: Handle, transfer: Transfer)] = [:]
     private let maxBodyBytes: Int
     private var closed = false
+    /// The sockets and timer libcurl wants watched: the multi handle runs on `socket_action`.
+    private let watch: SocketWatch
 
     public init(maxBodyBytes: Int = 4 << 20) {
         multi = curl_multi_init()!
         self.maxBodyBytes = maxBodyBytes
+        // Without epoll (never seen on Linux) nothing can be driven: as fatal as curl_multi_init failing.
+        watch = try! SocketWatch()
+        let me = Unmanaged.passUnretained(watch).toOpaque()
+        ccurl_multi_setopt_socketfunction(multi, curlSocketCallback)
+        ccurl_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
+        ccurl_multi_setopt_timerfunction(multi, curlTimerCallback)
+        ccurl_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
     }
 
     deinit { close() }
@@ -106,72 +185,47 @@ public final class HTTPMulti {
     public func close() {
         guard !closed else { return }
         closed = true
-        for (easy, _) in active {
-            curl_multi_remove_handle(multi, easy)
-            curl_easy_cleanup(easy)
-        }
-        active.removeAll()
-        for easy in idle { curl_easy_cleanup(easy) }
+        for (easy, _) in active { curl_multi_remove_handle(multi, easy) }
+        active.removeAll()   // the handles' deinit cleans them up
         idle.removeAll()
         curl_multi_cleanup(multi)
+        watch.close()
     }
 
     /// Starts a transfer. Throws only when libcurl cannot even set it up.
     public func add(_ request: HTTPRequest) throws {
-        let easy = idle.popLast() ?? curl_easy_init()
-        guard let easy else { throw HTTPError(message: "curl_easy_init failed") }
-        curl_easy_reset(easy)
-        let transfer = Transfer(tag: request.tag, redactedURL: HTTPMulti.redact(request.url), maxBody: maxBodyBytes)
-        for header in request.headers { transfer.headers = curl_slist_append(transfer.headers, header) }
+        let transfer = Transfer(tag: request.tag, url: request.url, maxBody: maxBodyBytes)
         transfer.wantedHeaders = request.wantedHeaders
-        let me = Unmanaged.passUnretained(transfer).toOpaque()
-        var ok = true
-        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_URL, request.url) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, request.timeoutMs) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(request.timeoutMs, 10_000)) == CURLE_OK
-        switch request.method {
-        case .post:
-            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) == CURLE_OK
-            ok = ok && ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
-            ok = ok && request.body.withUnsafeBytes { ccurl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) } == CURLE_OK
-        case .get:
-            ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1) == CURLE_OK
+        guard let handle = idle.popLast() ?? Handle(watch: watch) else {
+            throw HTTPError(message: "curl_easy_init failed")
         }
-        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headers) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, transfer.errorBuffer) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_write(easy, httpWriteBody) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me) == CURLE_OK
-        ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1) == CURLE_OK
-        // Never CURLOPT_VERBOSE: request bodies carry the shared secret.
-        guard ok else {
-            curl_easy_cleanup(easy)
+        // A handle libcurl refused is dropped (its deinit frees it), never reused half set.
+        guard handle.prepare(request, for: transfer) else {
             throw HTTPError(message: "libcurl refused the options for \(transfer.redactedURL)")
         }
-        guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
-            curl_easy_cleanup(easy)
+        guard curl_multi_add_handle(multi, handle.easy) == CURLM_OK else {
             throw HTTPError(message: "curl_multi_add_handle failed for \(transfer.redactedURL)")
         }
-        active[easy] = transfer
+        active[handle.easy] = (handle, transfer)
     }
 
     /// Drives the transfers, waiting at most `timeoutMs` for activity, and returns those that ended.
+    /// With nothing in flight it waits `timeoutMs` (the caller's next deadline).
     public func poll(timeoutMs: Int) -> [HTTPCompletion] {
         var running: Int32 = 0
-        curl_multi_perform(multi, &running)
-        if running > 0 {
-            var fds: Int32 = 0
-            curl_multi_poll(multi, nil, 0, Int32(max(0, timeoutMs)), &fds)
-            curl_multi_perform(multi, &running)
+        // A transfer just added starts on the timer (libcurl sets it to "now").
+        if watch.timerExpired { curl_multi_socket_action(multi, ccurl_socket_timeout, 0, &running) }
+        watch.wait(timeoutMs: watch.waitLimit(max(0, timeoutMs))) { fd, mask in
+            curl_multi_socket_action(multi, fd, mask, &running)
         }
+        if watch.timerExpired { curl_multi_socket_action(multi, ccurl_socket_timeout, 0, &running) }
         var done: [HTTPCompletion] = []
         var left: Int32 = 0
         while let message = curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             let code = message.pointee.data.result
             curl_multi_remove_handle(multi, easy)
-            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            guard let (handle, transfer) = active.removeValue(forKey: easy) else { continue }
             let elapsed = Int(monotonicMillis() - transfer.started)
             if code == CURLE_OK {
                 var status = 0
@@ -183,7 +237,7 @@ public final class HTTPMulti {
                 done.append(HTTPCompletion(tag: transfer.tag, outcome: .response(status: status, body: transfer.body),
                                            elapsedMs: elapsed, headers: headers))
             } else {
-                let detail = String(cString: transfer.errorBuffer)
+                let detail = String(cString: handle.errorBuffer)
                 let name = String(cString: curl_easy_strerror(code))
                 let text = detail.isEmpty ? name : detail
                 done.append(HTTPCompletion(
@@ -192,7 +246,7 @@ public final class HTTPMulti {
                                       timedOut: code == CURLE_OPERATION_TIMEDOUT),
                     elapsedMs: elapsed))
             }
-            idle.append(easy)
+            idle.append(handle)
         }
         return done
     }

@@ -29,7 +29,6 @@ final class AnswerWriter: Sendable {
                 let db = try JobDatabase.connect(settings)
                 defer { db.close() }
                 let sql = "SELECT \(settings.jobSchema.quoted).record_answers($1::jsonb)"
-                let encoder = JSONEncoder()
                 while true {
                     let batch = queue.popAll(timeoutMs: 200)
                     if batch.isEmpty {
@@ -39,7 +38,7 @@ final class AnswerWriter: Sendable {
                     var start = 0
                     while start < batch.count {
                         let end = min(batch.count, start + Self.groupSize)
-                        let json = try encoder.encode(Array(batch[start..<end]))
+                        let json = AnswerRecord.jsonArray(batch[start..<end])
                         try db.query(sql, [String(decoding: json, as: UTF8.self)])
                         start = end
                     }

@@ -5,11 +5,18 @@ import Foundation
 ///
 /// Waiting needs a condition variable, which the standard library's `Synchronization` does not
 /// have: an `NSCondition` guards the storage, and every access holds it (hence `@unchecked`).
+///
+/// Wake-ups are what cost here, not the lock: a thread is woken only when it waits, and a
+/// producer waiting on a full queue only once the queue has drained to half its capacity (it then
+/// refills half a queue in one go instead of waking for every item taken).
 final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     private var items = Deque<Element>()
     private let capacity: Int
     private let condition = NSCondition()
     private var closed = false
+    /// Threads waiting in `push` (queue full) and in `pop`/`popAll` (queue empty).
+    private var waitingProducers = 0
+    private var waitingConsumers = 0
 
     init(capacity: Int) { self.capacity = capacity }
 
@@ -18,10 +25,22 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     func push(_ item: Element) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while items.count >= capacity && !closed { condition.wait() }
-        guard !closed else { return false }
+        guard waitForRoom() else { return false }
         items.append(item)
-        condition.broadcast()
+        wakeConsumers()
+        return true
+    }
+
+    /// Pushes `batch` in order with one wake-up of the consumer; waits while the queue is full,
+    /// and may then exceed the capacity by less than the batch. False when the queue was closed.
+    @discardableResult
+    func push(contentsOf batch: [Element]) -> Bool {
+        guard !batch.isEmpty else { return true }
+        condition.lock()
+        defer { condition.unlock() }
+        guard waitForRoom() else { return false }
+        items.append(contentsOf: batch)
+        wakeConsumers()
         return true
     }
 
@@ -40,7 +59,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         waitForItems(timeoutMs: timeoutMs)
         let out = Array(items)
         items.removeAll(keepingCapacity: true)
-        condition.broadcast()
+        wakeProducers()
         return out
     }
 
@@ -50,17 +69,38 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return takeLocked()
     }
 
+    /// Holds the lock. False when the queue is closed.
+    private func waitForRoom() -> Bool {
+        while items.count >= capacity && !closed {
+            waitingProducers += 1
+            condition.wait()
+            waitingProducers -= 1
+        }
+        return !closed
+    }
+
     private func waitForItems(timeoutMs: Int) {
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
         while items.isEmpty && !closed {
-            if !condition.wait(until: deadline) { break }
+            waitingConsumers += 1
+            let signalled = condition.wait(until: deadline)
+            waitingConsumers -= 1
+            if !signalled { break }
         }
     }
 
     private func takeLocked() -> Element? {
         guard let item = items.popFirst() else { return nil }
-        condition.broadcast()
+        wakeProducers()
         return item
+    }
+
+    private func wakeConsumers() {
+        if waitingConsumers > 0 { condition.broadcast() }
+    }
+
+    private func wakeProducers() {
+        if waitingProducers > 0 && items.count <= capacity / 2 { condition.broadcast() }
     }
 
     /// No more items will come (producer side) or none are wanted (consumer side).

@@ -94,7 +94,10 @@ struct RequestLoop<Client: AppStoreClient> {
             if stopping != nil && inFlight.isEmpty { break }
             var untilDue = waiting.min.map { Int(($0.due > now ? $0.due - now : 0) / 1_000_000) } ?? 100
             if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
-            for completion in http.poll(timeoutMs: min(100, untilDue)) {
+            // The records of one wake-up go to the writer together: one hand-off, not one per answer.
+            var answered: [AnswerRecord] = []
+            var sendError: Error?
+            answers: for completion in http.poll(timeoutMs: min(100, untilDue)) {
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
                 var httpStatus: Int?
@@ -124,9 +127,7 @@ struct RequestLoop<Client: AppStoreClient> {
                 }
                 let record = AnswerRecord(job: job, asked: asked, runID: runID, httpStatus: httpStatus, answer: answer,
                                           decision: decision, elapsedMs: completion.elapsedMs, now: Self.unixMillis())
-                guard records.push(record) else {
-                    throw JobError(.failure, "recording App Store answers failed; verification stopped")
-                }
+                answered.append(record)
                 switch decision {
                 case .definitive, .rejectedAfterRepeated21002:
                     if answer.answerClass == .ok { counts.ok += 1 } else { counts.rejected += 1 }
@@ -138,7 +139,8 @@ struct RequestLoop<Client: AppStoreClient> {
                         if let key = client.rateKey(for: job), let due = budget.admit(key, now: Self.monotonicNanos()) {
                             waiting.insert(Waiting(due: due, sequence: nextTag, job: job))
                         } else {
-                            try send(job)
+                            // Recorded first: the answers of this wake-up are kept even if this throws.
+                            do { try send(job) } catch { sendError = error; break answers }
                         }
                     }
                 case .sendAgain(let afterMs):
@@ -153,6 +155,10 @@ struct RequestLoop<Client: AppStoreClient> {
                 }
                 progress.note(retries: counts.retried)
             }
+            guard records.push(contentsOf: answered) else {
+                throw JobError(.failure, "recording App Store answers failed; verification stopped")
+            }
+            if let sendError { throw sendError }
         }
         if let stopping { throw stopping }
         if counts.requests > 0 && !sawResponse {
