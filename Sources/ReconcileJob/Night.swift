@@ -73,6 +73,7 @@ public final class Night {
         if case .decideDatabaseOnly = stages {
             let rows = try DecideStage(settings: settings, runID: summary.runID, logger: logger)
                 .run(db: db, databaseOnly: true).families
+            try NightTables.drop(db, schema: settings.jobSchema)
             summary.stageSeconds["decide"] = clock.lap()
             summary.counts["rows"] = rows
             return
@@ -101,11 +102,12 @@ public final class Night {
             _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
             summary.stageSeconds["decide"] = clock.lap()
             logger.info("stage tally")
-            summary.tally = try Conservation.compute(db, settings: settings, dropOne: settings.faultDropTallyRow)
+            summary.tally = try Conservation.compute(settings: settings, dropOne: settings.faultDropTallyRow)
             summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
             logger.info("stage write")
             try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary)
+            try NightTables.drop(db, schema: settings.jobSchema)
             summary.stageSeconds["write"] = clock.lap()
         }
     }

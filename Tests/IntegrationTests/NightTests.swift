@@ -83,6 +83,11 @@ struct NightTests {
         #expect(first.status == 0, "\(first.stderr)")
         let day = w.out.appendingPathComponent("2026-11-21")
         Self.expectReportsMatchTruth(day, expected: w.expected)
+        // The decide stage's working tables (NightTables.swift) are gone once the reports are written.
+        #expect(try w.t.int("""
+            SELECT count(*) FROM pg_tables WHERE schemaname = 'recon'
+              AND tablename IN ('o', 'r', 'g', 'p', 'known_products', 'bad_o', 'bad_r', 'bad_g', 'dk_o', 'dk_r', 'dk_g', 'token_orders', 'who')
+            """) == 0)
         // Every kind of finding is there (the generator makes each one).
         let compensate = Self.read(day.appendingPathComponent("compensate.csv"))
         for reason in ["paid_not_granted", "partially_granted", "revoked_not_refunded", ",exact,", ",inferred,", ",none,"] {

@@ -27,8 +27,8 @@ enum Conservation {
         .grants: ["input_error", "clawed_back", "duplicate", "kept", "unverified"],
     ]
 
-    /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Runs on the decide
-    /// stage's connection: it reads its temporary tables (`o`, `r`, `g` and their `bad_`, `dk_`).
+    /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Reads the decide
+    /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
     static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
         let S = settings.jobSchema.quoted
         let src = "\"\(settings.sourceSchema)\""
@@ -126,15 +126,17 @@ enum Conservation {
 
     /// The tally of every relation. `dropOne` is a deliberate fault for the tests: one row of that
     /// relation is taken out of its bucket, as a bug would, so the check must fail.
-    static func compute(_ db: PGConnection, settings: JobSettings, dropOne: String? = nil) throws -> [String: RelationTally] {
+    /// The relations' queries run side by side, each on a session of its own (NightTables.swift).
+    static func compute(settings: JobSettings, dropOne: String? = nil) throws -> [String: RelationTally] {
         var tallies: [String: RelationTally] = [:]
-        for relation in SourceRelation.allCases {
+        let relations = SourceRelation.allCases
+        let results = try NightTables.queryInParallel(relations.map { sql($0, settings: settings) }, settings: settings)
+        for (relation, rows) in zip(relations, results) {
             var tally = RelationTally()
             for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
-            let result = try db.query(sql(relation, settings: settings))
-            for row in 0..<result.rowCount {
-                let n = Int(result.value(row, 1) ?? "0") ?? 0
-                switch result.value(row, 0) {
+            for row in rows {
+                let n = Int(row[1] ?? "0") ?? 0
+                switch row[0] {
                 case nil: tally.unplaced += n
                 case "#rows": tally.rows = n
                 case let name?: tally.buckets[name, default: 0] += n

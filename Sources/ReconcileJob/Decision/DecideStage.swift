@@ -25,9 +25,9 @@ public final class DecideStage {
         self.logger = logger
     }
 
-    /// Every family, sorted by key: `T` rows (Apple transactions with their receipt and exact
-    /// order) and `G` rows (grants with what their linked receipts say); see `FamilyRow`.
-    var familySQL: String {
+    /// What the rows of both kinds are joined with (a query names only those it uses; Postgres
+    /// leaves the others out).
+    var familyCTEs: String {
         """
         WITH first_receipt AS (
             SELECT DISTINCT ON (rt.transaction_id, rt.environment) rt.transaction_id, rt.environment, r.receipt_id, r.user_id
@@ -74,6 +74,14 @@ public final class DecideStage {
             LEFT JOIN answered a ON a.receipt_id = l.receipt_id AND a.transaction_id = l.transaction_id
             GROUP BY l.grant_id
         )
+        """
+    }
+
+    /// The `T` rows (Apple transactions with their receipt and exact order), sorted by family key;
+    /// see `FamilyRow`.
+    var transactionRowsSQL: String {
+        """
+        \(familyCTEs)
         SELECT * FROM (
             SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
             FROM \(S).apple_transactions t
@@ -82,14 +90,23 @@ public final class DecideStage {
             LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
             LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
             LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
-            UNION ALL
+        ) rows
+        ORDER BY fkey COLLATE "C", id COLLATE "C"
+        """
+    }
+
+    /// The `G` rows (grants with what their linked receipts say), sorted by family key.
+    var grantRowsSQL: String {
+        """
+        \(familyCTEs)
+        SELECT * FROM (
             SELECT \(FamilyRow.selectList(GrantColumn.self, \.sql))
             FROM grant_family gf
             LEFT JOIN p ON p.product_id = gf.product_id
             LEFT JOIN links k ON k.grant_id = gf.grant_id
             LEFT JOIN exact_by_transaction lo ON lo.transaction_id = gf.transaction_id
         ) rows
-        ORDER BY fkey COLLATE "C", kind DESC, id COLLATE "C"
+        ORDER BY fkey COLLATE "C", id COLLATE "C"
         """
     }
 
@@ -100,21 +117,23 @@ public final class DecideStage {
     public func run(db: PGConnection, databaseOnly: Bool = false) throws -> Result {
         let progress = Progress(stage: "decide", enabled: settings.progress)
         var result = Result()
-        // JIT compiles every expression of these large plans again on each run (2.6 s of the
-        // family query alone) and earns nothing back on rows this simple.
-        try db.execute("SET work_mem = '128MB'; SET jit = off")
+        try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
-        try db.execute(prepareSQL)
+        try NightTables.executeInParallel(copiesSQL, settings: settings)
         if !databaseOnly {
             try db.execute("DELETE FROM \(S).input_errors")
             try db.execute(inputErrorSQL(duplicated: try duplicatedRelations(db)))
         }
         try prepareTokenOrders(db)
         try db.execute(attributionSQL)
+        // Both kinds of rows at once, each on its own session (FamilyStreams.swift).
+        let transactions = FamilyStream(sql: transactionRowsSQL, settings: settings, keepRows: !databaseOnly)
+        let grants = FamilyStream(sql: grantRowsSQL, settings: settings, keepRows: !databaseOnly)
+        defer { transactions.finish(); grants.finish() }
         if databaseOnly {
-            var n = 0
-            try db.copyOut("COPY (\(familySQL)) TO STDOUT") { _ in n += 1 }
-            result.families = n
+            while try transactions.next() != nil {}
+            while try grants.next() != nil {}
+            result.families = transactions.rows.load(ordering: .relaxed) + grants.rows.load(ordering: .relaxed)
             return result
         }
 
@@ -126,7 +145,7 @@ public final class DecideStage {
         defer { spool.close() }
         var current = Family(key: "")
         var rows = 0
-        var parseProblems = 0
+        var progressed = 0
         func flush() throws {
             guard !current.key.isEmpty else { return }
             let decided = Decide.family(current, settings: decisions)
@@ -146,23 +165,28 @@ public final class DecideStage {
             result.families += 1
         }
         try sink.begin()
-        try db.copyOut("COPY (\(familySQL)) TO STDOUT") { line in
-            rows += 1
-            if rows % 50_000 == 0 { progress.rows(rows) }
-            guard let row = FamilyRow(line), let key = row.key else { parseProblems += 1; return }
-            if key != current.key {
-                try flush()
-                current = Family(key: key)
+        // Merge the two sorted streams: each family is every row of the smallest key left.
+        var t = try transactions.next()
+        var g = try grants.next()
+        while t != nil || g != nil {
+            let key: String
+            if let t, let g { key = g.key.precedesInC(t.key) ? g.key : t.key } else { key = (t ?? g)!.key }
+            try flush()
+            current = Family(key: key)
+            while let row = t, row.key.equalsInC(key) {
+                if case .transaction(let fact) = row.fact { current.transactions.append(fact) }
+                rows += 1
+                t = try transactions.next()
             }
-            if row.isTransaction, let t = row.transaction() {
-                current.transactions.append(t)
-            } else if row.isGrant, let g = row.grant() {
-                current.grants.append(g)
-            } else {
-                parseProblems += 1
+            while let row = g, row.key.equalsInC(key) {
+                if case .grant(let fact) = row.fact { current.grants.append(fact) }
+                rows += 1
+                g = try grants.next()
             }
+            if rows / 50_000 != progressed { progressed = rows / 50_000; progress.rows(rows) }
         }
         try flush()
+        let parseProblems = transactions.problems.load(ordering: .relaxed) + grants.problems.load(ordering: .relaxed)
         if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
 
         // The inferred order match crosses families: one user and product at a time, from the spool.

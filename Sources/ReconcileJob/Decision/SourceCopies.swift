@@ -43,11 +43,11 @@ extension SourceRelation {
         let bad = checks.map { "y.\($0.problemColumn) IS NOT NULL" }.joined(separator: " OR ")
         let dk = "dk_\(copy)"
         return """
-        DROP TABLE IF EXISTS pg_temp.\(copy), pg_temp.bad_\(copy), pg_temp.\(dk);
-        CREATE TEMP TABLE \(dk) AS
+        DROP TABLE IF EXISTS \(copy), bad_\(copy), \(dk);
+        CREATE UNLOGGED TABLE \(dk) AS
             SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
         ANALYZE \(dk);
-        CREATE TEMP TABLE \(copy) AS
+        CREATE UNLOGGED TABLE \(copy) AS
         SELECT y.*, (\(bad)) AS bad FROM (
             SELECT \(copyColumns), x.dup_key,
                    \(problems)
@@ -59,19 +59,22 @@ extension SourceRelation {
             ) x\(productJoin)
             OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
         ) y;
-        CREATE TEMP TABLE bad_\(copy) AS SELECT * FROM \(copy) WHERE bad;
+        CREATE UNLOGGED TABLE bad_\(copy) AS SELECT * FROM \(copy) WHERE bad;
         DELETE FROM \(copy) WHERE bad;
+        ANALYZE \(copy);
         """
     }
 }
 
 extension DecideStage {
-    /// The copies of orders, receipts and grants, with fresh statistics. No indexes: every
-    /// statement reads them whole through hash joins (the three indexes they had cost 3.3 s at
-    /// 1M rows each and no plan at that size used them).
-    var prepareSQL: String {
-        let copies = SourceRelation.allCases.map { $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema) }
-        return copies.joined(separator: "\n") + "\nANALYZE o; ANALYZE r; ANALYZE g;"
+    /// The copies of orders, receipts and grants, each with fresh statistics, one piece of SQL
+    /// per relation (they are made side by side: NightTables.swift). No indexes: every statement
+    /// reads them whole through hash joins (the three indexes they had cost 3.3 s at 1M rows each
+    /// and no plan at that size used them).
+    var copiesSQL: [String] {
+        // The receipts first: the longest copy (its checks decode base64), so the other two share
+        // the second core meanwhile.
+        [SourceRelation.receipts, .orders, .grants].map { $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema) }
     }
 
     /// The relations with a duplicated key tonight (their rows are read again for input_errors).

@@ -90,7 +90,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
 
     /// The join to the known products (as `kp`) that the checks of `x` need, or nothing.
     var productJoin: String {
-        namesProduct ? " LEFT JOIN pg_temp.known_products kp ON kp.product_id = x.product_id" : ""
+        namesProduct ? " LEFT JOIN known_products kp ON kp.product_id = x.product_id" : ""
     }
 
     /// SQL predicate: the text is non-empty standard base64 (an app receipt; whitespace allowed, as
@@ -142,13 +142,13 @@ extension DecideStage {
 
     var productsSQL: String {
         """
-        DROP TABLE IF EXISTS pg_temp.p, pg_temp.known_products;
-        CREATE TEMP TABLE p AS
+        DROP TABLE IF EXISTS p, known_products;
+        CREATE UNLOGGED TABLE p AS
             SELECT DISTINCT ON (product_id) product_id, product_type, \(listPriceColumns) FROM \(src).iap_products
             WHERE product_id IS NOT NULL
             ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
         DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(SourceRelation.productTypes);
-        CREATE TEMP TABLE known_products AS
+        CREATE UNLOGGED TABLE known_products AS
             SELECT DISTINCT k.product_id, (p.product_id IS NOT NULL) AS valid
             FROM \(src).iap_products k LEFT JOIN p ON p.product_id = k.product_id
             WHERE k.product_id IS NOT NULL;

@@ -99,7 +99,7 @@ struct ReportWriter {
                            s.last_status::text, s.last_error,
                            to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
                     """,
-                settings: settings, eligibleNow: false, receipts: "pg_temp.r") + "\nORDER BY r.receipt_id COLLATE \"C\""
+                settings: settings, eligibleNow: false, receipts: "r") + "\nORDER BY r.receipt_id COLLATE \"C\""
         case .inputErrors:
             return """
                 SELECT relation, key, column_name, problem FROM \(S).input_errors

@@ -1,0 +1,106 @@
+// The two kinds of family rows, `T` (Apple transactions) and `G` (grants), each sorted by family
+// key and read on a session and a thread of its own, so Postgres builds and sorts both at once on
+// the machine's two cores and the rows are parsed beside the rules (issue "The night at
+// Postgres's floor": one query with a UNION ALL made one backend do all of it, then sort the
+// union). The decide stage merges the two streams by key into families.
+
+import Foundation
+import Postgres
+import Reconciliation
+import Synchronization
+
+final class FamilyStream: @unchecked Sendable {
+    enum Fact: Sendable {
+        case transaction(KnownTransaction)
+        case grant(GrantFacts)
+    }
+
+    struct Row: Sendable {
+        let key: String
+        let fact: Fact
+    }
+
+    private let queue = BlockingQueue<[Row]>(capacity: 8)
+    private let failure = Mutex<(any Error)?>(nil)
+    /// Rows that could not be read (no key, a missing required field): logged by the stage.
+    let problems = Atomic<Int>(0)
+    /// Every row Postgres sent.
+    let rows = Atomic<Int>(0)
+    private let done = DispatchSemaphore(value: 0)
+    private var batch: [Row] = []
+    private var index = 0
+    private var finished = false
+
+    /// Starts reading `sql`'s rows at once. `keepRows: false` parses nothing and only counts
+    /// (`run --database-only`, the benchmark's measure of Postgres alone).
+    init(sql: String, settings: JobSettings, keepRows: Bool = true) {
+        let thread = Thread { [self] in
+            do {
+                let db = try JobDatabase.connect(settings)
+                defer { db.close() }
+                try NightTables.use(db, schema: settings.jobSchema)
+                // The two streams already keep both cores busy: parallel workers on top of them
+                // made the stage slower (35.8 s against 29.0 s at 1M rows per relation).
+                try db.execute("SET max_parallel_workers_per_gather = 0")
+                var pending: [Row] = []
+                pending.reserveCapacity(1024)
+                var stopped = false
+                try db.copyOut("COPY (\(sql)) TO STDOUT") { line in
+                    rows.add(1, ordering: .relaxed)
+                    // After the consumer left the rest is drained unread (libpq cannot cut a COPY short).
+                    guard keepRows, !stopped else { return }
+                    guard let row = FamilyRow(line), let key = row.key else { problems.add(1, ordering: .relaxed); return }
+                    if row.isTransaction, let t = row.transaction() {
+                        pending.append(Row(key: key, fact: .transaction(t)))
+                    } else if row.isGrant, let g = row.grant() {
+                        pending.append(Row(key: key, fact: .grant(g)))
+                    } else {
+                        problems.add(1, ordering: .relaxed)
+                    }
+                    if pending.count >= 1024 {
+                        stopped = !queue.push(pending)
+                        pending = []
+                        pending.reserveCapacity(1024)
+                    }
+                }
+                if !pending.isEmpty, !stopped { queue.push(pending) }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            queue.close()
+            done.signal()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// The next row in key order; nil after the last. Throws what the reading thread met.
+    func next() throws -> Row? {
+        while index >= batch.count {
+            if let b = queue.pop(timeoutMs: 1000) {
+                batch = b
+                index = 0
+            } else if queue.isClosedAndEmpty {
+                if let error = failure.withLock({ $0 }) { throw error }
+                return nil
+            }
+        }
+        defer { index += 1 }
+        return batch[index]
+    }
+
+    /// Waits for the reading thread (it stops parsing at once and drains the COPY when rows are
+    /// left). Call once, when done with the stream.
+    func finish() {
+        guard !finished else { return }
+        finished = true
+        queue.close()
+        done.wait()
+    }
+}
+
+extension String {
+    /// Byte order of the UTF-8, as Postgres's `COLLATE "C"` sorts.
+    func precedesInC(_ other: String) -> Bool { utf8.lexicographicallyPrecedes(other.utf8) }
+    func equalsInC(_ other: String) -> Bool { utf8.elementsEqual(other.utf8) }
+}

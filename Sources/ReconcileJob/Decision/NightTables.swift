@@ -1,0 +1,84 @@
+// The decide stage's working tables (the copies `o`, `r`, `g`, `p`, their `bad_` and `dk_`
+// tables, `known_products`, `token_orders`, `who`) are unlogged tables in the job schema, not
+// temporary ones (issue "The night at Postgres's floor"). Two things follow: the stage's other
+// sessions see them, so the copies are made side by side and the tally's queries run at once on
+// the machine's cores; and Postgres may scan them with parallel workers, which it never does for
+// a temporary table. Each run drops and makes them afresh under its lock, and drops them when
+// the night has written its reports; a run killed in the middle leaves them for the next run.
+// (A schema of their own would need CREATE on the database every night: docs/contract.md,
+// "Database privileges".)
+
+import Foundation
+import Postgres
+import Synchronization
+
+enum NightTables {
+    /// Every working table, for the drops (a new one belongs in this list).
+    static let names = ["p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
+                        "token_orders", "who"]
+
+    /// No working table of an earlier run, and this session finds the new ones by name.
+    static func create(_ db: PGConnection, schema: JobSchema) throws {
+        try drop(db, schema: schema)
+        try use(db, schema: schema)
+    }
+
+    /// This session finds the night's tables by their short names (as the stage's SQL says them),
+    /// creates them in the job schema, and has the stage's planner settings: no JIT (it compiled
+    /// every expression of these plans again on each run, 2.6 s of the family query alone, and
+    /// earns nothing back on rows this simple) and room for the hash joins.
+    static func use(_ db: PGConnection, schema: JobSchema) throws {
+        try db.execute("""
+            SELECT set_config('search_path', '\(schema.quoted), ' || current_setting('search_path'), false);
+            SET work_mem = '128MB'; SET jit = off
+            """)
+    }
+
+    static func drop(_ db: PGConnection, schema: JobSchema) throws {
+        try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
+    }
+
+    /// Runs each piece of SQL (one or more statements) on a session of its own, two at a time
+    /// (the machine's cores: the work is Postgres's, each on its own backend). The first failure
+    /// is thrown once every piece has ended.
+    static func executeInParallel(_ pieces: [String], settings: JobSettings) throws {
+        _ = try inParallel(pieces, settings: settings) { db, sql in try db.execute(sql); return [] }
+    }
+
+    /// Runs each query on a session of its own, two at a time, and returns each one's rows in order.
+    static func queryInParallel(_ queries: [String], settings: JobSettings) throws -> [[[String?]]] {
+        try inParallel(queries, settings: settings) { db, sql in
+            let r = try db.query(sql)
+            return (0..<r.rowCount).map { row in (0..<r.columnCount).map { r.value(row, $0) } }
+        }
+    }
+
+    private static func inParallel(_ pieces: [String], settings: JobSettings,
+                                   _ run: @Sendable (PGConnection, String) throws -> [[String?]]) throws -> [[[String?]]] {
+        let results = Mutex<[Int: Result<[[String?]], any Error>]>([:])
+        let next = Mutex(0)
+        let width = min(pieces.count, max(2, ProcessInfo.processInfo.activeProcessorCount))
+        DispatchQueue.concurrentPerform(iterations: width) { _ in
+            do {
+                let db = try JobDatabase.connect(settings)
+                defer { db.close() }
+                try use(db, schema: settings.jobSchema)
+                while true {
+                    let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                    guard i < pieces.count else { return }
+                    let outcome = Result { try run(db, pieces[i]) }
+                    results.withLock { $0[i] = outcome }
+                }
+            } catch {
+                results.withLock { $0[-1] = .failure(error) }
+            }
+        }
+        return try results.withLock { all in
+            if case .failure(let e)? = all[-1] { throw e }
+            return try pieces.indices.map { i in
+                guard let r = all[i] else { throw JobError(.internalCheck, "a parallel statement did not run") }
+                return try r.get()
+            }
+        }
+    }
+}
