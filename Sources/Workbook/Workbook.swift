@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Reconciliation
 
 /// `reconciliation.xlsx` (contract §6, issue 12): the night's report CSVs as one workbook for
@@ -59,14 +60,32 @@ public enum Workbook {
         }
         defer { try? fm.removeItem(atPath: scratch) }
 
-        let zone = ZoneOffsets(timeZone)
+        // The reports' sheets are independent files: written side by side, one report per core
+        // (the night's other work is done by now), then zipped in the reports' order.
+        let written = Mutex<[Int: Result<[SheetPart], any Error>]>([:])
+        let next = Mutex(0)
+        let width = max(1, min(reports.count, ProcessInfo.processInfo.activeProcessorCount))
+        DispatchQueue.concurrentPerform(iterations: width) { _ in
+            while true {
+                let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                guard i < reports.count else { return }
+                let report = reports[i]
+                let outcome = Result {
+                    try writeReport(csv: csvFolder + "/" + report.rawValue, name: String(report.rawValue.dropLast(4)),
+                                    zone: ZoneOffsets(timeZone), scratch: scratch, tag: "r\(i)",
+                                    rowsPerSheet: dataRowsPerSheet)
+                }
+                written.withLock { $0[i] = outcome }
+            }
+        }
         var sheets: [SheetPart] = []
         var perReport: [(name: String, rows: Int, firstSheet: String)] = []
-        for report in reports {
-            let name = String(report.rawValue.dropLast(4))
-            let parts = try writeReport(csv: csvFolder + "/" + report.rawValue, name: name, zone: zone,
-                                        scratch: scratch, index: sheets.count + 1, rowsPerSheet: dataRowsPerSheet)
-            perReport.append((name, parts.reduce(0) { $0 + $1.rows - 1 }, parts[0].name))
+        for (i, report) in reports.enumerated() {
+            guard let outcome = written.withLock({ $0[i] }) else {
+                throw Failure(path: csvFolder + "/" + report.rawValue, reason: "the report's sheet was not written")
+            }
+            let parts = try outcome.get()
+            perReport.append((String(report.rawValue.dropLast(4)), parts.reduce(0) { $0 + $1.rows - 1 }, parts[0].name))
             sheets += parts
         }
 
@@ -92,7 +111,7 @@ public enum Workbook {
 
     /// One report's sheets: the first, then one more each time `rowsPerSheet` data rows are
     /// full, each starting with the header row.
-    private static func writeReport(csv: String, name: String, zone: ZoneOffsets, scratch: String, index: Int,
+    private static func writeReport(csv: String, name: String, zone: ZoneOffsets, scratch: String, tag: String,
                                     rowsPerSheet: Int) throws -> [SheetPart] {
         let records = try CSVRecords(path: csv)
         guard let columns = try records.next() else {
@@ -106,7 +125,7 @@ public enum Workbook {
         func newSheet() throws -> SheetBody {
             let n = parts.count + 1
             let sheet = try SheetBody(name: n == 1 ? name : "\(name) (\(n))",
-                                      path: scratch + "/sheet\(index + parts.count).xml", frozenHeader: true)
+                                      path: scratch + "/sheet-\(tag)-\(n).xml", frozenHeader: true)
             try sheet.append(header)
             return sheet
         }
