@@ -4,7 +4,8 @@ import Postgres
 import Reconciliation
 
 /// Contract §4 at scale. Postgres does the joins (set-based, on cleaned copies of the source
-/// relations) and streams *families* sorted by key; the core (`Decide`) applies the rules to
+/// relations) and streams the two kinds of family rows sorted by key, merged into *families* in
+/// Swift (FamilyStreams.swift); the core (`Decide`) applies the rules to
 /// one family at a time; findings stream back into `{S}.current_findings` on a second
 /// connection. Memory holds one family, then one user and product of the inferred order match
 /// (which crosses families: InferredMatch.swift), never the input rows or all the findings.

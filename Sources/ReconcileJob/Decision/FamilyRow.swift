@@ -93,7 +93,7 @@ struct FamilyRow {
     static let width = max(TransactionColumn.allCases.count, GrantColumn.allCases.count)
 
     /// The SELECT list of one kind, padded with NULLs to `width`. The first three columns are
-    /// named `fkey`, `kind`, `id` for the ORDER BY of the union.
+    /// named `fkey`, `kind`, `id`: each kind's query sorts by `fkey` and `id` (FamilyStreams.swift).
     static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> String) -> String {
         var list = columns.allCases.map(sql)
         list[0] += " AS fkey"
