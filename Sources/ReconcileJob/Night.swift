@@ -99,15 +99,25 @@ public final class Night {
         if settings.serverAPI != nil, !settings.apiSweeps { summary.skippedChecks = Array(RunSummary.checksNeedingServerAPI.prefix(2)) }
         if case .full = stages {
             logger.info("stage decide")
-            _ = try DecideStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
+            let decide = DecideStage(settings: settings, runID: summary.runID, logger: logger)
+            let decided = try decide.run(db: db)
             summary.stageSeconds["decide"] = clock.lap()
             logger.info("stage tally")
-            summary.tally = try Conservation.compute(settings: settings, dropOne: settings.faultDropTallyRow)
+            summary.tally = try Conservation.compute(settings: settings, dropOne: settings.faultDropTallyRow,
+                                                     beside: decide.refundsAndHistorySQL,
+                                                     counted: [.grants: decided.grantBuckets])
             summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
             logger.info("stage write")
-            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary)
-            try NightTables.drop(db, schema: settings.jobSchema)
+            // Once the CSV files are written nothing reads the working tables. Dropping them waits
+            // on the disk for seconds (their files were just written), so it is done while the
+            // workbook is built.
+            let settings = settings
+            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary) {
+                let other = try JobDatabase.connect(settings)
+                defer { other.close() }
+                try NightTables.drop(other, schema: settings.jobSchema)
+            }
             summary.stageSeconds["write"] = clock.lap()
         }
     }

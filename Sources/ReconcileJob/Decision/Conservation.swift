@@ -92,7 +92,9 @@ enum Conservation {
     /// the first rows with a problem and every further row of a duplicated key as input errors,
     /// and the independent row count of the relation itself. (Products, a handful of rows, are
     /// read from the source.)
-    static func sql(_ relation: SourceRelation, settings: JobSettings) -> String {
+    /// `bucketed: false`: the rows' buckets are counted elsewhere (the grants', by the decide stage:
+    /// `counted` of `compute`); only the input errors and the independent row count are asked.
+    static func sql(_ relation: SourceRelation, settings: JobSettings, bucketed: Bool = true) -> String {
         let table = "\"\(settings.sourceSchema)\".\(relation.rawValue)"
         let key = relation.key
         let (bucket, joins) = bucketSQL(relation, settings: settings)
@@ -114,8 +116,7 @@ enum Conservation {
             """
         }
         return """
-        SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(copy) x \(joins)) placed GROUP BY b
-        UNION ALL
+        \(bucketed ? "SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(copy) x \(joins)) placed GROUP BY b\nUNION ALL" : "")
         SELECT 'input_error', count(*) FROM bad_\(copy)
         UNION ALL
         SELECT 'input_error', coalesce(sum(n - 1), 0) FROM dk_\(copy)
@@ -126,14 +127,30 @@ enum Conservation {
 
     /// The tally of every relation. `dropOne` is a deliberate fault for the tests: one row of that
     /// relation is taken out of its bucket, as a bug would, so the check must fail.
-    /// The relations' queries run side by side, each on a session of its own (NightTables.swift).
-    static func compute(settings: JobSettings, dropOne: String? = nil) throws -> [String: RelationTally] {
+    /// The relations' queries run side by side, each on a session of its own (NightTables.swift),
+    /// the longest first; `beside` (SQL that reads none of what they count: refunds.csv and the
+    /// findings history) runs second, beside the orders' query.
+    /// `counted`: buckets of clean rows counted by the decide stage as the rules saw them (the
+    /// grants': DecideStage.Result), so that relation's query only adds its input errors and its
+    /// own row count; a row the rules never saw then shows as missing.
+    static func compute(settings: JobSettings, dropOne: String? = nil, beside: String? = nil,
+                        counted: [SourceRelation: [String: Int]] = [:]) throws -> [String: RelationTally] {
         var tallies: [String: RelationTally] = [:]
-        let relations = SourceRelation.allCases
-        let results = try NightTables.queryInParallel(relations.map { sql($0, settings: settings) }, settings: settings)
+        let relations: [SourceRelation] = [.orders, .receipts, .grants, .products]
+        var pieces: [@Sendable (PGConnection) throws -> [[String?]]] = relations.map { relation in
+            let query = sql(relation, settings: settings, bucketed: counted[relation] == nil)
+            return { db in
+                let r = try db.query(query)
+                return (0..<r.rowCount).map { row in (0..<r.columnCount).map { r.value(row, $0) } }
+            }
+        }
+        if let beside { pieces.insert({ db in try db.execute(beside); return [] }, at: 1) }
+        var results = try NightTables.inParallel(pieces, settings: settings)
+        if beside != nil { results.remove(at: 1) }
         for (relation, rows) in zip(relations, results) {
             var tally = RelationTally()
             for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
+            for (name, n) in counted[relation] ?? [:] { tally.buckets[name, default: 0] += n }
             for row in rows {
                 let n = Int(row[1] ?? "0") ?? 0
                 switch row[0] {

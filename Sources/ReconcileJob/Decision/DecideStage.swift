@@ -18,6 +18,9 @@ public final class DecideStage {
 
     public struct Result {
         public var families = 0
+        /// The conservation tally's buckets of the grants (`Conservation`), counted here, where
+        /// the rules see every clean grant once.
+        public var grantBuckets: [String: Int] = [:]
     }
 
     public init(settings: JobSettings, runID: Int64, logger: Logger) {
@@ -50,7 +53,8 @@ public final class DecideStage {
         ), grant_family AS (
             SELECT g.grant_id, g.user_id, g.order_id, g.product_id, g.transaction_id, g.original_transaction_id,
                    g.quantity, g.granted_ms, g.revoked_ms, coalesce(tp.original_transaction_id, ts.original_transaction_id, g.original_transaction_id,
-                                 g.transaction_id) AS fkey
+                                 g.transaction_id) AS fkey,
+                   (tp.transaction_id IS NOT NULL OR ts.transaction_id IS NOT NULL) AS known_to_apple
             FROM g
             LEFT JOIN \(S).apple_transactions tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
             LEFT JOIN \(S).apple_transactions ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
@@ -145,6 +149,7 @@ public final class DecideStage {
         let spool = try CompensationSpool(settings: settings)
         defer { spool.close() }
         var current = Family(key: "")
+        var currentKept: [Bool] = []  // per grant of `current`: revoked, or Apple or a receipt knows it
         var rows = 0
         var progressed = 0
         func flush() throws {
@@ -164,6 +169,14 @@ public final class DecideStage {
             for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
             for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
             result.families += 1
+            // The grants' buckets, tried in the tally's order (Conservation.buckets).
+            let clawedBack = Set(decided.clawbacks.map(\.grantID)), duplicated = Set(decided.duplicates.map(\.grantID))
+            for (grant, kept) in zip(current.grants, currentKept) {
+                let id = grant.grant.grantID
+                let bucket = clawedBack.contains(id) ? "clawed_back" : duplicated.contains(id) ? "duplicate"
+                    : kept ? "kept" : "unverified"
+                result.grantBuckets[bucket, default: 0] += 1
+            }
         }
         try sink.begin()
         // Merge the two sorted streams: each family is every row of the smallest key left.
@@ -174,13 +187,14 @@ public final class DecideStage {
             if let t, let g { key = g.key.precedesInC(t.key) ? g.key : t.key } else { key = (t ?? g)!.key }
             try flush()
             current = Family(key: key)
+            currentKept.removeAll(keepingCapacity: true)
             while let row = t, row.key.equalsInC(key) {
                 if case .transaction(let fact) = row.fact { current.transactions.append(fact) }
                 rows += 1
                 t = try transactions.next()
             }
             while let row = g, row.key.equalsInC(key) {
-                if case .grant(let fact) = row.fact { current.grants.append(fact) }
+                if case .grant(let fact, let kept) = row.fact { current.grants.append(fact); currentKept.append(kept) }
                 rows += 1
                 g = try grants.next()
             }
@@ -195,8 +209,6 @@ public final class DecideStage {
         try matchSpooledCandidates(db) { key, cells in try sink.add(report: .compensate, key: key, cells: cells) }
         try sink.commit()
         progress.finish()
-        try db.execute(refundsSQL)
-        try updateHistory(db)
         logger.info("decided", metadata: ["families": "\(result.families)", "rows": "\(rows)"])
         return result
     }
@@ -235,28 +247,29 @@ public final class DecideStage {
             """
     }
 
-    /// `first_seen` survives: a finding keeps the date it first appeared; one that disappears is
-    /// closed, and reopens with its old first_seen if it comes back.
-    private func updateHistory(_ db: PGConnection) throws {
-        let day = UTC.date(settings.asOf)
-        try db.transaction {
-            try db.query("""
-                INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
-                SELECT finding_key, report, $1::date, $1::date, NULL FROM \(S).current_findings
-                ON CONFLICT (finding_key) DO UPDATE SET
-                    first_seen = least(f.first_seen, EXCLUDED.first_seen),
-                    last_seen = greatest(f.last_seen, EXCLUDED.last_seen),
-                    closed_on = NULL
-                """, [day])
-            try db.query("""
-                UPDATE \(S).findings f SET closed_on = $1::date, closed_because = \(closedBecauseSQL)
-                WHERE closed_on IS NULL AND first_seen <= $1::date
-                  AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
-                """, [day])
-        }
+    /// refunds.csv, then the findings history, in one piece of SQL for a session of its own: it runs
+    /// beside the conservation tally, which reads neither (Night.swift). One simple query is one
+    /// transaction, so a kill leaves both undone or both done. `first_seen` survives: a finding keeps
+    /// the date it first appeared; one that disappears is closed, and reopens with its old
+    /// first_seen if it comes back.
+    var refundsAndHistorySQL: String {
+        let day = "'\(UTC.date(settings.asOf))'::date"
+        return """
+            \(refundsSQL);
+            INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
+            SELECT finding_key, report, \(day), \(day), NULL FROM \(S).current_findings
+            ON CONFLICT (finding_key) DO UPDATE SET
+                first_seen = least(f.first_seen, EXCLUDED.first_seen),
+                last_seen = greatest(f.last_seen, EXCLUDED.last_seen),
+                closed_on = NULL;
+            UPDATE \(S).findings f SET closed_on = \(day), closed_because = \(closedBecauseSQL)
+            WHERE closed_on IS NULL AND first_seen <= \(day)
+              AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
+            """
     }
 }
 
+/// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
 /// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
 final class FindingSink {
     static let maxCells = 15

@@ -59,7 +59,7 @@ enum TransactionColumn: Int, CaseIterable {
 enum GrantColumn: Int, CaseIterable {
     case key, kind, grantID, userID, orderID, productID, transactionID, originalTransactionID, quantity, grantedMs
     case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
-    case linkedOrderQuantity, listPrice, listCurrency
+    case linkedOrderQuantity, listPrice, listCurrency, tallyKept
 
     /// Over `gf` (grants with their family key), `p` (products), `k` (links), `lo` (linked order).
     var sql: String {
@@ -83,6 +83,8 @@ enum GrantColumn: Int, CaseIterable {
         case .linkedOrderQuantity: return "lo.quantity::text"
         case .listPrice: return "p.list_milli::text"
         case .listCurrency: return "p.list_currency"
+        case .tallyKept:
+            return "CASE WHEN gf.revoked_ms IS NOT NULL OR gf.known_to_apple OR k.linked > 0 THEN 't' ELSE 'f' END"
         }
     }
 }

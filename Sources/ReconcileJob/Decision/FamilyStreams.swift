@@ -12,7 +12,9 @@ import Synchronization
 final class FamilyStream: @unchecked Sendable {
     enum Fact: Sendable {
         case transaction(KnownTransaction)
-        case grant(GrantFacts)
+        /// `kept`: the grant is revoked, or Apple or a receipt knows it (the tally's bucket `kept`
+        /// when the rules take it for no finding).
+        case grant(GrantFacts, kept: Bool)
     }
 
     struct Row: Sendable {
@@ -53,7 +55,7 @@ final class FamilyStream: @unchecked Sendable {
                     if row.isTransaction, let t = row.transaction() {
                         pending.append(Row(key: key, fact: .transaction(t)))
                     } else if row.isGrant, let g = row.grant() {
-                        pending.append(Row(key: key, fact: .grant(g)))
+                        pending.append(Row(key: key, fact: .grant(g, kept: row[GrantColumn.tallyKept] == "t")))
                     } else {
                         problems.add(1, ordering: .relaxed)
                     }

@@ -42,20 +42,23 @@ enum NightTables {
     /// (the machine's cores: the work is Postgres's, each on its own backend). The first failure
     /// is thrown once every piece has ended.
     static func executeInParallel(_ pieces: [String], settings: JobSettings) throws {
-        _ = try inParallel(pieces, settings: settings) { db, sql in try db.execute(sql); return [] }
+        _ = try inParallel(pieces.map { sql in { db in try db.execute(sql) } }, settings: settings)
     }
 
     /// Runs each query on a session of its own, two at a time, and returns each one's rows in order.
     static func queryInParallel(_ queries: [String], settings: JobSettings) throws -> [[[String?]]] {
-        try inParallel(queries, settings: settings) { db, sql in
+        try inParallel(queries.map { sql in { db in
             let r = try db.query(sql)
             return (0..<r.rowCount).map { row in (0..<r.columnCount).map { r.value(row, $0) } }
-        }
+        } }, settings: settings)
     }
 
-    private static func inParallel(_ pieces: [String], settings: JobSettings,
-                                   _ run: @Sendable (PGConnection, String) throws -> [[String?]]) throws -> [[[String?]]] {
-        let results = Mutex<[Int: Result<[[String?]], any Error>]>([:])
+    /// Runs each piece of work with a session of the night (`use`), two at a time, in the order
+    /// given (so the longest first keeps both cores busy to the end), and returns each one's value
+    /// in that order. The first failure is thrown once every piece has ended.
+    static func inParallel<T: Sendable>(_ pieces: [@Sendable (PGConnection) throws -> T],
+                                        settings: JobSettings) throws -> [T] {
+        let results = Mutex<[Int: Result<T, any Error>]>([:])
         let next = Mutex(0)
         let width = min(pieces.count, max(2, ProcessInfo.processInfo.activeProcessorCount))
         DispatchQueue.concurrentPerform(iterations: width) { _ in
@@ -66,7 +69,7 @@ enum NightTables {
                 while true {
                     let i = next.withLock { n -> Int in defer { n += 1 }; return n }
                     guard i < pieces.count else { return }
-                    let outcome = Result { try run(db, pieces[i]) }
+                    let outcome = Result { try pieces[i](db) }
                     results.withLock { $0[i] = outcome }
                 }
             } catch {

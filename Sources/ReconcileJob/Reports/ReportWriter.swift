@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Postgres
 import Reconciliation
+import Synchronization
 
 /// Contract §6: the five CSV files and summary.json, written into a temporary folder and
 /// renamed into `<out>/<as_of UTC date>/`, so a reader never sees a half-written set and a
@@ -15,7 +16,9 @@ struct ReportWriter {
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
 
-    func write(db: PGConnection, summary: inout RunSummary) throws {
+    /// `besideWorkbook` runs on a thread of its own while the workbook and page are built (the
+    /// night drops its working tables there: the CSV files are written by then).
+    func write(db: PGConnection, summary: inout RunSummary, besideWorkbook: (@Sendable () throws -> Void)? = nil) throws {
         let day = UTC.date(settings.asOf)
         let out = settings.out
         let final = out + "/" + day
@@ -39,12 +42,18 @@ struct ReportWriter {
         var counts: [String: Int] = [:]
         var reasons: [String: [String: Int]] = [:]
         var money = MoneyTotals()
-        for file in ReportFile.allCases {
-            let (n, perReason) = try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue),
-                                              money: &money)
+        // Each file's query on a session of its own, two at a time, the longest first.
+        let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed,
+                                   .closed, .inputErrors]
+        assert(Set(files) == Set(ReportFile.allCases))
+        let written = try NightTables.inParallel(files.map { file in { db in
+            try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue))
+        } }, settings: settings)
+        for (file, (n, perReason, fileMoney)) in zip(files, written) {
             let name = String(file.rawValue.dropLast(4))
             counts[name] = n
             if Self.reasonColumn[file] != nil { reasons[name] = perReason }
+            money.merge(fileMoney)
         }
         // The tally's unresolved receipts are exactly the rows of unresolved.csv.
         if let tallied = summary.tally[SourceRelation.receipts.rawValue]?.buckets["unresolved"],
@@ -61,7 +70,7 @@ struct ReportWriter {
         summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
         do {
             try FileSystem.write(temp + "/summary.json", Array((summary.json + "\n").utf8))
-            try writeForPeople(db: db, summary: summary, folder: temp)
+            try Self.run(besideWorkbook) { try writeForPeople(db: db, summary: summary, folder: temp) }
             // Into place without a moment where <out>/<date> is absent: an atomic exchange with
             // last night's folder where the kernel has one, then the old set goes.
             try FileSystem.replaceDirectory(final, with: temp, aside: out + "/.\(day).old-\(getpid())")
@@ -108,8 +117,25 @@ struct ReportWriter {
         }
     }
 
-    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL,
-                          money: inout MoneyTotals) throws -> (Int, [String: Int]) {
+    /// Runs `other` on a thread of its own while `body` runs here; waits for both, and throws
+    /// `body`'s error first.
+    private static func run(_ other: (@Sendable () throws -> Void)?, beside body: () throws -> Void) throws {
+        guard let other else { return try body() }
+        let failure = Mutex<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            do { try other() } catch { failure.withLock { $0 = error } }
+            done.signal()
+        }.start()
+        let outcome = Result { try body() }
+        done.wait()
+        try outcome.get()
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// One CSV file: its rows, the count per reason column, and its money columns summed.
+    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL) throws -> (Int, [String: Int], MoneyTotals) {
+        var money = MoneyTotals()
         guard let handle = fopen(url.path, "w") else {
             throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(String(cString: strerror(errno)))")
         }
@@ -135,7 +161,7 @@ struct ReportWriter {
         guard fclose(handle) == 0 else {
             throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
         }
-        return (n, perReason)
+        return (n, perReason, money)
     }
 
 }
@@ -144,6 +170,12 @@ struct ReportWriter {
 /// reconcile with the CSV files by construction (milliunits, exact).
 struct MoneyTotals {
     private(set) var totals: [String: [String: Int64]] = [:]
+
+    mutating func merge(_ other: MoneyTotals) {
+        for (currency, kinds) in other.totals {
+            for (kind, m) in kinds { totals[currency, default: [:]][kind, default: 0] += m }
+        }
+    }
 
     mutating func add(_ file: ReportFile, _ cells: [String]) {
         func column(_ name: String) -> String? { file.columns.firstIndex(of: name).flatMap { $0 < cells.count ? cells[$0] : nil } }
