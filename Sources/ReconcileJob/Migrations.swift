@@ -214,6 +214,16 @@ enum Migrations {
         -- refund_reversed, out_of_window, input_changed (contract §6 closed.csv).
         ALTER TABLE {S}.findings ADD COLUMN closed_because text;
         """),
+        (8, "is_base64 counts bytes, not characters", """
+        -- Where the pattern matched, the text is ASCII, so octet_length equals length; length()
+        -- walks the UTF-8 of every receipt (0.9 s of the receipts' copy at 1M rows). Where it did
+        -- not match the answer is false either way. Same answers as version 4.
+        CREATE OR REPLACE FUNCTION {S}.is_base64(data text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+            SELECT CASE WHEN data ~ '^[A-Za-z0-9+/]+={0,2}$' THEN octet_length(data) % 4 = 0
+                        ELSE coalesce(octet_length(translate(data, E' \\n\\r\\t', '')) % 4 = 0
+                                      AND translate(data, E' \\n\\r\\t', '') ~ '^[A-Za-z0-9+/]+={0,2}$', false) END
+        $fn$;
+        """),
     ]
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.
