@@ -12,6 +12,9 @@
 #             (iap-reconcile run --database-only): what Postgres itself needs for the rows the job reads
 # and prints their ratio (target <= 3), the rows per second, and the job's peak RSS (target < 100 MB)
 # next to the number of findings (rows of compensate, duplicate_grants, clawback, refunds, unattributed).
+# BENCH_ROUNDS=N (default 1): the floor and the job are measured N times, alternately, on the same
+# data (this machine's speed drifts by 10-20% within minutes); the figures are then the medians,
+# with min-max beside them, and every run's reports are checked against the truth.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 start_everything
@@ -53,47 +56,60 @@ read -r orders receipts grants learned < "$work/sizes"
 # The floor (issue "The night at Postgres's floor"): every row the night decides from, read once
 # with COPY into /dev/null, one relation after the other: the four source relations and every
 # table in which the job keeps what it learned from Apple. A new such table belongs in this list.
-echo "== the floor: COPY (SELECT * FROM t) TO STDOUT into /dev/null, each input relation once"
-floor_start=$(date +%s.%N)
-for t in public.iap_products public.iap_orders public.iap_receipts public.iap_grants \
-         recon.apple_transactions recon.receipt_transactions recon.receipt_state \
-         recon.notifications recon.history_customers; do
-  psql -qX -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM $t) TO STDOUT" > /dev/null
-done
-floor_end=$(date +%s.%N)
-floor=$(python3 -c "print(f'{$floor_end - $floor_start:.2f}')")
-
-echo "== postgres alone: the decide SQL, rows read and dropped"
-measure "$work/postgres.time" "$bin/iap-reconcile" run --database-only --no-progress --as-of "$as_of"
-echo "== the job: iap-reconcile run --no-verify"
-measure "$work/job.time" "$bin/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" --out "$work/reports"
-read -r pg_wall _ _ _ < "$work/postgres.time"
-read -r job_wall job_user job_sys job_rss < "$work/job.time"
-rows=$((orders + receipts + grants + learned))
+rounds=${BENCH_ROUNDS:-1}
 verdict="all six equal the generator's truth"
-for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
-  cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth: $f"
+: > "$work/rounds"
+for round in $(seq "$rounds"); do
+  echo "== round $round of $rounds: the floor: COPY (SELECT * FROM t) TO STDOUT into /dev/null, each input relation once"
+  floor_start=$(date +%s.%N)
+  for t in public.iap_products public.iap_orders public.iap_receipts public.iap_grants \
+           recon.apple_transactions recon.receipt_transactions recon.receipt_state \
+           recon.notifications recon.history_customers; do
+    psql -qX -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM $t) TO STDOUT" > /dev/null
+  done
+  floor_end=$(date +%s.%N)
+  floor=$(python3 -c "print(f'{$floor_end - $floor_start:.2f}')")
+  if [ "$round" = 1 ]; then
+    echo "== postgres alone: the decide SQL, rows read and dropped"
+    measure "$work/postgres.time" "$bin/iap-reconcile" run --database-only --no-progress --as-of "$as_of"
+  fi
+  echo "== round $round of $rounds: the job: iap-reconcile run --no-verify"
+  measure "$work/job.time" "$bin/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" --out "$work/reports"
+  for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
+    cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $round: $f"
+  done
+  echo "$floor $(cat "$work/job.time")" >> "$work/rounds"
+  echo "   floor $floor s, job $(cut -d' ' -f1 "$work/job.time") s"
 done
-python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$job_wall" "$job_user" "$job_sys" "$job_rss" "$floor" \
+read -r pg_wall _ _ _ < "$work/postgres.time"
+rows=$((orders + receipts + grants + learned))
+python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$work/rounds" \
   "$(ls "$work/reports"/*/ | tr '\n' ' ')" "$(wc -l "$work/reports"/*/*.csv | tail -1 | awk '{print $1}')" \
   "$(ls -d "$work/reports"/*/)" <<'PY' | tee "$work/result.txt"
-import csv, os, sys
+import csv, os, statistics, sys
 o, r, g, t = map(int, sys.argv[1:5])
-pg, job, user, sys_, rss = float(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9])
-floor = float(sys.argv[10])
-lines = int(sys.argv[12])
+pg = float(sys.argv[5])
+runs = [list(map(float, line.split())) for line in open(sys.argv[6]) if line.strip()]
+floors, jobs = [x[0] for x in runs], [x[1] for x in runs]
+cpus, rsss = [x[2] + x[3] for x in runs], [x[4] for x in runs]
+floor, job, cpu, rss = statistics.median(floors), statistics.median(jobs), statistics.median(cpus), max(rsss)
+def spread(values):
+    return f" (median of {len(values)}: {min(values):.2f}-{max(values):.2f})" if len(values) > 1 else ""
+ratios = [j / f for f, j in zip(floors, jobs)]
+lines = int(sys.argv[8])
 # The findings: data rows (header left out) of the five finding reports; input_errors.csv is not one.
 findings = 0
 for name in ("compensate.csv", "duplicate_grants.csv", "clawback.csv", "refunds.csv", "unattributed.csv"):
-    with open(os.path.join(sys.argv[13], name), newline="") as f:
+    with open(os.path.join(sys.argv[9], name), newline="") as f:
         findings += sum(1 for _ in csv.reader(f)) - 1
 rows = o + r + g + t
 print(f"input rows               {rows:,} ({o:,} orders, {r:,} receipts, {g:,} grants, {t:,} learned transactions)")
 print(f"report lines written     {lines:,}")
-print(f"floor (every input row read once with COPY) {floor:.2f} s")
+print(f"floor (every input row read once with COPY) {floor:.2f} s{spread(floors)}")
 print(f"postgres alone           {pg:.2f} s  (the job's own decide SQL, rows dropped: a diagnostic)")
-print(f"job (run --no-verify)    {job:.2f} s  (job CPU {user + sys_:.2f} s)")
-print(f"ratio job / floor        {job / floor:.2f}  (target <= 3, issue 'The night at Postgres's floor')")
+print(f"job (run --no-verify)    {job:.2f} s{spread(jobs)}  (job CPU {cpu:.2f} s)")
+print(f"ratio job / floor        {job / floor:.2f}  (target <= 3, issue 'The night at Postgres's floor')"
+      + (f"; each round: {', '.join(f'{x:.2f}' for x in ratios)}" if len(ratios) > 1 else ""))
 print(f"ratio job / postgres     {job / pg:.2f}")
 print(f"input rows per second    {rows / job:,.0f}")
 print(f"job peak RSS             {rss / 1024:.1f} MB  (target < 100 MB; findings {findings:,})")
