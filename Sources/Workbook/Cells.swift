@@ -119,6 +119,7 @@ enum Cell {
     }
 
     static func width(of s: String, cap: Int) -> Int {
+        if s.utf8.allSatisfy({ $0 < 0x80 }) { return min(s.utf8.count, cap) }
         var w = 0
         for u in s.unicodeScalars {
             let v = u.value

@@ -18,6 +18,8 @@ final class SheetBody {
     private(set) var rows = 0
     private(set) var widths: [Int] = []
     var hyperlinks: [(ref: String, sheet: String)] = []
+    /// "A", "B", … as bytes, for the columns seen so far.
+    private var columnLetters: [[UInt8]] = []
 
     init(name: String, path: String, frozenHeader: Bool) throws {
         guard let file = fopen(path, "wb") else {
@@ -32,25 +34,33 @@ final class SheetBody {
     deinit { if !closed { fclose(file) } }
 
     /// Appends one row; its cells take columns A, B, … in order (an `.empty` cell writes nothing).
+    /// The XML is built as bytes: a report of a hundred thousand rows writes a million cells.
     func append(_ cells: [Cell]) throws {
         rows += 1
-        let r = String(rows)
-        var xml = "<row r=\"\(r)\">"
+        let r = Array(String(rows).utf8)
+        var xml: [UInt8] = []
+        xml.reserveCapacity(48 + 64 * cells.count)
+        func put(_ s: StaticString) { xml.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)) }
+        func put(_ s: String) { xml.append(contentsOf: s.utf8) }
+        put("<row r=\""); xml += r; put("\">")
         for (i, cell) in cells.enumerated() {
             if i >= widths.count { widths.append(0) }
             widths[i] = max(widths[i], cell.displayWidth)
-            let ref = SheetBody.column(i) + r
+            while i >= columnLetters.count { columnLetters.append(Array(SheetBody.column(columnLetters.count).utf8)) }
             switch cell {
             case .empty: continue
             case .number(let v, let style):
-                xml += "<c r=\"\(ref)\" s=\"\(style.rawValue)\"><v>\(v)</v></c>"
+                put("<c r=\""); xml += columnLetters[i]; xml += r; put("\" s=\""); put(String(style.rawValue))
+                put("\"><v>"); put(v); put("</v></c>")
             case .text(let t, let style):
-                let space = XMLText.needsPreserve(t) ? " xml:space=\"preserve\"" : ""
-                xml += "<c r=\"\(ref)\" s=\"\(style.rawValue)\" t=\"inlineStr\"><is><t\(space)>\(XMLText.escape(t))</t></is></c>"
+                put("<c r=\""); xml += columnLetters[i]; xml += r; put("\" s=\""); put(String(style.rawValue))
+                put("\" t=\"inlineStr\"><is><t")
+                if XMLText.needsPreserve(t) { put(" xml:space=\"preserve\"") }
+                put(">"); put(XMLText.escape(t)); put("</t></is></c>")
             }
         }
-        xml += "</row>"
-        let ok = xml.withUTF8 { fwrite($0.baseAddress, 1, $0.count, file) == $0.count }
+        put("</row>")
+        let ok = xml.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) == $0.count }
         if !ok { throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))") }
     }
 

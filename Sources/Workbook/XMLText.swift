@@ -11,9 +11,14 @@ enum XMLText {
     /// `_xHHHH_` in cell text as the character U+HHHH, so a value that merely contains those
     /// seven characters would otherwise come back changed.
     static func escape(_ text: String) -> String {
-        // Most cells (ids, codes, dates) need nothing: one pass over the bytes, no copy.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22
-            || $0 == 0x27 || $0 == 0x5F || $0 == 0xEF }) {
+        // Most cells (ids, codes, dates, reasons with `_`) need nothing: one pass over the bytes,
+        // no copy. An `_` matters only before an `x` or `X`; U+FFFE and U+FFFF begin with 0xEF.
+        var previousUnderscore = false
+        if !text.utf8.contains(where: { b in
+            defer { previousUnderscore = b == 0x5F }
+            return b < 0x20 || b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x27 || b == 0xEF
+                || (previousUnderscore && (b == 0x78 || b == 0x58))
+        }) {
             return text
         }
         var out = ""
