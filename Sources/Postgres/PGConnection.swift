@@ -272,6 +272,9 @@ public final class PGResult {
         return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
     }
 
+    /// Every row, each as its columns' text (NULL as nil): for results of a handful of rows.
+    public var rows: [[String?]] { (0..<rowCount).map { row in (0..<columnCount).map { value(row, $0) } } }
+
     /// Rows affected by an INSERT/UPDATE/DELETE.
     public var affectedRows: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 }

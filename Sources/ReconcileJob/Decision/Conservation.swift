@@ -143,10 +143,7 @@ enum Conservation {
         let relations: [SourceRelation] = [.receipts, .orders, .grants, .products]
         var pieces: [@Sendable (PGConnection) throws -> [[String?]]] = relations.map { relation in
             let query = sql(relation, settings: settings, bucketed: counted[relation] == nil)
-            return { db in
-                let r = try db.query(query)
-                return (0..<r.rowCount).map { row in (0..<r.columnCount).map { r.value(row, $0) } }
-            }
+            return { db in try db.query(query).rows }
         }
         if let beside { pieces.insert({ db in try db.execute(beside); return [] }, at: 1) }
         var results = try NightTables.inParallel(pieces, settings: settings)

@@ -45,14 +45,6 @@ enum NightTables {
         _ = try inParallel(pieces.map { sql in { db in try db.execute(sql) } }, settings: settings)
     }
 
-    /// Runs each query on a session of its own, two at a time, and returns each one's rows in order.
-    static func queryInParallel(_ queries: [String], settings: JobSettings) throws -> [[[String?]]] {
-        try inParallel(queries.map { sql in { db in
-            let r = try db.query(sql)
-            return (0..<r.rowCount).map { row in (0..<r.columnCount).map { r.value(row, $0) } }
-        } }, settings: settings)
-    }
-
     /// Runs each piece of work with a session of the night (`use`), two at a time, in the order
     /// given (so the longest first keeps both cores busy to the end), and returns each one's value
     /// in that order. The first failure is thrown once every piece has ended.
