@@ -105,7 +105,7 @@ public final class Night {
             logger.info("stage tally")
             summary.tally = try Conservation.compute(settings: settings, dropOne: settings.faultDropTallyRow,
                                                      beside: decide.refundsAndHistorySQL,
-                                                     counted: [.grants: decided.grantBuckets])
+                                                     counted: settings.tallyGrantsBySQL ? [:] : [.grants: decided.grantBuckets])
             summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
             logger.info("stage write")

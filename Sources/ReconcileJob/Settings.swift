@@ -31,6 +31,10 @@ public struct JobSettings: Sendable {
     /// A deliberate fault for the tests (hidden option): the conservation tally of this source
     /// relation loses one row, so the check must fail with exit 70.
     public var faultDropTallyRow: String?
+    /// For the tests (hidden option): the grants' tally buckets counted by the tally's own SQL
+    /// (`Conservation.bucketSQL`) instead of by the decide stage's rules, so that a test can
+    /// compare the two independent counts on the same data.
+    public var tallyGrantsBySQL = false
     /// Verifies StoreKit 2 uploads against the pinned roots: Apple Root CA - G3, embedded, unless
     /// `$IAP_ROOT_CERTIFICATES` names others (`useRootCertificates`).
     public var signedData = SignedDataVerifier(roots: [SignedDataVerifier.appleRootCAG3])

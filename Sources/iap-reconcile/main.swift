@@ -237,6 +237,8 @@ struct Run: ParsableCommand {
 
     /// For the tests: a deliberate fault. `tally-drop:RELATION` takes one row of that source
     /// relation out of the conservation tally, so the check must fail (exit 70).
+    /// `tally-grants-by-sql` is not a fault but the other count: the grants' buckets from the
+    /// tally's own SQL instead of from the rules, which the tests compare.
     @Option(help: .hidden)
     var injectFault: String?
 
@@ -244,8 +246,13 @@ struct Run: ParsableCommand {
         var settings = try common.settings()
         settings.out = out
         if let injectFault {
-            guard injectFault.hasPrefix("tally-drop:") else { throw ValidationError("unknown --inject-fault \(injectFault)") }
-            settings.faultDropTallyRow = String(injectFault.dropFirst("tally-drop:".count))
+            if injectFault == "tally-grants-by-sql" {
+                settings.tallyGrantsBySQL = true
+            } else if injectFault.hasPrefix("tally-drop:") {
+                settings.faultDropTallyRow = String(injectFault.dropFirst("tally-drop:".count))
+            } else {
+                throw ValidationError("unknown --inject-fault \(injectFault)")
+            }
         }
         if databaseOnly {
             try execute(settings: settings, logger: common.logger(), stages: .decideDatabaseOnly, command: "bench-baseline")

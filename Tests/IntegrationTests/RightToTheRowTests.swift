@@ -78,6 +78,32 @@ struct RightToTheRowTests {
         #expect(try w.run().status == 0)
     }
 
+    @Test("the grants' tally buckets counted by the rules equal those of the tally's own SQL, bucket by bucket")
+    func grantBucketsTwoWays() throws {
+        let w = try N.world("grantbuckets", users: 300)
+        defer { w.stop() }
+        // A grant nothing knows (no receipt, no order, a transaction Apple never showed): unverified,
+        // a bucket the generated data leaves empty.
+        try w.t.db.execute("""
+            INSERT INTO iap_grants (grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id,
+                                    quantity, granted_at, revoked_at)
+            SELECT 'g-unlinked', 'u-unlinked', NULL, product_id, '4000000000000099', NULL, 1, '2026-11-20 10:00:00+00', NULL
+            FROM iap_grants LIMIT 1
+            """)
+        let day = w.out.appendingPathComponent("2026-11-21")
+        let byRules = try w.run()
+        #expect(byRules.status == 0, "\(byRules.stderr)")
+        let rules = try #require(try Self.tally(day.appendingPathComponent("summary.json"))["iap_grants"])
+        let bySQL = try w.run(["--no-verify", "--inject-fault", "tally-grants-by-sql"])
+        #expect(bySQL.status == 0, "\(bySQL.stderr)")
+        let sql = try #require(try Self.tally(day.appendingPathComponent("summary.json"))["iap_grants"])
+        #expect(rules == sql, "by the rules \(rules), by the SQL \(sql)")
+        // Every bucket is exercised, so a grant counted in the wrong one would show.
+        for bucket in ["clawed_back", "duplicate", "kept", "unverified"] {
+            #expect((rules[bucket] ?? 0) > 0, "no grant in \(bucket): \(rules)")
+        }
+    }
+
     @Test("a 2-unit order Apple never showed, delivered as two grants of 1, is not a duplicate")
     func twoUnitOrder() throws {
         let w = try N.world("twounits", users: 60)
