@@ -173,7 +173,9 @@ public final class DecideStage {
             for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
             result.families += 1
             // The grants' buckets, tried in the tally's order (Conservation.buckets).
-            let clawedBack = Set(decided.clawbacks.map(\.grantID)), duplicated = Set(decided.duplicates.map(\.grantID))
+            // (Most families have no finding: empty sets then, which allocate nothing.)
+            let clawedBack: Set<String> = decided.clawbacks.isEmpty ? [] : Set(decided.clawbacks.map(\.grantID))
+            let duplicated: Set<String> = decided.duplicates.isEmpty ? [] : Set(decided.duplicates.map(\.grantID))
             for (grant, kept) in zip(current.grants, currentKept) {
                 let id = grant.grant.grantID
                 let bucket = clawedBack.contains(id) ? "clawed_back" : duplicated.contains(id) ? "duplicate"

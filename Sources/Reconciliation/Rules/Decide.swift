@@ -8,7 +8,7 @@ public enum Decide {
     public static func family(_ family: Family, settings: DecisionSettings) -> FamilyDecision {
         let facts = FamilyFacts(family)
         let clawbacks = Clawback.rows(in: facts)
-        let clawedBack = Set(clawbacks.map(\.grantID))
+        let clawedBack: Set<String> = clawbacks.isEmpty ? [] : Set(clawbacks.map(\.grantID))
         // Grants whose payment stands: active and not being clawed back.
         let standing = facts.grants.filter { $0.grant.isActive && !clawedBack.contains($0.grant.grantID) }
         return FamilyDecision(

@@ -24,39 +24,78 @@ struct FamilyFacts {
     /// The family's grants that take part in the rules (known product type), sorted by
     /// `granted_at` then `grant_id`; active and revoked.
     let grants: [GrantFacts]
-    /// Apple's view of each transaction id: the production one when known there, else the sandbox one.
-    private let appleByID: [String: KnownTransaction]
+    /// Apple's view of each transaction id: the production one when known there, else the sandbox
+    /// one. nil for a family of a few transactions (nearly all): a scan of `transactions` is
+    /// cheaper than hashing them, and finds the same one.
+    private let appleByID: [String: KnownTransaction]?
+    static let scanUpTo = 8
 
     init(_ family: Family) {
-        var seen = Set<String>()
-        transactions = family.transactions.sorted {
-            ($0.transaction.transactionID, $0.transaction.environment.rawValue)
-                < ($1.transaction.transactionID, $1.transaction.environment.rawValue)
-        }.filter { seen.insert($0.transaction.transactionID + "|" + $0.transaction.environment.rawValue).inserted }
-        grants = family.grants.filter { $0.productType != nil }.sorted { grantedEarlier($0.grant, $1.grant) }
-        var byID: [String: KnownTransaction] = [:]
-        for known in transactions {
-            let id = known.transaction.transactionID
-            if byID[id] == nil || known.transaction.environment == .production { byID[id] = known }
+        if family.transactions.count <= 1 {
+            transactions = family.transactions
+        } else {
+            // Sorted, so a repeated (id, environment) is next to its first: kept once.
+            let sorted = family.transactions.sorted {
+                ($0.transaction.transactionID, $0.transaction.environment.rawValue)
+                    < ($1.transaction.transactionID, $1.transaction.environment.rawValue)
+            }
+            var unique: [KnownTransaction] = []
+            unique.reserveCapacity(sorted.count)
+            for known in sorted {
+                if let last = unique.last, last.transaction.transactionID == known.transaction.transactionID,
+                   last.transaction.environment == known.transaction.environment { continue }
+                unique.append(known)
+            }
+            transactions = unique
         }
-        appleByID = byID
+        grants = family.grants.count == 1 && family.grants[0].productType != nil ? family.grants
+            : family.grants.filter { $0.productType != nil }.sorted { grantedEarlier($0.grant, $1.grant) }
+        if transactions.count <= Self.scanUpTo {
+            appleByID = nil
+        } else {
+            var byID: [String: KnownTransaction] = [:]
+            for known in transactions {
+                let id = known.transaction.transactionID
+                if byID[id] == nil || known.transaction.environment == .production { byID[id] = known }
+            }
+            appleByID = byID
+        }
     }
 
     /// Apple's transaction for an id (production preferred); nil when Apple never showed it in a valid answer.
-    func apple(_ transactionID: String) -> AppleTransaction? { appleByID[transactionID]?.transaction }
+    func apple(_ transactionID: String) -> AppleTransaction? { known(transactionID)?.transaction }
 
     /// What the job knows of a transaction id (production preferred).
-    func known(_ transactionID: String) -> KnownTransaction? { appleByID[transactionID] }
+    func known(_ transactionID: String) -> KnownTransaction? {
+        if let appleByID { return appleByID[transactionID] }
+        var found: KnownTransaction?
+        for known in transactions where known.transaction.transactionID == transactionID {
+            if found == nil || known.transaction.environment == .production { found = known }
+        }
+        return found
+    }
 
     /// Apple showed the transaction in a valid answer, in either environment.
-    func appleShowed(_ transactionID: String) -> Bool { appleByID[transactionID] != nil }
+    func appleShowed(_ transactionID: String) -> Bool {
+        if let appleByID { return appleByID[transactionID] != nil }
+        return transactions.contains { $0.transaction.transactionID == transactionID }
+    }
 
     /// Apple knows the transaction in the sandbox alone.
-    func isSandboxOnly(_ transactionID: String) -> Bool { appleByID[transactionID]?.transaction.environment == .sandbox }
+    func isSandboxOnly(_ transactionID: String) -> Bool { known(transactionID)?.transaction.environment == .sandbox }
 
-    /// The Apple transactions, one per id, production preferred.
+    /// The Apple transactions, one per id, production preferred, in the order of their ids.
+    /// (`transactions` is sorted by id, so an id's two environments are next to each other.)
     var appleTransactions: [AppleTransaction] {
-        appleByID.keys.sorted().compactMap { appleByID[$0]?.transaction }
+        var out: [KnownTransaction] = []
+        for known in transactions {
+            if let last = out.last, last.transaction.transactionID == known.transaction.transactionID {
+                if known.transaction.environment == .production { out[out.count - 1] = known }
+            } else {
+                out.append(known)
+            }
+        }
+        return out.map(\.transaction)
     }
 
     /// Every grant (active or revoked) of a transaction.
