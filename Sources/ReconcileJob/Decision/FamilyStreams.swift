@@ -29,8 +29,8 @@ final class FamilyStream: @unchecked Sendable {
     /// Every row Postgres sent.
     let rows = Atomic<Int>(0)
     private let done = DispatchSemaphore(value: 0)
+    /// The current batch, last row first.
     private var batch: [Row] = []
-    private var index = 0
     private var finished = false
 
     /// Starts reading `sql`'s rows at once. `keepRows: false` parses nothing and only counts
@@ -60,12 +60,15 @@ final class FamilyStream: @unchecked Sendable {
                         problems.add(1, ordering: .relaxed)
                     }
                     if pending.count >= 1024 {
+                        // Reversed, so the reader takes each row with popLast: moved out, not
+                        // copied (no retain and release of its strings on the merging thread).
+                        pending.reverse()
                         stopped = !queue.push(pending)
                         pending = []
                         pending.reserveCapacity(1024)
                     }
                 }
-                if !pending.isEmpty, !stopped { queue.push(pending) }
+                if !pending.isEmpty, !stopped { pending.reverse(); queue.push(pending) }
             } catch {
                 failure.withLock { $0 = error }
             }
@@ -78,17 +81,15 @@ final class FamilyStream: @unchecked Sendable {
 
     /// The next row in key order; nil after the last. Throws what the reading thread met.
     func next() throws -> Row? {
-        while index >= batch.count {
+        while batch.isEmpty {
             if let b = queue.pop(timeoutMs: 1000) {
                 batch = b
-                index = 0
             } else if queue.isClosedAndEmpty {
                 if let error = failure.withLock({ $0 }) { throw error }
                 return nil
             }
         }
-        defer { index += 1 }
-        return batch[index]
+        return batch.popLast()
     }
 
     /// Waits for the reading thread (it stops parsing at once and drains the COPY when rows are
