@@ -3,36 +3,47 @@
 public enum CSV {
     /// One record, CRLF-terminated.
     public static func record(_ cells: [String]) -> String {
-        var line = ""
+        var bytes: [UInt8] = []
+        appendRecord(cells, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// One record's bytes, CRLF-terminated, appended to `out` (the report writer's path: no
+    /// String per line).
+    public static func appendRecord(_ cells: [String], to out: inout [UInt8]) {
         for (index, cell) in cells.enumerated() {
-            if index > 0 { line += "," }
-            line += field(cell)
+            if index > 0 { out.append(44) }
+            appendField(cell, to: &out)
         }
-        return line + "\r\n"
+        out.append(13)
+        out.append(10)
     }
 
     /// One field: the formula guard first (a cell starting with `=`, `+`, `-`, `@`, tab or CR gets
     /// a leading `'`, so a spreadsheet never runs it), then RFC 4180 quoting.
     public static func field(_ raw: String) -> String {
-        var text = raw
-        if let first = text.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
-            text = "'" + text
-        }
-        if text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) {
-            return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
-        }
-        return text
+        var bytes: [UInt8] = []
+        appendField(raw, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
-}
 
-extension String {
-    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        out.reserveCapacity(count + 2)
-        for ch in self {
-            if ch == target { out += replacement } else { out.append(ch) }
+    /// `field`, as bytes. Quoting looks at bytes, as a CSV reader splits: a comma, quote, CR or
+    /// LF byte quotes the field even where a combining mark follows it (`,\u{301}` is one
+    /// Character, which a test by Characters would have let through unquoted, cutting the row).
+    static func appendField(_ raw: String, to out: inout [UInt8]) {
+        let guarded = raw.unicodeScalars.first.map { "=+-@\t\r".unicodeScalars.contains($0) } ?? false
+        let quoted = raw.utf8.contains { $0 == 44 || $0 == 34 || $0 == 13 || $0 == 10 }
+        if quoted { out.append(34) }
+        if guarded { out.append(39) }
+        if quoted {
+            for byte in raw.utf8 {
+                out.append(byte)
+                if byte == 34 { out.append(34) }
+            }
+            out.append(34)
+        } else {
+            out.append(contentsOf: raw.utf8)
         }
-        return out
     }
 }
 

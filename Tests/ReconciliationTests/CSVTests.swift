@@ -38,6 +38,13 @@ struct CSVTests {
         .init(name: "a leading space is not a formula", input: " =1", expected: " =1"),
         .init(name: "UTF-8 passes through", input: "漏单 ✓", expected: "漏单 ✓"),
         .init(name: "timestamps are not touched", input: "2026-11-21T03:08:45Z", expected: "2026-11-21T03:08:45Z"),
+        // A comma or quote followed by a combining mark is one Character but still the byte a CSV
+        // reader splits on: quoted, the quote doubled.
+        .init(name: "comma + combining mark → quoted", input: "a,\u{301}b", expected: "\"a,\u{301}b\""),
+        .init(name: "quote + combining mark → doubled", input: "\"\u{301}", expected: "\"\"\"\u{301}\""),
+        .init(name: "LF + combining mark → quoted", input: "a\n\u{301}", expected: "\"a\n\u{301}\""),
+        .init(name: "= + combining mark guarded", input: "=\u{301}1", expected: "'=\u{301}1"),
+        .init(name: "only quotes", input: "\"\"", expected: "\"\"\"\"\"\""),
     ]
 
     @Test(arguments: fields)

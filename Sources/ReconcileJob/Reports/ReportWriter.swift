@@ -141,18 +141,20 @@ struct ReportWriter {
         }
         var closed = false
         defer { if !closed { fclose(handle) } }
-        func put(_ s: String) throws {
-            var s = s
-            let ok = s.withUTF8 { fwrite($0.baseAddress, 1, $0.count, handle) == $0.count }
+        var record: [UInt8] = []
+        func put(_ cells: [String]) throws {
+            record.removeAll(keepingCapacity: true)
+            CSV.appendRecord(cells, to: &record)
+            let ok = record.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, handle) == $0.count }
             if !ok { throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))") }
         }
-        try put(CSV.record(file.columns))
+        try put(file.columns)
         var n = 0
         var perReason: [String: Int] = [:]
         let reasonIndex = Self.reasonColumn[file].flatMap { file.columns.firstIndex(of: $0) }
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
-            try put(CSV.record(cells))
+            try put(cells)
             money.add(file, cells)
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
