@@ -6,14 +6,19 @@ import Testing
 /// `CopyText.fields` equals the same value read through an ordinary query.
 @Suite("COPY lines read back", .serialized, .enabled(if: Harness.hasDatabase))
 struct CopyTextTests {
+    /// What both directions are tried with: escapes, nulls, a literal `\N`, control bytes,
+    /// non-ASCII (é composed and decomposed), a long value, a formula.
+    static let hostile: [String?] = [
+        "plain", "", nil, "\\N", "\\", "a\tb", "line\nbreak\r\n", "back\\slash\\", "\u{8}\u{c}\u{b}",
+        "订单 ✓ 🎮", "trailing space ", "\\t is not a tab", "\t", "\n", String(repeating: "x", count: 10_000),
+        String(repeating: "x\\", count: 10_000), "=1+2", "é", "e\u{301}",
+    ]
+
     @Test("escapes, nulls, empty text, a literal \\N, tabs, newlines, backslashes and non-ASCII come back as Postgres holds them")
     func hostileFields() throws {
         let t = try TestDatabase("copytext")
         defer { t.drop() }
-        let values: [String?] = [
-            "plain", "", nil, "\\N", "\\", "a\tb", "line\nbreak\r\n", "back\\slash\\", "\u{8}\u{c}\u{b}",
-            "订单 ✓ 🎮", "trailing space ", "\\t is not a tab", String(repeating: "x", count: 10_000), "=1+2",
-        ]
+        let values = Self.hostile
         try t.db.execute("CREATE TABLE v (i int, s text)")
         for (i, value) in values.enumerated() {
             try t.db.query("INSERT INTO v VALUES ($1::int, $2)", [String(i), value])
@@ -38,10 +43,7 @@ struct CopyTextTests {
     func writerRoundTrip() throws {
         let t = try TestDatabase("copywriter")
         defer { t.drop() }
-        let values: [String?] = [
-            "plain", "", nil, "\\N", "\\", "a\tb", "line\nbreak\r\n", "back\\slash\\", "\u{8}\u{c}\u{b}",
-            "订单 ✓ 🎮", "\t", "\n", String(repeating: "x\\", count: 10_000), "é", "e\u{301}",
-        ]
+        let values = Self.hostile
         try t.db.execute("CREATE TABLE w (i int, s text, n text)")
         try t.db.copyIn("COPY w FROM STDIN") { w in
             for (i, value) in values.enumerated() { try w.row([String(i), value, nil]) }
