@@ -128,16 +128,21 @@ public final class DecideStage {
         try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
         try NightTables.executeInParallel(copiesSQL, settings: settings)
+        // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
+        // query reads only the copies and what was learned from Apple, and takes longer than the
+        // transactions' (its receipt links): it starts now, beside the input checks and the
+        // attribution on this session, which used one core of two, and the `T` query, which reads
+        // `who`, starts after them.
+        let grants = FamilyStream(sql: grantRowsSQL, settings: settings, keepRows: !databaseOnly)
+        defer { grants.finish() }
         if !databaseOnly {
             try db.execute("DELETE FROM \(S).input_errors")
             try db.execute(inputErrorSQL(duplicated: try duplicatedRelations(db)))
         }
         try prepareTokenOrders(db)
         try db.execute(attributionSQL)
-        // Both kinds of rows at once, each on its own session (FamilyStreams.swift).
         let transactions = FamilyStream(sql: transactionRowsSQL, settings: settings, keepRows: !databaseOnly)
-        let grants = FamilyStream(sql: grantRowsSQL, settings: settings, keepRows: !databaseOnly)
-        defer { transactions.finish(); grants.finish() }
+        defer { transactions.finish() }
         if databaseOnly {
             while try transactions.next() != nil {}
             while try grants.next() != nil {}
