@@ -94,40 +94,68 @@ enum Parts {
         return xml + "</styleSheet>"
     }()
 
-    /// Writes the package: the small parts from memory, each sheet as prefix + body file +
-    /// suffix read in chunks by ZIPFoundation's provider, deflated.
-    static func zip(_ sheets: [SheetPart], to url: URL) throws {
+    /// The package being written: the small parts from memory, each sheet as prefix + body file +
+    /// suffix read in chunks by ZIPFoundation's provider, deflated. The entries go in this order:
+    /// `[Content_Types].xml` first (it needs only the number of sheets; tools that sniff a file's
+    /// type read the first entries), then the sheets as each is ready, then `xl/workbook.xml`
+    /// and its relationships, which name every sheet. A reader finds parts by the zip's
+    /// directory, whatever their order.
+    final class Package {
         let archive: Archive
-        do {
-            archive = try Archive(url: url, accessMode: .create)
-        } catch {
-            throw Workbook.Failure(path: url.path, reason: "cannot create the workbook: \(error)")
-        }
-        func add(_ name: String, _ text: String) throws {
-            let data = Data(text.utf8)
-            try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(data.count),
-                                 compressionMethod: .deflate) { position, size in
-                data.subdata(in: Int(position)..<Int(position) + size)
+        let url: URL
+        let sheetCount: Int
+
+        init(url: URL, sheetCount: Int) throws {
+            self.url = url
+            self.sheetCount = sheetCount
+            do {
+                archive = try Archive(url: url, accessMode: .create)
+            } catch {
+                throw Workbook.Failure(path: url.path, reason: "cannot create the workbook: \(error)")
             }
-        }
-        do {
-            try add("[Content_Types].xml", contentTypes(sheets: sheets.count))
+            try add("[Content_Types].xml", contentTypes(sheets: sheetCount))
             try add("_rels/.rels", rootRels)
-            try add("xl/workbook.xml", workbook(sheets))
-            try add("xl/_rels/workbook.xml.rels", workbookRels(sheets: sheets.count))
             try add("xl/styles.xml", styles)
-            for (i, sheet) in sheets.enumerated() {
-                let source = try ConcatenatedSource(prefix: Data(sheet.prefix(selected: i == 0).utf8),
+        }
+
+        /// Sheet `number` (1 is the first tab).
+        func add(_ sheet: SheetPart, number: Int) throws {
+            precondition((1...sheetCount).contains(number))
+            try failing {
+                let source = try ConcatenatedSource(prefix: Data(sheet.prefix(selected: number == 1).utf8),
                                                     bodyPath: sheet.bodyPath, bodySize: sheet.bodySize,
                                                     suffix: Data(sheet.suffix.utf8))
-                try archive.addEntry(with: "xl/worksheets/sheet\(i + 1).xml", type: .file,
+                try archive.addEntry(with: "xl/worksheets/sheet\(number).xml", type: .file,
                                      uncompressedSize: source.size, compressionMethod: .deflate,
                                      bufferSize: 1 << 16, provider: source.read)
             }
-        } catch let failure as Workbook.Failure {
-            throw failure
-        } catch {
-            throw Workbook.Failure(path: url.path, reason: "cannot write the workbook: \(error)")
+        }
+
+        /// The workbook and its relationships, naming `sheets` in tab order (as many as announced).
+        func finish(_ sheets: [SheetPart]) throws {
+            precondition(sheets.count == sheetCount)
+            try add("xl/workbook.xml", workbook(sheets))
+            try add("xl/_rels/workbook.xml.rels", workbookRels(sheets: sheets.count))
+        }
+
+        private func add(_ name: String, _ text: String) throws {
+            let data = Data(text.utf8)
+            try failing {
+                try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(data.count),
+                                     compressionMethod: .deflate) { position, size in
+                    data.subdata(in: Int(position)..<Int(position) + size)
+                }
+            }
+        }
+
+        private func failing(_ body: () throws -> Void) throws {
+            do {
+                try body()
+            } catch let failure as Workbook.Failure {
+                throw failure
+            } catch {
+                throw Workbook.Failure(path: url.path, reason: "cannot write the workbook: \(error)")
+            }
         }
     }
 }

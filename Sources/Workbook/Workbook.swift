@@ -42,12 +42,16 @@ public enum Workbook {
     /// so a reader never opens half a workbook). Reads `<csvFolder>/<report.rawValue>` for each
     /// report; a missing CSV is a `Failure`.
     ///
+    /// - Parameter dataRows: each report's data rows (its CSV's records less the header), as its
+    ///   writer counted them; the reports are then read once. Without it they are counted first.
+    ///   A report whose sheets hold another number of rows is a `Failure`.
     /// - Parameter dataRowsPerSheet: rows per sheet before a report continues on the next;
     ///   only tests pass another value than Excel's limit.
-    public static func write(csvFolder: String, reports: [ReportFile], summary: [(label: String, value: String)],
-                             timeZone: TimeZone, to path: String,
+    public static func write(csvFolder: String, reports: [ReportFile], dataRows: [Int]? = nil,
+                             summary: [(label: String, value: String)], timeZone: TimeZone, to path: String,
                              dataRowsPerSheet: Int = maxDataRowsPerSheet) throws {
         precondition(dataRowsPerSheet > 0 && dataRowsPerSheet <= maxDataRowsPerSheet)
+        precondition(dataRows == nil || dataRows?.count == reports.count)
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         let scratch = folder + "/.\(url.lastPathComponent).tmp-\(getpid())"
@@ -59,34 +63,58 @@ public enum Workbook {
             throw Failure(path: scratch, reason: "cannot create a temporary folder: \(error.localizedDescription)")
         }
         defer { try? fm.removeItem(atPath: scratch) }
+        let csvPaths = reports.map { csvFolder + "/" + $0.rawValue }
+        let rows = try dataRows ?? csvPaths.map(countDataRows)
+        // A report over `dataRowsPerSheet` rows goes on in as many more sheets as it needs.
+        let sheetsPerReport = rows.map { max(1, ($0 + dataRowsPerSheet - 1) / dataRowsPerSheet) }
 
-        // The reports' sheets are independent files: written side by side, one report per core
-        // (the night's other work is done by now), then zipped in the reports' order.
-        let written = Mutex<[Int: Result<[SheetPart], any Error>]>([:])
+        // The reports' sheets are independent files: written side by side, one report per core,
+        // while this thread deflates each report into the zip as soon as it is written, in the
+        // order they finish (the deflating, one thread in ZIPFoundation, was the run's last
+        // seconds on one core). Each sheet's number, its place among the tabs, is known before.
+        let firstNumber = sheetsPerReport.indices.map { 2 + sheetsPerReport[..<$0].reduce(0, +) }
+        let finished = Mutex<[(Int, Result<[SheetPart], any Error>)]>([])
+        let oneFinished = DispatchSemaphore(value: 0)
         let next = Mutex(0)
+        let stop = Atomic<Bool>(false)
+        let writers = DispatchGroup()
         let width = max(1, min(reports.count, ProcessInfo.processInfo.activeProcessorCount))
-        DispatchQueue.concurrentPerform(iterations: width) { _ in
-            while true {
-                let i = next.withLock { n -> Int in defer { n += 1 }; return n }
-                guard i < reports.count else { return }
-                let report = reports[i]
-                let outcome = Result {
-                    try writeReport(csv: csvFolder + "/" + report.rawValue, name: String(report.rawValue.dropLast(4)),
-                                    zone: ZoneOffsets(timeZone), scratch: scratch, tag: "r\(i)",
-                                    rowsPerSheet: dataRowsPerSheet)
+        DispatchQueue.global().async(group: writers) {
+            DispatchQueue.concurrentPerform(iterations: width) { _ in
+                while !stop.load(ordering: .relaxed) {
+                    let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                    guard i < reports.count else { return }
+                    let outcome = Result {
+                        try writeReport(csv: csvPaths[i], name: String(reports[i].rawValue.dropLast(4)),
+                                        zone: ZoneOffsets(timeZone), scratch: scratch, tag: "r\(i)",
+                                        rowsPerSheet: dataRowsPerSheet)
+                    }
+                    finished.withLock { $0.append((i, outcome)) }
+                    oneFinished.signal()
                 }
-                written.withLock { $0[i] = outcome }
             }
         }
-        var sheets: [SheetPart] = []
-        var perReport: [(name: String, rows: Int, firstSheet: String)] = []
-        for (i, report) in reports.enumerated() {
-            guard let outcome = written.withLock({ $0[i] }) else {
-                throw Failure(path: csvFolder + "/" + report.rawValue, reason: "the report's sheet was not written")
-            }
+        // Runs before the scratch folder goes: no writer is left using it.
+        defer { stop.store(true, ordering: .relaxed); writers.wait() }
+
+        let partial = scratch + "/workbook.xlsx"
+        let package = try Parts.Package(url: URL(fileURLWithPath: partial), sheetCount: 1 + sheetsPerReport.reduce(0, +))
+        var byReport: [Int: [SheetPart]] = [:]
+        while byReport.count < reports.count {
+            oneFinished.wait()
+            let (i, outcome) = finished.withLock { $0.removeFirst() }
             let parts = try outcome.get()
-            perReport.append((String(report.rawValue.dropLast(4)), parts.reduce(0) { $0 + $1.rows - 1 }, parts[0].name))
-            sheets += parts
+            let found = parts.reduce(0) { $0 + $1.rows - 1 }
+            guard found == rows[i], parts.count == sheetsPerReport[i] else {
+                throw Failure(path: csvPaths[i], reason: "the report has \(found) rows, \(rows[i]) were counted before "
+                    + "(was it changed while the workbook was written?)")
+            }
+            for (k, part) in parts.enumerated() { try package.add(part, number: firstNumber[i] + k) }
+            byReport[i] = parts
+        }
+        let sheets = reports.indices.flatMap { byReport[$0]! }
+        let perReport = reports.indices.map { i in
+            (name: String(reports[i].rawValue.dropLast(4)), rows: rows[i], firstSheet: byReport[i]![0].name)
         }
 
         let summarySheet = try SheetBody(name: "Summary", path: scratch + "/sheet0.xml", frozenHeader: false)
@@ -100,13 +128,20 @@ public enum Workbook {
                                      .text(report.firstSheet, .text)])
             summarySheet.hyperlinks.append((ref: "C\(summarySheet.rows)", sheet: report.firstSheet))
         }
-        sheets.insert(try summarySheet.finish(), at: 0)
-
-        let partial = scratch + "/workbook.xlsx"
-        try Parts.zip(sheets, to: URL(fileURLWithPath: partial))
+        let first = try summarySheet.finish()
+        try package.add(first, number: 1)
+        try package.finish([first] + sheets)
         guard rename(partial, path) == 0 else {
             throw Failure(path: path, reason: "cannot move the workbook into place: \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// A report's records less its header row (a missing file is a `Failure`).
+    private static func countDataRows(_ csv: String) throws -> Int {
+        let records = try CSVRecords(path: csv)
+        var n = 0
+        while try records.next() != nil { n += 1 }
+        return max(0, n - 1)
     }
 
     /// One report's sheets: the first, then one more each time `rowsPerSheet` data rows are

@@ -136,6 +136,32 @@ import XLSXReading
         #expect(summary.contains { $0 == ("compensate", "7") })
     }
 
+    /// The night passes the rows its CSV writer counted, so the reports are read once and each
+    /// sheet is zipped as soon as it is written; a report holding another number is a failure.
+    @Test func rowsCountedByTheCallerAreCheckedAgainstTheReports() throws {
+        let (folder, _) = try Self.makeFolder(extraCompensateRows: 4) // 7 data rows
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/reconciliation.xlsx"
+        try Workbook.write(csvFolder: folder, reports: [.compensate, .unresolved], dataRows: [7, 1], summary: [],
+                           timeZone: Self.shanghai, to: path, dataRowsPerSheet: 3)
+        let book = try XLSX(path: path)
+        #expect(book.sheets.map(\.name) == ["Summary", "compensate", "compensate (2)", "compensate (3)", "unresolved"])
+        #expect(book.sheets[1...4].map { $0.rows.count } == [4, 4, 2, 2])
+        try FileManager.default.removeItem(atPath: path)
+        for wrong in [[6, 1], [7, 0], [10, 1]] {
+            do {
+                try Workbook.write(csvFolder: folder, reports: [.compensate, .unresolved], dataRows: wrong, summary: [],
+                                   timeZone: Self.shanghai, to: path, dataRowsPerSheet: 3)
+                Issue.record("\(wrong) rows were taken for 7 and 1")
+            } catch let failure as Workbook.Failure {
+                #expect(failure.path.hasSuffix(wrong[0] != 7 ? "/compensate.csv" : "/unresolved.csv"))
+                #expect(failure.reason.contains("rows"))
+            }
+            #expect(!FileManager.default.fileExists(atPath: path))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).allSatisfy { !$0.contains(".tmp-") })
+        }
+    }
+
     @Test func aMissingReportIsAFailureNamingIt() throws {
         let (folder, _) = try Self.makeFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -13,7 +13,10 @@ extension ReportWriter {
         let oldest = try oldestOpenFinding(db)
         let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
         do {
-            try Workbook.write(csvFolder: folder, reports: ReportFile.allCases, summary: summaryLines(summary, oldest: oldest),
+            let reports = ReportFile.allCases
+            try Workbook.write(csvFolder: folder, reports: reports,
+                               dataRows: reports.map { summary.counts[String($0.rawValue.dropLast(4))] ?? 0 },
+                               summary: summaryLines(summary, oldest: oldest),
                                timeZone: zone, to: folder + "/reconciliation.xlsx")
         } catch let failure as Workbook.Failure {
             throw FileSystem.Failure(failure.path, reason: failure.reason)
