@@ -10,6 +10,10 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case unresolved = "unresolved.csv"
     case inputErrors = "input_errors.csv"
 
+    /// The file's name without `.csv`: its key in summary.json's `counts` and `reasons`, and its
+    /// sheet's name in the workbook.
+    public var name: String { String(rawValue.dropLast(4)) }
+
     public var columns: [String] {
         switch self {
         case .compensate:

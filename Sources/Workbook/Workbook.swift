@@ -85,7 +85,7 @@ public enum Workbook {
                     let i = next.withLock { n -> Int in defer { n += 1 }; return n }
                     guard i < reports.count else { return }
                     let outcome = Result {
-                        try writeReport(csv: csvPaths[i], name: String(reports[i].rawValue.dropLast(4)),
+                        try writeReport(csv: csvPaths[i], name: reports[i].name,
                                         zone: ZoneOffsets(timeZone), scratch: scratch, tag: "r\(i)",
                                         rowsPerSheet: dataRowsPerSheet)
                     }
@@ -114,7 +114,7 @@ public enum Workbook {
         }
         let sheets = reports.indices.flatMap { byReport[$0]! }
         let perReport = reports.indices.map { i in
-            (name: String(reports[i].rawValue.dropLast(4)), rows: rows[i], firstSheet: byReport[i]![0].name)
+            (name: reports[i].name, rows: rows[i], firstSheet: byReport[i]![0].name)
         }
 
         let summarySheet = try SheetBody(name: "Summary", path: scratch + "/sheet0.xml", frozenHeader: false)

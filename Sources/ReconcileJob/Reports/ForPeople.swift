@@ -15,7 +15,7 @@ extension ReportWriter {
         do {
             let reports = ReportFile.allCases
             try Workbook.write(csvFolder: folder, reports: reports,
-                               dataRows: reports.map { summary.counts[String($0.rawValue.dropLast(4))] ?? 0 },
+                               dataRows: reports.map { summary.counts[$0.name] ?? 0 },
                                summary: summaryLines(summary, oldest: oldest),
                                timeZone: zone, to: folder + "/reconciliation.xlsx")
         } catch let failure as Workbook.Failure {
@@ -42,7 +42,7 @@ extension ReportWriter {
             ("window", "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"),
         ]
         for file in ReportFile.allCases {
-            let name = String(file.rawValue.dropLast(4))
+            let name = file.name
             lines.append(("rows: \(name)", String(s.counts[name] ?? 0)))
             for (reason, n) in (s.reasons[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 lines.append(("rows: \(name), \(reason)", String(n)))

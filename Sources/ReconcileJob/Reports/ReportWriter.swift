@@ -50,7 +50,7 @@ struct ReportWriter {
             try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue))
         } }, settings: settings)
         for (file, (n, perReason, fileMoney)) in zip(files, written) {
-            let name = String(file.rawValue.dropLast(4))
+            let name = file.name
             counts[name] = n
             if Self.reasonColumn[file] != nil { reasons[name] = perReason }
             money.merge(fileMoney)
