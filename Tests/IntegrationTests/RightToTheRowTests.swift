@@ -210,4 +210,51 @@ struct RightToTheRowTests {
         #expect(checks > 100)
         #expect(absent == 0, "the report folder was absent \(absent) times out of \(checks)")
     }
+    @Test("a grant with several linked receipts is judged on all of them, added up, not on one")
+    func grantWithSeveralReceipts() throws {
+        let w = try N.world("links")
+        defer { w.stop() }
+        #expect(try w.run().status == 0)
+        // Receipts the first night verified: two Apple rejected as invalid, one valid answer of an
+        // ordinary purchase, and one valid answer that does not show the transaction its row
+        // names (a transaction_not_found receipt, given a transaction id of its own here).
+        func receipt(_ condition: String, last: Bool = false) throws -> (id: String, tid: String?, order: String) {
+            let r = try w.t.db.query("""
+                SELECT r.receipt_id, r.transaction_id, r.order_id FROM iap_receipts r JOIN recon.receipt_state s USING (receipt_id)
+                WHERE r.order_id IS NOT NULL AND \(condition)
+                ORDER BY r.receipt_id COLLATE "C" \(last ? "DESC" : "") LIMIT 1
+                """)
+            try #require(r.rowCount == 1, "no receipt where \(condition)")
+            return (try #require(r.value(0, 0)), r.value(0, 1), try #require(r.value(0, 2)))
+        }
+        let invalid = try receipt("s.verdict = 'invalid_receipt' AND r.transaction_id IS NOT NULL")
+        let otherInvalid = try receipt("s.verdict = 'invalid_receipt'", last: true)
+        let ordinary = try receipt("""
+            s.verdict = 'valid' AND EXISTS (SELECT 1 FROM recon.receipt_transactions rt
+                                            WHERE rt.receipt_id = r.receipt_id AND rt.transaction_id = r.transaction_id)
+            """, last: true)
+        let without = try receipt("s.verdict = 'valid' AND r.transaction_id IS NULL")
+        try w.t.db.query("UPDATE iap_receipts SET transaction_id = '4000000000000077' WHERE receipt_id = $1", [without.id])
+        let product = try #require(try w.t.scalar("SELECT product_id FROM iap_products WHERE product_type = 'consumable' LIMIT 1"))
+        // Each grant has two linked receipts, one rejected as invalid and one valid answer without
+        // the grant's transaction: not every receipt was rejected, so transaction_not_found. On its
+        // invalid receipt alone it would be invalid_receipt. A grant's rows come by receipt id: the
+        // invalid one comes first for one grant and last for the other, so a stream that kept
+        // either row alone instead of adding them up would show.
+        try #require(invalid.id.utf8.lexicographicallyPrecedes(ordinary.id.utf8))
+        try #require(without.id.utf8.lexicographicallyPrecedes(otherInvalid.id.utf8))
+        try #require(otherInvalid.id != invalid.id)
+        try w.t.db.query("""
+            INSERT INTO iap_grants VALUES
+              ('g-links-a', 'u-links', $2, $1, $3, $3, 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-links-b', 'u-links', $4, $1, '4000000000000077', '4000000000000077', 1, '2026-11-20 10:00:10+00', NULL)
+            """, [product, ordinary.order, try #require(invalid.tid), otherInvalid.order])
+        let r = try w.run(["--no-verify"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let clawbacks = Self.csvRows(w.out.appendingPathComponent("2026-11-21/clawback.csv"))
+        for grant in ["g-links-a", "g-links-b"] {
+            let rows = clawbacks.filter { $0.hasPrefix(grant + ",") }
+            #expect(rows.count == 1 && rows[0].contains(",transaction_not_found,"), "\(grant): \(rows)")
+        }
+    }
 }

@@ -61,7 +61,10 @@ enum GrantColumn: Int, CaseIterable {
     case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
     case linkedOrderQuantity, listPrice, listCurrency, tallyKept
 
-    /// Over `gf` (grants with their family key), `p` (products), `k` (links), `lo` (linked order).
+    /// Over `gf` (a grant with its family key and one linked receipt, `link_receipt`, or none),
+    /// `s` (that receipt's state), `a` (Apple showed it with the grant's transaction), `p`
+    /// (products), `lo` (linked order). The link columns count that one receipt: the stream adds
+    /// up a grant's rows (FamilyStream).
     var sql: String {
         switch self {
         case .key: return "gf.fkey"
@@ -76,15 +79,15 @@ enum GrantColumn: Int, CaseIterable {
         case .grantedMs: return "gf.granted_ms::text"
         case .revokedMs: return "gf.revoked_ms::text"
         case .productType: return "p.product_type"
-        case .linkedReceipts: return "coalesce(k.linked, 0)::text"
-        case .rejectedInvalid: return "coalesce(k.invalid, 0)::text"
-        case .rejectedWrongBundle: return "coalesce(k.wrong_bundle, 0)::text"
-        case .verifiedWithoutTransaction: return "coalesce(k.without_tx, 0)::text"
+        case .linkedReceipts: return "CASE WHEN gf.link_receipt IS NULL THEN '0' ELSE '1' END"
+        case .rejectedInvalid: return "CASE WHEN s.verdict = 'invalid_receipt' THEN '1' ELSE '0' END"
+        case .rejectedWrongBundle: return "CASE WHEN s.verdict = 'wrong_bundle' THEN '1' ELSE '0' END"
+        case .verifiedWithoutTransaction: return "CASE WHEN s.verdict = 'valid' AND a.receipt_id IS NULL THEN '1' ELSE '0' END"
         case .linkedOrderQuantity: return "lo.quantity::text"
         case .listPrice: return "p.list_milli::text"
         case .listCurrency: return "p.list_currency"
         case .tallyKept:
-            return "CASE WHEN gf.revoked_ms IS NOT NULL OR gf.known_to_apple OR k.linked > 0 THEN 't' ELSE 'f' END"
+            return "CASE WHEN gf.revoked_ms IS NOT NULL OR gf.known_to_apple OR gf.link_receipt IS NOT NULL THEN 't' ELSE 'f' END"
         }
     }
 }
@@ -95,7 +98,8 @@ struct FamilyRow {
     static let width = max(TransactionColumn.allCases.count, GrantColumn.allCases.count)
 
     /// The SELECT list of one kind, padded with NULLs to `width`. The first three columns are
-    /// named `fkey`, `kind`, `id`: each kind's query sorts by `fkey` and `id` (FamilyStreams.swift).
+    /// named `fkey`, `kind`, `id`: each kind's query sorts by family key and id (the grants' then
+    /// by linked receipt: FamilyStreams.swift).
     static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> String) -> String {
         var list = columns.allCases.map(sql)
         list[0] += " AS fkey"
