@@ -273,7 +273,6 @@ public final class DecideStage {
 }
 
 /// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
-/// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
 final class FindingSink {
     static let maxCells = 15
     private let db: PGConnection
