@@ -12,7 +12,7 @@ extension DecideStage {
     /// are UUIDs stand for themselves (any case); with `--account-token-namespace`, every order
     /// created from a day before the window on stands for the UUIDv5 of its id in the namespace.
     func prepareTokenOrders(_ db: PGConnection) throws {
-        try db.execute("DROP TABLE IF EXISTS token_orders; CREATE UNLOGGED TABLE token_orders (token text, order_id text)")
+        try db.execute("DROP TABLE IF EXISTS token_orders; CREATE UNLOGGED TABLE token_orders (token text, order_id text) WITH (autovacuum_enabled = false)")
         if let namespace = settings.accountTokenNamespace {
             var orders: [String] = []
             try db.copyOut("""
@@ -37,7 +37,7 @@ extension DecideStage {
     var attributionSQL: String {
         """
         DROP TABLE IF EXISTS who;
-        CREATE UNLOGGED TABLE who AS
+        CREATE UNLOGGED TABLE who WITH (autovacuum_enabled = false) AS
         WITH needs AS (
             SELECT transaction_id, environment, original_transaction_id, lower(app_account_token) AS token, history_user_id
             FROM \(S).apple_transactions WHERE source IN ('notification', 'transaction_history')

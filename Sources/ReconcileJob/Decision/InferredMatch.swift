@@ -24,6 +24,7 @@ final class CompensationSpool {
             CREATE UNLOGGED TABLE IF NOT EXISTS \(schema.quoted).compensation_spool (
                 kind text NOT NULL, user_id text, product_id text, purchase_ms bigint, transaction_id text,
                 environment text, exact_order_id text, \(cells));
+            ALTER TABLE \(schema.quoted).compensation_spool SET (autovacuum_enabled = false);
             TRUNCATE \(schema.quoted).compensation_spool;
             """)
     }

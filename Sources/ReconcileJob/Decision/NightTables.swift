@@ -7,6 +7,9 @@
 // the night has written its reports; a run killed in the middle leaves them for the next run.
 // (A schema of their own would need CREATE on the database every night: docs/contract.md,
 // "Database privileges".)
+// Each is made `WITH (autovacuum_enabled = false)`, as is the compensation spool: they live for
+// one night and the stage ANALYZEs each itself, while autovacuum's vacuum and analyze of the fresh
+// copies took about 3 CPU s and 15 s of disk work beside the stage at 1M rows per relation.
 
 import Foundation
 import Postgres

@@ -36,6 +36,7 @@ extension SourceRelation {
     /// Creates `dk_<copy>` (the duplicated keys and their row counts), the copy itself (the first
     /// row of every key, null keys included, with a column per check holding its problem),
     /// then moves the rows with a problem to `bad_<copy>`.
+    /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
     func copySQL(source: String, jobSchema: JobSchema) -> String {
         guard let copy else { return "" }
         let checks = checks(jobSchema: jobSchema)
@@ -44,10 +45,10 @@ extension SourceRelation {
         let dk = "dk_\(copy)"
         return """
         DROP TABLE IF EXISTS \(copy), bad_\(copy), \(dk);
-        CREATE UNLOGGED TABLE \(dk) AS
+        CREATE UNLOGGED TABLE \(dk) WITH (autovacuum_enabled = false) AS
             SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
         ANALYZE \(dk);
-        CREATE UNLOGGED TABLE \(copy) AS
+        CREATE UNLOGGED TABLE \(copy) WITH (autovacuum_enabled = false) AS
         SELECT y.*, (\(bad)) AS bad FROM (
             SELECT \(copyColumns), x.dup_key,
                    \(problems)
@@ -59,7 +60,7 @@ extension SourceRelation {
             ) x\(productJoin)
             OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
         ) y;
-        CREATE UNLOGGED TABLE bad_\(copy) AS SELECT * FROM \(copy) WHERE bad;
+        CREATE UNLOGGED TABLE bad_\(copy) WITH (autovacuum_enabled = false) AS SELECT * FROM \(copy) WHERE bad;
         DELETE FROM \(copy) WHERE bad;
         ANALYZE \(copy);
         """
