@@ -5,17 +5,15 @@
 // nothing says its payment is gone (it is, at most, unverified).
 
 enum Clawback {
-    /// The reasons in precedence order, each with its rule.
-    static var rules: [(reason: ClawbackReason, applies: (GrantFacts, FamilyFacts) -> Bool)] {
-        [
-            (.refunded, refunded),
-            (.familyRevoked, familyRevoked),
-            (.wrongBundle, wrongBundle),
-            (.invalidReceipt, invalidReceipt),
-            (.transactionNotFound, transactionNotFound),
-            (.sandboxTransaction, sandboxTransaction),
-        ]
-    }
+    /// The reasons in precedence order, each with its rule (made once, not once per grant).
+    static let rules: [(reason: ClawbackReason, applies: @Sendable (GrantFacts, FamilyFacts) -> Bool)] = [
+        (.refunded, refunded),
+        (.familyRevoked, familyRevoked),
+        (.wrongBundle, wrongBundle),
+        (.invalidReceipt, invalidReceipt),
+        (.transactionNotFound, transactionNotFound),
+        (.sandboxTransaction, sandboxTransaction),
+    ]
 
     static func rows(in facts: FamilyFacts) -> [ClawbackRow] {
         facts.grants.compactMap { row(for: $0, in: facts) }
@@ -44,12 +42,12 @@ enum Clawback {
     /// family_revoked: Apple withdrew a family-shared purchase (revocationType FAMILY_REVOKE): the
     /// access goes, no money was returned (never in refunds.csv).
     static func familyRevoked(_ grant: GrantFacts, _ facts: FamilyFacts) -> Bool {
-        facts.known(grant.grant.transactionID)?.familyRevokedDate != nil
+        facts.knownIndex(grant.grant.transactionID).flatMap { facts.transactions[$0].familyRevokedDate } != nil
     }
 
     /// refunded: the grant's transaction carries a `cancellation_date` (production preferred).
     static func refunded(_ grant: GrantFacts, _ facts: FamilyFacts) -> Bool {
-        facts.apple(grant.grant.transactionID)?.cancellationDate != nil
+        facts.knownIndex(grant.grant.transactionID).flatMap { facts.transactions[$0].transaction.cancellationDate } != nil
     }
 
     /// Every linked receipt (same transaction_id or order_id) was definitively rejected, there is

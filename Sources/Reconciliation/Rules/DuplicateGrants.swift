@@ -14,6 +14,9 @@ enum DuplicateGrants {
 
     /// `standing`: the grants that take part, in the order of consideration (`granted_at`, then `grant_id`).
     static func rows(standing: [GrantFacts], in facts: FamilyFacts) -> [DuplicateGrantRow] {
+        // Each kind needs a second standing grant (a later one of the transaction, another grant
+        // covering a restore, another user's): a family of one, nearly all of them, has none.
+        guard standing.count > 1 else { return [] }
         var verdicts: [String: Verdict] = [:]
         sameTransaction(standing, in: facts, verdicts: &verdicts)
         restoreAsPurchase(standing, in: facts, verdicts: &verdicts)

@@ -24,10 +24,10 @@ struct FamilyFacts {
     /// The family's grants that take part in the rules (known product type), sorted by
     /// `granted_at` then `grant_id`; active and revoked.
     let grants: [GrantFacts]
-    /// Apple's view of each transaction id: the production one when known there, else the sandbox
-    /// one. nil for a family of a few transactions (nearly all): a scan of `transactions` is
-    /// cheaper than hashing them, and finds the same one.
-    private let appleByID: [String: KnownTransaction]?
+    /// Apple's view of each transaction id, as its place in `transactions`: the production one when
+    /// known there, else the sandbox one. nil for a family of a few transactions (nearly all): a
+    /// scan of `transactions` is cheaper than hashing them, and finds the same one.
+    private let appleByID: [String: Int]?
     static let scanUpTo = 8
 
     init(_ family: Family) {
@@ -53,10 +53,10 @@ struct FamilyFacts {
         if transactions.count <= Self.scanUpTo {
             appleByID = nil
         } else {
-            var byID: [String: KnownTransaction] = [:]
-            for known in transactions {
+            var byID: [String: Int] = [:]
+            for (i, known) in transactions.enumerated() {
                 let id = known.transaction.transactionID
-                if byID[id] == nil || known.transaction.environment == .production { byID[id] = known }
+                if byID[id] == nil || known.transaction.environment == .production { byID[id] = i }
             }
             appleByID = byID
         }
@@ -66,11 +66,16 @@ struct FamilyFacts {
     func apple(_ transactionID: String) -> AppleTransaction? { known(transactionID)?.transaction }
 
     /// What the job knows of a transaction id (production preferred).
-    func known(_ transactionID: String) -> KnownTransaction? {
+    func known(_ transactionID: String) -> KnownTransaction? { knownIndex(transactionID).map { transactions[$0] } }
+
+    /// The place in `transactions` of what the job knows of a transaction id (production
+    /// preferred). The rules that ask one field of it read that field in place: a copy of the
+    /// whole `KnownTransaction` retains and releases each of its strings, once per grant.
+    func knownIndex(_ transactionID: String) -> Int? {
         if let appleByID { return appleByID[transactionID] }
-        var found: KnownTransaction?
-        for known in transactions where known.transaction.transactionID == transactionID {
-            if found == nil || known.transaction.environment == .production { found = known }
+        var found: Int?
+        for i in transactions.indices where transactions[i].transaction.transactionID == transactionID {
+            if found == nil || transactions[i].transaction.environment == .production { found = i }
         }
         return found
     }
@@ -82,7 +87,9 @@ struct FamilyFacts {
     }
 
     /// Apple knows the transaction in the sandbox alone.
-    func isSandboxOnly(_ transactionID: String) -> Bool { known(transactionID)?.transaction.environment == .sandbox }
+    func isSandboxOnly(_ transactionID: String) -> Bool {
+        knownIndex(transactionID).map { transactions[$0].transaction.environment } == .sandbox
+    }
 
     /// The Apple transactions, one per id, production preferred, in the order of their ids.
     /// (`transactions` is sorted by id, so an id's two environments are next to each other.)
