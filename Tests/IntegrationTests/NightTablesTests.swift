@@ -27,6 +27,14 @@ struct NightTablesTests {
             #expect(!b.precedesInC(a))
             #expect(!a.equalsInC(b))
         }
+        // A key equals itself however its storage was made (small or large, copied or built
+        // anew), and never precedes itself.
+        for key in order {
+            let rebuilt = String(decoding: Array(key.utf8), as: UTF8.self)
+            #expect(key.equalsInC(rebuilt) && rebuilt.equalsInC(key), "\(key.unicodeScalars.map { $0.value })")
+            #expect(!key.precedesInC(rebuilt) && !rebuilt.precedesInC(key))
+            #expect(!(key + "x").equalsInC(key) && key.precedesInC(key + "x") && !(key + "x").precedesInC(key))
+        }
         // Swift's own == says these two are one key; Postgres (and the merge) keep them apart.
         #expect("é" == "e\u{301}")
         #expect(!"é".equalsInC("e\u{301}"))

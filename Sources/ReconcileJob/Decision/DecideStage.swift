@@ -185,19 +185,22 @@ public final class DecideStage {
         // Merge the two sorted streams: each family is every row of the smallest key left.
         var t = try transactions.next()
         var g = try grants.next()
+        // Rows are moved out of `t` and `g` (`take()`), not copied: a copy retains and releases
+        // each of a row's strings.
         while t != nil || g != nil {
             let key: String
-            if let t, let g { key = g.key.precedesInC(t.key) ? g.key : t.key } else { key = (t ?? g)!.key }
+            let tKey = t?.key, gKey = g?.key
+            if let tKey, let gKey { key = gKey.precedesInC(tKey) ? gKey : tKey } else { key = (tKey ?? gKey)! }
             try flush()
             current = Family(key: key)
             currentKept.removeAll(keepingCapacity: true)
-            while let row = t, row.key.equalsInC(key) {
-                if case .transaction(let fact) = row.fact { current.transactions.append(fact) }
+            while t?.key.equalsInC(key) == true {
+                if case .transaction(let fact)? = t.take()?.fact { current.transactions.append(fact) }
                 rows += 1
                 t = try transactions.next()
             }
-            while let row = g, row.key.equalsInC(key) {
-                if case .grant(let fact, let kept) = row.fact { current.grants.append(fact); currentKept.append(kept) }
+            while g?.key.equalsInC(key) == true {
+                if case .grant(let fact, let kept)? = g.take()?.fact { current.grants.append(fact); currentKept.append(kept) }
                 rows += 1
                 g = try grants.next()
             }
