@@ -104,6 +104,56 @@ struct RightToTheRowTests {
         }
     }
 
+    @Test("the receipts' tally buckets equal the contract's rules said plainly in SQL, bucket by bucket")
+    func receiptBucketsTwoWays() throws {
+        let w = try N.world("receiptbuckets", users: 300)
+        defer { w.stop() }
+        let product = try #require(try w.t.scalar("SELECT product_id FROM iap_products WHERE product_type = 'consumable' LIMIT 1"))
+        let data = try #require(try w.t.scalar("SELECT receipt_data FROM iap_receipts WHERE receipt_data IS NOT NULL LIMIT 1"))
+        // Uploads the job never asks Apple about. Settled at upload (status 0 or 21006 and an active
+        // grant of the transaction), in the window and long before it; else outside the window: a
+        // revoked grant, no grant, or a failed status do not settle an upload.
+        try w.t.db.query("""
+            INSERT INTO iap_receipts VALUES
+              ('r-settled-in', 'u-s', NULL, '4000000000000011', $1, '2026-11-20 10:00:00+00', 0),
+              ('r-settled-old', 'u-s', NULL, '4000000000000012', $1, '2025-01-01 10:00:00+00', 21006),
+              ('r-revoked-old', 'u-s', NULL, '4000000000000013', $1, '2025-01-01 10:00:00+00', 0),
+              ('r-nogrant-old', 'u-s', NULL, '4000000000000014', $1, '2025-01-01 10:00:00+00', 0),
+              ('r-failed-old', 'u-s', NULL, '4000000000000012', $1, '2025-01-01 10:00:00+00', 21002)
+            """, [data])
+        try w.t.db.query("""
+            INSERT INTO iap_grants VALUES
+              ('g-settled-in', 'u-s', NULL, $1, '4000000000000011', NULL, 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-settled-old', 'u-s', NULL, $1, '4000000000000012', NULL, 1, '2025-01-01 10:00:10+00', NULL),
+              ('g-revoked-old', 'u-s', NULL, $1, '4000000000000013', NULL, 1, '2025-01-01 10:00:10+00', '2025-01-02 10:00:00+00')
+            """, [product])
+        #expect(try w.t.int("SELECT count(*) FROM (SELECT receipt_id FROM iap_receipts GROUP BY 1 HAVING count(*) > 1) d") == 0)
+        let r = try w.run()
+        #expect(r.status == 0, "\(r.stderr)")
+        var job = try #require(try Self.tally(w.out.appendingPathComponent("2026-11-21/summary.json"))["iap_receipts"])
+        job = job.filter { $0.key != "rows" && $0.key != "input_error" && $0.value > 0 }
+        // Each clean receipt placed by the rules of contract §1, with a correlated EXISTS per receipt.
+        var plain: [String: Int] = [:]
+        for row in try w.t.db.query("""
+            SELECT b, count(*) FROM (
+                SELECT CASE WHEN s.definitive AND s.verdict = 'valid' THEN 'valid'
+                            WHEN s.definitive AND s.verdict IN ('invalid_receipt', 'wrong_bundle') THEN 'rejected'
+                            WHEN coalesce(x.verify_status, -1) IN (0, 21006) AND EXISTS (
+                                SELECT 1 FROM iap_grants g WHERE g.transaction_id = x.transaction_id AND g.revoked_at IS NULL)
+                                THEN 'settled_at_upload'
+                            WHEN x.submitted_at < '2026-10-22 03:00:00+00' OR x.submitted_at > '2026-11-21 03:00:00+00'
+                                THEN 'outside_window'
+                            ELSE 'unresolved' END AS b
+                FROM iap_receipts x LEFT JOIN recon.receipt_state s ON s.receipt_id = x.receipt_id
+                WHERE x.receipt_id NOT IN (SELECT key FROM recon.input_errors WHERE relation = 'iap_receipts')
+            ) placed GROUP BY b
+            """).rows {
+            plain[row[0] ?? "?"] = Int(row[1] ?? "") ?? -1
+        }
+        #expect(job == plain, "the job's tally \(job), the plain rules \(plain)")
+        #expect((plain["settled_at_upload"] ?? 0) >= 2 && (plain["outside_window"] ?? 0) >= 3, "\(plain)")
+    }
+
     @Test("a 2-unit order Apple never showed, delivered as two grants of 1, is not a duplicate")
     func twoUnitOrder() throws {
         let w = try N.world("twounits", users: 60)
