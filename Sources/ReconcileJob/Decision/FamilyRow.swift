@@ -16,7 +16,10 @@ enum TransactionColumn: Int, CaseIterable {
     static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
 
     /// Over `t` (apple_transactions), `p` (products), `f` (first receipt), `e1`/`e2` (exact orders),
-    /// `w` (whose purchase, for transactions no upload showed: Attribution.swift).
+    /// `w` (whose purchase, for transactions no upload showed: Attribution.swift). `f`, `e1` and
+    /// `e2` hold only the transactions that their active grants may not cover, the only ones whose
+    /// receipt, user and order a rule reads (DecideStage.transactionCTEs); for the others
+    /// `receiptID`, `orderID` and its columns are empty and `userID` is `who`'s or empty.
     var sql: String {
         func order(_ column: String) -> String {
             "CASE WHEN e1.order_id IS NOT NULL THEN e1.\(column) WHEN e2.order_id IS NOT NULL THEN e2.\(column) "
@@ -61,10 +64,9 @@ enum GrantColumn: Int, CaseIterable {
     case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
     case linkedOrderQuantity, listPrice, listCurrency, tallyKept
 
-    /// Over `gf` (a grant with its family key and one linked receipt, `link_receipt`, or none),
-    /// `s` (that receipt's state), `a` (Apple showed it with the grant's transaction), `p`
-    /// (products), `lo` (linked order). The link columns count that one receipt: the stream adds
-    /// up a grant's rows (FamilyStream).
+    /// Over `gf` (a grant with its family key), `uf` (its receipt links, counted only when Apple
+    /// never showed its transaction: DecideStage.grantCTEs), `p` (products), `lo` (the order
+    /// linked to its transaction, likewise only then).
     var sql: String {
         switch self {
         case .key: return "gf.fkey"
@@ -79,15 +81,15 @@ enum GrantColumn: Int, CaseIterable {
         case .grantedMs: return "gf.granted_ms::text"
         case .revokedMs: return "gf.revoked_ms::text"
         case .productType: return "p.product_type"
-        case .linkedReceipts: return "CASE WHEN gf.link_receipt IS NULL THEN '0' ELSE '1' END"
-        case .rejectedInvalid: return "CASE WHEN s.verdict = 'invalid_receipt' THEN '1' ELSE '0' END"
-        case .rejectedWrongBundle: return "CASE WHEN s.verdict = 'wrong_bundle' THEN '1' ELSE '0' END"
-        case .verifiedWithoutTransaction: return "CASE WHEN s.verdict = 'valid' AND a.receipt_id IS NULL THEN '1' ELSE '0' END"
+        case .linkedReceipts: return "coalesce(uf.linked, 0)::text"
+        case .rejectedInvalid: return "coalesce(uf.rejected_invalid, 0)::text"
+        case .rejectedWrongBundle: return "coalesce(uf.rejected_wrong_bundle, 0)::text"
+        case .verifiedWithoutTransaction: return "coalesce(uf.verified_without_transaction, 0)::text"
         case .linkedOrderQuantity: return "lo.quantity::text"
         case .listPrice: return "p.list_milli::text"
         case .listCurrency: return "p.list_currency"
         case .tallyKept:
-            return "CASE WHEN gf.revoked_ms IS NOT NULL OR gf.known_to_apple OR gf.link_receipt IS NOT NULL THEN 't' ELSE 'f' END"
+            return "CASE WHEN gf.revoked_ms IS NOT NULL OR gf.known_to_apple OR uf.linked > 0 THEN 't' ELSE 'f' END"
         }
     }
 }
@@ -98,8 +100,7 @@ struct FamilyRow {
     static let width = max(TransactionColumn.allCases.count, GrantColumn.allCases.count)
 
     /// The SELECT list of one kind, padded with NULLs to `width`. The first three columns are
-    /// named `fkey`, `kind`, `id`: each kind's query sorts by family key and id (the grants' then
-    /// by linked receipt: FamilyStreams.swift).
+    /// named `fkey`, `kind`, `id`: each kind's query sorts by family key and id (DecideStage).
     static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> String) -> String {
         var list = columns.allCases.map(sql)
         list[0] += " AS fkey"

@@ -50,8 +50,6 @@ final class FamilyStream: @unchecked Sendable {
                 var pending: [Row?] = []
                 pending.reserveCapacity(1024)
                 var stopped = false
-                // The last grant read: its next row may be another of its linked receipts.
-                var heldGrant: Row?
                 try db.copyOut("COPY (\(sql)) TO STDOUT") { line in
                     rows.add(1, ordering: .relaxed)
                     // After the consumer left the rest is drained unread (libpq cannot cut a COPY short).
@@ -60,19 +58,7 @@ final class FamilyStream: @unchecked Sendable {
                     if row.isTransaction, let t = row.transaction() {
                         pending.append(Row(key: key, fact: .transaction(t)))
                     } else if row.isGrant, let g = row.grant() {
-                        let kept = row[GrantColumn.tallyKept] == "t"
-                        // A grant comes once per linked receipt, its rows neighbours: add them up.
-                        if let h = heldGrant, case .grant(var facts, let heldKept) = h.fact,
-                           facts.grant.grantID.equalsInC(g.grant.grantID) {
-                            facts.links.linked += g.links.linked
-                            facts.links.rejectedInvalid += g.links.rejectedInvalid
-                            facts.links.rejectedWrongBundle += g.links.rejectedWrongBundle
-                            facts.links.verifiedWithoutTransaction += g.links.verifiedWithoutTransaction
-                            heldGrant = Row(key: h.key, fact: .grant(facts, kept: heldKept || kept))
-                            return
-                        }
-                        if let h = heldGrant.take() { pending.append(h) }
-                        heldGrant = Row(key: key, fact: .grant(g, kept: kept))
+                        pending.append(Row(key: key, fact: .grant(g, kept: row[GrantColumn.tallyKept] == "t")))
                     } else {
                         problems.add(1, ordering: .relaxed)
                     }
@@ -82,7 +68,6 @@ final class FamilyStream: @unchecked Sendable {
                         pending.reserveCapacity(1024)
                     }
                 }
-                if let h = heldGrant.take() { pending.append(h) }
                 if !pending.isEmpty, !stopped { queue.push(pending) }
             } catch {
                 failure.withLock { $0 = error }
