@@ -157,7 +157,7 @@ public final class DecideStage {
         var result = Result()
         try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
-        try NightTables.executeInParallel(copiesSQL, settings: settings)
+        try NightTables.executeInParallel(try copiesSQL(db), settings: settings)
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
         // query reads only the copies and what was learned from Apple, and takes longer than the
         // transactions' (its receipt links): it starts now, beside the input checks and the

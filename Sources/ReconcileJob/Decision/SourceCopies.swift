@@ -36,8 +36,12 @@ extension SourceRelation {
     /// Creates `dk_<copy>` (the duplicated keys and their row counts), the copy itself (the first
     /// row of every key, null keys included, with a column per check holding its problem),
     /// then moves the rows with a problem to `bad_<copy>`.
+    /// `keyIndexed`: the source has a btree index led by its key, so the duplicated keys are
+    /// counted in key order from that index, with no sort and no hash of every key (0.80 -> 0.36 s
+    /// at 1M orders, where the planner chose the hash; without the index, key order would need a
+    /// sort, 0.88 -> 1.17 s, so the planner chooses then).
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
-    func copySQL(source: String, jobSchema: JobSchema) -> String {
+    func copySQL(source: String, jobSchema: JobSchema, keyIndexed: Bool = false) -> String {
         guard let copy else { return "" }
         let checks = checks(jobSchema: jobSchema)
         let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" }.joined(separator: ",\n       ")
@@ -45,8 +49,10 @@ extension SourceRelation {
         let dk = "dk_\(copy)"
         return """
         DROP TABLE IF EXISTS \(copy), bad_\(copy), \(dk);
+        \(keyIndexed ? "SET enable_hashagg = off;" : "")
         CREATE UNLOGGED TABLE \(dk) WITH (autovacuum_enabled = false) AS
             SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
+        RESET enable_hashagg;
         ANALYZE \(dk);
         CREATE UNLOGGED TABLE \(copy) WITH (autovacuum_enabled = false) AS
         SELECT y.*, (\(bad)) AS bad FROM (
@@ -72,10 +78,32 @@ extension DecideStage {
     /// per relation (they are made side by side: NightTables.swift). No indexes: every statement
     /// reads them whole through hash joins (the three indexes they had cost 3.3 s at 1M rows each
     /// and no plan at that size used them).
-    var copiesSQL: [String] {
+    func copiesSQL(_ db: PGConnection) throws -> [String] {
+        let indexed = try keyIndexedRelations(db)
         // The receipts first: the longest copy (its checks decode base64), so the other two share
         // the second core meanwhile.
-        [SourceRelation.receipts, .orders, .grants].map { $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema) }
+        return [SourceRelation.receipts, .orders, .grants].map {
+            $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0))
+        }
+    }
+
+    /// The source relations with a valid, whole (not partial) btree index whose first column is
+    /// their key. (A view has none.)
+    func keyIndexedRelations(_ db: PGConnection) throws -> Set<SourceRelation> {
+        var found: Set<SourceRelation> = []
+        for relation in SourceRelation.allCases {
+            let r = try db.query("""
+                SELECT EXISTS (
+                    SELECT 1 FROM pg_index i
+                    JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                    JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+                    JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+                    WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3
+                      AND am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL)
+                """, [settings.sourceSchema, relation.rawValue, relation.key])
+            if r.value(0, 0) == "t" { found.insert(relation) }
+        }
+        return found
     }
 
     /// The relations with a duplicated key tonight (their rows are read again for input_errors).
