@@ -18,6 +18,8 @@ public final class DecideStage {
 
     public struct Result {
         public var families = 0
+        /// Families no rule finds anything in, counted without reading their rows (FamilyStream.isQuiet).
+        public var quietFamilies = 0
         /// The conservation tally's buckets of the grants (`Conservation`), counted here, where
         /// the rules see every clean grant once.
         public var grantBuckets: [String: Int] = [:]
@@ -117,25 +119,27 @@ public final class DecideStage {
     }
 
     /// The `T` rows (Apple transactions with their receipt and exact order), sorted by family key;
-    /// see `FamilyRow`.
+    /// see `FamilyRow`. The window `family` counts a family's transactions for `settled`; it sorts
+    /// as the rows are sorted, so Postgres sorts once.
     var transactionRowsSQL: String {
         """
         \(transactionCTEs)
-        SELECT * FROM (
-            SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
-            FROM \(S).apple_transactions t
-            LEFT JOIN p ON p.product_id = t.product_id
-            LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
-            LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
-            LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
-            LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
-        ) rows
-        ORDER BY fkey COLLATE "C", id COLLATE "C"
+        SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
+        FROM \(S).apple_transactions t
+        LEFT JOIN p ON p.product_id = t.product_id
+        LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
+        LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
+        LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
+        LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
+        LEFT JOIN owed ow ON ow.transaction_id = t.transaction_id AND ow.environment = t.environment
+        WINDOW family AS (PARTITION BY t.original_transaction_id COLLATE "C" ORDER BY t.transaction_id COLLATE "C"
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+        ORDER BY t.original_transaction_id COLLATE "C", t.transaction_id COLLATE "C"
         """
     }
 
     /// The `G` rows (a grant with what its linked receipts say), one per grant, sorted by family
-    /// key and grant.
+    /// key and grant; the window `family` counts a family's grants for `onlyGrant`.
     var grantRowsSQL: String {
         """
         \(grantCTEs)
@@ -144,6 +148,8 @@ public final class DecideStage {
         LEFT JOIN unknown_facts uf ON uf.grant_id = gf.grant_id
         LEFT JOIN unknown_order lo ON lo.grant_id = gf.grant_id
         LEFT JOIN p ON p.product_id = gf.product_id
+        WINDOW family AS (PARTITION BY gf.fkey COLLATE "C" ORDER BY gf.grant_id COLLATE "C"
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
         ORDER BY gf.fkey COLLATE "C", gf.grant_id COLLATE "C"
         """
     }
@@ -188,10 +194,34 @@ public final class DecideStage {
         defer { spool.close() }
         var current = Family(key: "")
         var currentKept: [Bool] = []  // per grant of `current`: revoked, or Apple or a receipt knows it
+        // The family's rows with their quiet flag set, not read yet (FamilyStream.isQuiet).
+        var unreadTransactions: [[UInt8]] = []
+        var unreadGrants: [[UInt8]] = []
+        var unreadable = 0
         var rows = 0
         var progressed = 0
         func flush() throws {
             guard !current.key.isEmpty else { return }
+            if FamilyStream.isQuiet(unreadTransactions: unreadTransactions.count, unreadGrants: unreadGrants.count,
+                                    transactions: current.transactions.count, grants: current.grants.count) {
+                result.families += 1
+                result.quietFamilies += 1
+                result.grantBuckets["kept", default: 0] += 1
+                return
+            }
+            // Not quiet: its waiting rows are read now. A flagged row is its family's only row of
+            // its kind, so the order of each kind stays the streams' order.
+            for line in unreadTransactions {
+                if case .transaction(let fact)? = line.withUnsafeBufferPointer(FamilyStream.row)?.fact {
+                    current.transactions.append(fact)
+                } else { unreadable += 1 }
+            }
+            for line in unreadGrants {
+                if case .grant(let fact, let kept)? = line.withUnsafeBufferPointer(FamilyStream.row)?.fact {
+                    current.grants.append(fact)
+                    currentKept.append(kept)
+                } else { unreadable += 1 }
+            }
             let decided = Decide.family(current, settings: decisions)
             for c in decided.compensations {
                 // Alone, a candidate gets its exact order or `none`; `none` ones are matched later.
@@ -231,20 +261,30 @@ public final class DecideStage {
             try flush()
             current = Family(key: key)
             currentKept.removeAll(keepingCapacity: true)
+            unreadTransactions.removeAll(keepingCapacity: true)
+            unreadGrants.removeAll(keepingCapacity: true)
             while t?.key.equalsInC(key) == true {
-                if case .transaction(let fact)? = t.take()?.fact { current.transactions.append(fact) }
+                switch t.take()?.fact {
+                case .transaction(let fact)?: current.transactions.append(fact)
+                case .unread(let line)?: unreadTransactions.append(line)
+                default: unreadable += 1
+                }
                 rows += 1
                 t = try transactions.next()
             }
             while g?.key.equalsInC(key) == true {
-                if case .grant(let fact, let kept)? = g.take()?.fact { current.grants.append(fact); currentKept.append(kept) }
+                switch g.take()?.fact {
+                case .grant(let fact, let kept)?: current.grants.append(fact); currentKept.append(kept)
+                case .unread(let line)?: unreadGrants.append(line)
+                default: unreadable += 1
+                }
                 rows += 1
                 g = try grants.next()
             }
             if rows / 50_000 != progressed { progressed = rows / 50_000; progress.rows(rows) }
         }
         try flush()
-        let parseProblems = transactions.problems.load(ordering: .relaxed) + grants.problems.load(ordering: .relaxed)
+        let parseProblems = transactions.problems.load(ordering: .relaxed) + grants.problems.load(ordering: .relaxed) + unreadable
         if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
 
         // The inferred order match crosses families: one user and product at a time, from the spool.
@@ -252,7 +292,7 @@ public final class DecideStage {
         try matchSpooledCandidates(db) { key, cells in try sink.add(report: .compensate, key: key, cells: cells) }
         try sink.commit()
         progress.finish()
-        logger.info("decided", metadata: ["families": "\(result.families)", "rows": "\(rows)"])
+        logger.info("decided", metadata: ["families": "\(result.families)", "quiet": "\(result.quietFamilies)", "rows": "\(rows)"])
         return result
     }
 

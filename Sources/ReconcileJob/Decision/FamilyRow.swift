@@ -7,7 +7,7 @@ import Reconciliation
 /// SELECT lists, the row width and the reader all follow from these two enums, so adding a
 /// column is one case and its SQL.
 enum TransactionColumn: Int, CaseIterable {
-    case key, kind, transactionID, environment, productID, quantity, purchaseMs, originalPurchaseMs, expiresMs
+    case key, kind, transactionID, settled, environment, productID, quantity, purchaseMs, originalPurchaseMs, expiresMs
     case cancellationMs, cancellationReason, isTrialPeriod, webOrderLineItemID, bundleID, productType
     case receiptID, userID, orderID, orderUserID, orderProductID, orderCreatedMs
     case source, applePrice, appleCurrency, listPrice, listCurrency, familyRevokedMs, storefront
@@ -29,6 +29,12 @@ enum TransactionColumn: Int, CaseIterable {
         case .key: return "t.original_transaction_id"
         case .kind: return "'T'"
         case .transactionID: return "t.transaction_id"
+        case .settled:
+            // The family's only transaction, in production, neither refunded nor revoked, and one
+            // active grant of its own covers it (not `owed`): with the family's only grant
+            // (`GrantColumn.onlyGrant`) no rule finds anything (FamilyStream.isQuiet).
+            return "CASE WHEN count(*) OVER family = 1 AND t.environment = 'production' AND t.cancellation_date_ms IS NULL "
+                + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL THEN 't' ELSE 'f' END"
         case .environment: return "t.environment"
         case .productID: return "t.product_id"
         case .quantity: return "t.quantity::text"
@@ -60,7 +66,7 @@ enum TransactionColumn: Int, CaseIterable {
 }
 
 enum GrantColumn: Int, CaseIterable {
-    case key, kind, grantID, userID, orderID, productID, transactionID, originalTransactionID, quantity, grantedMs
+    case key, kind, grantID, onlyGrant, userID, orderID, productID, transactionID, originalTransactionID, quantity, grantedMs
     case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
     case linkedOrderQuantity, listPrice, listCurrency, tallyKept
 
@@ -72,6 +78,7 @@ enum GrantColumn: Int, CaseIterable {
         case .key: return "gf.fkey"
         case .kind: return "'G'"
         case .grantID: return "gf.grant_id"
+        case .onlyGrant: return "CASE WHEN count(*) OVER family = 1 THEN 't' ELSE 'f' END"
         case .userID: return "gf.user_id"
         case .orderID: return "gf.order_id"
         case .productID: return "gf.product_id"
@@ -101,6 +108,8 @@ struct FamilyRow {
 
     /// The SELECT list of one kind, padded with NULLs to `width`. The first three columns are
     /// named `fkey`, `kind`, `id`: each kind's query sorts by family key and id (DecideStage).
+    /// The fourth is the kind's quiet flag (`settled`, `onlyGrant`), read before the rest of the row
+    /// (`FamilyRow.quietFlag`).
     static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> String) -> String {
         var list = columns.allCases.map(sql)
         list[0] += " AS fkey"
@@ -108,6 +117,27 @@ struct FamilyRow {
         list[2] += " AS id"
         while list.count < width { list.append("NULL::text") }
         return list.joined(separator: ", ")
+    }
+
+    /// Whether a line's quiet flag (its fourth field) is `t`, read without splitting the line.
+    static func quietFlag(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        var tabs = 0
+        var i = 0
+        while i < line.count, tabs < 3 {
+            if line[i] == 9 { tabs += 1 }
+            i += 1
+        }
+        return tabs == 3 && i < line.count && line[i] == 116 && (i + 1 == line.count || line[i + 1] == 9)
+    }
+
+    /// The first field (the family key) when it has no escape; nil otherwise.
+    static func plainKey(_ line: UnsafeBufferPointer<UInt8>) -> String? {
+        var end = 0
+        while end < line.count, line[end] != 9 {
+            if line[end] == 92 { return nil }
+            end += 1
+        }
+        return String(decoding: UnsafeBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
     }
 
     let fields: [String?]
