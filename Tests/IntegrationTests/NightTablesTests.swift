@@ -39,4 +39,47 @@ struct NightTablesTests {
         #expect("é" == "e\u{301}")
         #expect(!"é".equalsInC("e\u{301}"))
     }
+
+    @Test("a family row's quiet flag and plain key are read from the line as COPY sends it, hostile keys too")
+    func quietFlagAndKey() throws {
+        let t = try TestDatabase("quietflag")
+        defer { t.drop() }
+        // (key, fourth field, how many fields): what plainKey and quietFlag must say of each.
+        let cases: [(key: String?, flag: String?, fields: Int, plain: String?, quiet: Bool)] = [
+            ("1000000000000160", "t", 29, "1000000000000160", true),
+            ("1000000000000160", "f", 29, "1000000000000160", false),
+            ("1000000000000160", "t", 4, "1000000000000160", true),
+            ("1000000000000160", "tt", 29, "1000000000000160", false),
+            ("1000000000000160", "true", 29, "1000000000000160", false),
+            ("1000000000000160", "", 29, "1000000000000160", false),
+            ("1000000000000160", nil, 29, "1000000000000160", false),
+            ("1000000000000160", "t", 3, "1000000000000160", false),
+            ("", "t", 29, "", true),
+            (nil, "t", 29, nil, true),
+            ("a\tb", "t", 29, nil, true),
+            ("a\b", "t", 29, nil, true),
+            ("a\nb", "t", 29, nil, true),
+            ("订单🎮", "t", 29, "订单🎮", true),
+            ("é", "t", 29, "é", true),
+        ]
+        var lines: [[UInt8]] = []
+        for c in cases {
+            var list = ["$1::text", "'T'", "'id'", "$2::text"]
+            while list.count < c.fields { list.append("NULL::text") }
+            let sql = "COPY (SELECT \(list.prefix(c.fields).joined(separator: ", "))) TO STDOUT"
+            // COPY takes no parameters: the values go in as literals, quoted by Postgres itself.
+            let literal = try t.db.query("SELECT quote_nullable($1::text), quote_nullable($2::text)", [
+                c.key.map { $0.replacingOccurrences(of: "\\t", with: "\t").replacingOccurrences(of: "\\n", with: "\n") }, c.flag])
+            let filled = sql.replacingOccurrences(of: "$1::text", with: literal.value(0, 0)! + "::text")
+                .replacingOccurrences(of: "$2::text", with: literal.value(0, 1)! + "::text")
+            try t.db.copyOut(filled) { lines.append(Array($0)) }
+        }
+        #expect(lines.count == cases.count)
+        for (c, line) in zip(cases, lines) {
+            line.withUnsafeBufferPointer { buffer in
+                #expect(FamilyRow.quietFlag(buffer) == c.quiet, "flag of \(c)")
+                #expect(FamilyRow.plainKey(buffer) == c.plain, "key of \(c)")
+            }
+        }
+    }
 }

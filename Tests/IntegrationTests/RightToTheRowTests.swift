@@ -288,9 +288,9 @@ struct RightToTheRowTests {
         let product = try #require(try w.t.scalar("SELECT product_id FROM iap_products WHERE product_type = 'consumable' LIMIT 1"))
         // Each grant has two linked receipts, one rejected as invalid and one valid answer without
         // the grant's transaction: not every receipt was rejected, so transaction_not_found. On its
-        // invalid receipt alone it would be invalid_receipt. A grant's rows come by receipt id: the
-        // invalid one comes first for one grant and last for the other, so a stream that kept
-        // either row alone instead of adding them up would show.
+        // invalid receipt alone it would be invalid_receipt. By receipt id the invalid one comes
+        // first for one grant and last for the other, so counting that kept either receipt alone
+        // (the first or the last of a grant's) instead of adding them up would show.
         try #require(invalid.id.utf8.lexicographicallyPrecedes(ordinary.id.utf8))
         try #require(without.id.utf8.lexicographicallyPrecedes(otherInvalid.id.utf8))
         try #require(otherInvalid.id != invalid.id)

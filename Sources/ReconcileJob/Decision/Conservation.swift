@@ -27,6 +27,14 @@ enum Conservation {
         .grants: ["input_error", "clawed_back", "duplicate", "kept", "unverified"],
     ]
 
+    /// A relation's first bucket when it takes most rows on the row's own columns (the orders':
+    /// 937,288 of 1,020,188 at 1M rows are delivered), with its condition over `x`, as the CASE
+    /// of `bucketSQL` says it first: `sql` counts those rows by a filter and joins only the others
+    /// (the orders' tally: 2.3 -> 1.0 s at 1M rows).
+    static let firstBucket: [SourceRelation: (String, String)] = [
+        .orders: ("delivered", "x.status = 'delivered' OR x.transaction_id IS NOT NULL"),
+    ]
+
     /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Reads the decide
     /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
     static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
@@ -48,7 +56,7 @@ enum Conservation {
         case .orders:
             let openOrders = "(SELECT order_id FROM o WHERE (status = 'delivered' OR transaction_id IS NOT NULL) IS NOT TRUE)"
             return ("""
-                CASE WHEN x.status = 'delivered' OR x.transaction_id IS NOT NULL THEN 'delivered'
+                CASE WHEN \(firstBucket[.orders]!.1) THEN 'delivered'
                      WHEN rep.k IS NOT NULL THEN 'open_reported'
                      WHEN ag.k IS NOT NULL OR vr.k IS NOT NULL THEN 'open_matched'
                      WHEN x.created_at < \(start) OR x.created_at > \(end) THEN 'outside_window'
@@ -146,8 +154,20 @@ enum Conservation {
             """
         }
         let from = relation == .receipts ? receiptRows(settings: settings) : "\(copy) x"
+        var placed = "SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins)) placed GROUP BY b"
+        if let (first, condition) = firstBucket[relation] {
+            // Most rows go to the first bucket on their own columns: counted by a filter, so that
+            // only the rest (the CASE tries the first bucket again, and it takes none of them)
+            // are joined with the sets the other buckets ask. Together the two filters take
+            // every row once: a condition is true, or it is not.
+            placed = """
+                SELECT '\(first)', count(*) FROM \(from) WHERE \(condition)
+                UNION ALL
+                SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins) WHERE (\(condition)) IS NOT TRUE) placed GROUP BY b
+                """
+        }
         return """
-        \(bucketed ? "SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins)) placed GROUP BY b\nUNION ALL" : "")
+        \(bucketed ? placed + "\nUNION ALL" : "")
         SELECT 'input_error', count(*) FROM bad_\(copy)
         UNION ALL
         SELECT 'input_error', coalesce(sum(n - 1), 0) FROM dk_\(copy)
