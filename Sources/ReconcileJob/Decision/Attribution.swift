@@ -95,7 +95,9 @@ extension DecideStage {
             SELECT g.transaction_id, string_agg(g.grant_id, ' ' ORDER BY g.grant_id COLLATE "C") AS ids,
                    count(*) FILTER (WHERE g.revoked_ms IS NULL) AS active,
                    (array_agg(g.user_id ORDER BY g.granted_ms, g.grant_id COLLATE "C"))[1] AS first_user
-            FROM g JOIN sel ON sel.transaction_id = g.transaction_id GROUP BY g.transaction_id
+            -- a semi-join, so that Postgres hashes the few refunds and scans the grants, not the
+            -- other way round (sel is one row per transaction id: production only)
+            FROM g WHERE g.transaction_id IN (SELECT transaction_id FROM sel) GROUP BY g.transaction_id
         ), priced AS (
             SELECT sel.*, coalesce(sel.apple_milli, p.list_milli * sel.quantity) AS amount_milli,
                    CASE WHEN sel.apple_milli IS NOT NULL THEN sel.currency ELSE p.list_currency END AS amount_currency,
