@@ -1,0 +1,130 @@
+// The decide stage's two family queries (DecideStage.run streams them: FamilyStreams.swift):
+// `T`, every Apple transaction, and `G`, every clean grant, each sorted by family key, with
+// what the rules read joined in only where a rule reads it (issue "The night at Postgres's
+// floor"), and a window count over the family that marks the rows of quiet families
+// (FamilyStream.isQuiet).
+
+extension DecideStage {
+    /// What the `T` rows are joined with (Postgres leaves out what a query does not name). Ties
+    /// between receipts or orders go by byte order of their ids (`COLLATE "C"`, as every report
+    /// sorts), whatever the database's collation; it also lets Postgres sort with abbreviated keys
+    /// instead of calling the locale per comparison.
+    ///
+    /// A transaction's receipt, user and exact order are read by one rule only, compensate
+    /// (Compensate.swift), and only for a transaction whose active grants do not cover its
+    /// quantity; unattributed.csv asks for the user only of a transaction with no grant. So they are
+    /// looked up for the transactions `owed` holds: those without one active grant of their own
+    /// that covers them alone (a superset of those the rules ask about; about a tenth of the
+    /// transactions on the benchmark's data), and left empty for the others (issue "The night at
+    /// Postgres's floor": the receipts' join and the orders' sorts over every transaction were
+    /// most of the `T` query).
+    var transactionCTEs: String {
+        """
+        WITH owed AS MATERIALIZED (
+            SELECT t.transaction_id, t.environment, t.product_id FROM \(S).apple_transactions t
+            WHERE NOT EXISTS (SELECT 1 FROM g WHERE g.transaction_id = t.transaction_id AND g.revoked_ms IS NULL
+                              AND g.quantity >= greatest(t.quantity, 1))
+        ), first_receipt AS (
+            SELECT DISTINCT ON (rt.transaction_id COLLATE "C", rt.environment COLLATE "C")
+                   rt.transaction_id, rt.environment, r.receipt_id, r.user_id
+            FROM \(S).receipt_transactions rt JOIN r ON r.receipt_id = rt.receipt_id
+            WHERE (rt.transaction_id, rt.environment) IN (SELECT transaction_id, environment FROM owed)
+            ORDER BY rt.transaction_id COLLATE "C", rt.environment COLLATE "C", r.submitted_ms, r.receipt_id COLLATE "C"
+        ), exact_by_transaction AS (
+            SELECT DISTINCT ON (transaction_id COLLATE "C") transaction_id, order_id, user_id, product_id, created_ms
+            FROM o WHERE transaction_id IN (SELECT transaction_id FROM owed)
+            ORDER BY transaction_id COLLATE "C", created_ms, order_id COLLATE "C"
+        ), exact_by_receipt AS (
+            SELECT DISTINCT ON (rt.transaction_id COLLATE "C", rt.environment COLLATE "C") rt.transaction_id, rt.environment,
+                   o.order_id, o.user_id, o.product_id, o.created_ms
+            FROM owed t
+            JOIN \(S).receipt_transactions rt ON rt.transaction_id = t.transaction_id AND rt.environment = t.environment
+            JOIN r ON r.receipt_id = rt.receipt_id
+            JOIN o ON o.order_id = r.order_id
+            WHERE o.transaction_id IS NULL AND o.status <> 'delivered' AND o.product_id = t.product_id
+            ORDER BY rt.transaction_id COLLATE "C", rt.environment COLLATE "C", r.submitted_ms, r.receipt_id COLLATE "C"
+        )
+        """
+    }
+
+    /// What the `G` rows are joined with. A grant's receipt links (its receipts by transaction,
+    /// then by order, what Apple answered for each) and the quantity of the order linked to its
+    /// transaction are read by the rules only for a grant whose transaction Apple never showed
+    /// (Clawback's invalid_receipt, wrong_bundle and transaction_not_found; same_transaction's
+    /// quantity): a transaction Apple showed is in the grant's family. So they are counted for
+    /// those grants alone, `unknown`, one row each (2.3% of the grants on the benchmark's data),
+    /// and left at zero for the others: the two joins of every grant with every receipt, the
+    /// receipts' states and the orders' sort were most of the `G` query (issue "The night at
+    /// Postgres's floor"). "Apple showed it" is `known_to_apple`, in either environment.
+    var grantCTEs: String {
+        """
+        WITH unknown AS MATERIALIZED (
+            SELECT g.grant_id, g.transaction_id, g.order_id FROM g
+            WHERE NOT EXISTS (SELECT 1 FROM \(S).apple_transactions t
+                              WHERE t.transaction_id = g.transaction_id AND t.environment IN ('production', 'sandbox'))
+        ), unknown_links AS (
+            SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.transaction_id = u.transaction_id
+            UNION ALL
+            SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.order_id = u.order_id
+            WHERE r.transaction_id IS DISTINCT FROM u.transaction_id
+        ), unknown_facts AS (
+            SELECT l.grant_id, count(*) AS linked,
+                   count(*) FILTER (WHERE s.verdict = 'invalid_receipt') AS rejected_invalid,
+                   count(*) FILTER (WHERE s.verdict = 'wrong_bundle') AS rejected_wrong_bundle,
+                   count(*) FILTER (WHERE s.verdict = 'valid' AND NOT EXISTS (
+                       SELECT 1 FROM \(S).receipt_transactions a
+                       WHERE a.receipt_id = l.receipt_id AND a.transaction_id = l.transaction_id)) AS verified_without_transaction
+            FROM unknown_links l LEFT JOIN \(S).receipt_state s ON s.receipt_id = l.receipt_id
+            GROUP BY l.grant_id
+        ), unknown_order AS (
+            SELECT DISTINCT ON (u.grant_id) u.grant_id, o.quantity
+            FROM unknown u JOIN o ON o.transaction_id = u.transaction_id
+            ORDER BY u.grant_id, o.created_ms, o.order_id COLLATE "C"
+        ), grant_family AS (
+            SELECT g.grant_id, g.user_id, g.order_id, g.product_id, g.transaction_id, g.original_transaction_id,
+                   g.quantity, g.granted_ms, g.revoked_ms,
+                   coalesce(tp.original_transaction_id, ts.original_transaction_id, g.original_transaction_id, g.transaction_id) AS fkey,
+                   (tp.transaction_id IS NOT NULL OR ts.transaction_id IS NOT NULL) AS known_to_apple
+            FROM g
+            LEFT JOIN \(S).apple_transactions tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
+            LEFT JOIN \(S).apple_transactions ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
+        )
+        """
+    }
+
+    /// The `T` rows (Apple transactions with their receipt and exact order), sorted by family key;
+    /// see `FamilyRow`. The window `family` counts a family's transactions for `settled`; it sorts
+    /// as the rows are sorted, so Postgres sorts once.
+    var transactionRowsSQL: String {
+        """
+        \(transactionCTEs)
+        SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
+        FROM \(S).apple_transactions t
+        LEFT JOIN p ON p.product_id = t.product_id
+        LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
+        LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
+        LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
+        LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
+        LEFT JOIN owed ow ON ow.transaction_id = t.transaction_id AND ow.environment = t.environment
+        WINDOW family AS (PARTITION BY t.original_transaction_id COLLATE "C" ORDER BY t.transaction_id COLLATE "C"
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+        ORDER BY t.original_transaction_id COLLATE "C", t.transaction_id COLLATE "C"
+        """
+    }
+
+    /// The `G` rows (a grant with what its linked receipts say), one per grant, sorted by family
+    /// key and grant; the window `family` counts a family's grants for `onlyGrant`.
+    var grantRowsSQL: String {
+        """
+        \(grantCTEs)
+        SELECT \(FamilyRow.selectList(GrantColumn.self, \.sql))
+        FROM grant_family gf
+        LEFT JOIN unknown_facts uf ON uf.grant_id = gf.grant_id
+        LEFT JOIN unknown_order lo ON lo.grant_id = gf.grant_id
+        LEFT JOIN p ON p.product_id = gf.product_id
+        WINDOW family AS (PARTITION BY gf.fkey COLLATE "C" ORDER BY gf.grant_id COLLATE "C"
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+        ORDER BY gf.fkey COLLATE "C", gf.grant_id COLLATE "C"
+        """
+    }
+}
