@@ -42,10 +42,9 @@ public final class DecideStage {
         try db.execute(productsSQL)
         try NightTables.executeInParallel(try copiesSQL(db), settings: settings)
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
-        // query reads only the copies and what was learned from Apple, and takes longer than the
-        // transactions' (its receipt links): it starts now, beside the input checks and the
-        // attribution on this session, which used one core of two, and the `T` query, which reads
-        // `who`, starts after them.
+        // query reads only the copies and what was learned from Apple: it starts now, beside the
+        // input checks and the attribution on this session, which used one core of two, and the
+        // `T` query, which reads `who`, starts after them.
         let grants = FamilyStream(sql: grantRowsSQL, settings: settings, keepRows: !databaseOnly)
         defer { grants.finish() }
         if !databaseOnly {
