@@ -52,7 +52,7 @@ extension SourceRelation {
         \(keyIndexed ? "SET enable_hashagg = off;" : "")
         CREATE UNLOGGED TABLE \(dk) WITH (autovacuum_enabled = false) AS
             SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
-        RESET enable_hashagg;
+        \(keyIndexed ? "RESET enable_hashagg;" : "")
         ANALYZE \(dk);
         CREATE UNLOGGED TABLE \(copy) WITH (autovacuum_enabled = false) AS
         SELECT y.*, (\(bad)) AS bad FROM (
