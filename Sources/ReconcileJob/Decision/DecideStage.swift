@@ -45,7 +45,7 @@ public final class DecideStage {
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the
         // `T` query, which reads `who`, starts after them.
-        let grants = FamilyStream(sql: grantRowsSQL, settings: settings, keepRows: !databaseOnly)
+        let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownGrantsSQL, settings: settings, keepRows: !databaseOnly)
         defer { grants.finish() }
         if !databaseOnly {
             try db.execute("DELETE FROM \(S).input_errors")

@@ -59,9 +59,10 @@ final class FamilyStream: @unchecked Sendable {
     private var batchNext = 0
     private var finished = false
 
-    /// Starts reading `sql`'s rows at once. `keepRows: false` parses nothing and only counts
+    /// Starts reading `sql`'s rows at once, after running `prepare` (statements that make what
+    /// `sql` reads, on the stream's own session). `keepRows: false` parses nothing and only counts
     /// (`run --database-only`, the benchmark's measure of Postgres alone).
-    init(sql: String, settings: JobSettings, keepRows: Bool = true) {
+    init(sql: String, prepare: String = "", settings: JobSettings, keepRows: Bool = true) {
         let thread = Thread { [self] in
             do {
                 let db = try JobDatabase.connect(settings)
@@ -70,6 +71,7 @@ final class FamilyStream: @unchecked Sendable {
                 // The two streams already keep both cores busy: parallel workers on top of them
                 // made the stage slower (35.8 s against 29.0 s at 1M rows per relation).
                 try db.execute("SET max_parallel_workers_per_gather = 0")
+                if !prepare.isEmpty { try db.execute(prepare) }
                 var pending: [Row?] = []
                 pending.reserveCapacity(1024)
                 var stopped = false
