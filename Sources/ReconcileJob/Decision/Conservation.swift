@@ -42,7 +42,6 @@ enum Conservation {
     /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
     static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
         let S = settings.jobSchema.quoted
-        let src = "\"\(settings.sourceSchema)\""
         let start = "to_timestamp(\(settings.windowStart) / 1000.0)"
         let end = "to_timestamp(\(settings.asOf) / 1000.0)"
         // Membership through LEFT JOINs to distinct sets (hash joins that may spill), never
