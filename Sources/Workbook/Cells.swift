@@ -31,7 +31,7 @@ enum ColumnKind: Equatable {
 }
 
 /// The cell formats of styles.xml, by their index in `cellXfs` (see `Parts.styles`).
-enum Style: Int {
+enum Style: Int, CaseIterable {
     case general = 0
     case header = 1
     /// Text with the "@" number format, so a person who edits the cell keeps text.

@@ -50,10 +50,10 @@ final class SheetBody {
             switch cell {
             case .empty: continue
             case .number(let v, let style):
-                put("<c r=\""); xml += columnLetters[i]; xml += r; put("\" s=\""); put(String(style.rawValue))
+                put("<c r=\""); xml += columnLetters[i]; xml += r; put("\" s=\""); xml += Self.styleNumbers[style.rawValue]
                 put("\"><v>"); put(v); put("</v></c>")
             case .text(let t, let style):
-                put("<c r=\""); xml += columnLetters[i]; xml += r; put("\" s=\""); put(String(style.rawValue))
+                put("<c r=\""); xml += columnLetters[i]; xml += r; put("\" s=\""); xml += Self.styleNumbers[style.rawValue]
                 put("\" t=\"inlineStr\"><is><t")
                 if XMLText.needsPreserve(t) { put(" xml:space=\"preserve\"") }
                 put(">"); put(XMLText.escape(t)); put("</t></is></c>")
@@ -75,6 +75,9 @@ final class SheetBody {
         return SheetPart(name: name, bodyPath: path, bodySize: Int64(size), rows: rows, widths: widths,
                          frozenHeader: frozenHeader, hyperlinks: hyperlinks)
     }
+
+    /// Each style's index as the bytes of its `s` attribute.
+    private static let styleNumbers: [[UInt8]] = (0...Style.allCases.map(\.rawValue).max()!).map { Array(String($0).utf8) }
 
     /// The column letters of the 0-based column `index`: A … Z, AA, AB, …
     static func column(_ index: Int) -> String {

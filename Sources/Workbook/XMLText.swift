@@ -50,6 +50,10 @@ enum XMLText {
 
     /// True when the text needs `xml:space="preserve"` to keep its leading or trailing blanks.
     static func needsPreserve(_ text: String) -> Bool {
+        // Printable ASCII at both ends (nearly every cell) is no blank; only the rest is looked up.
+        if let first = text.utf8.first, let last = text.utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80 {
+            return false
+        }
         guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last else { return false }
         return first.properties.isWhitespace || last.properties.isWhitespace
     }

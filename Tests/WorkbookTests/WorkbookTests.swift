@@ -172,6 +172,47 @@ import XLSXReading
         #expect(!FileManager.default.fileExists(atPath: folder + "/reconciliation.xlsx"))
     }
 
+    /// The report reader on what a person's editor or a truncated copy may hand it, and on runs
+    /// that cross its 64 KiB buffer (a quote, a doubled quote or a CRLF split between two reads).
+    @Test(arguments: [
+        ("\u{FEFF}a,b\r\n1,2\r\n", [["a", "b"], ["1", "2"]]),
+        ("a,b\n1,2", [["a", "b"], ["1", "2"]]),
+        ("\"x,\"\"y\"\"\",z\r\n", [["x,\"y\"", "z"]]),
+        ("\"a\"b,c\"d\"\n", [["ab", "c\"d\""]]),
+        ("\"\"\"\",\"\"x\n", [["\"", "x"]]),
+        (",,\r\n\r\n", [["", "", ""], [""]]),
+        ("\"open,\r\nno end", [["open,\r\nno end"]]),
+        ("\"line\r\nbreak\",2\r\n", [["line\r\nbreak", "2"]]),
+        ("caf\u{E9},\u{4E2D}\u{6587}\r\n", [["caf\u{E9}", "\u{4E2D}\u{6587}"]]),
+    ] as [(String, [[String]])])
+    func reportRecordsAsWritten(text: String, records: [[String]]) throws {
+        #expect(try Self.records(of: Array(text.utf8)) == records)
+    }
+
+    @Test(arguments: [65_533, 65_534, 65_535, 65_536])
+    func reportRecordsAcrossTheReadBuffer(at offset: Int) throws {
+        // A first field of `offset` bytes puts what follows at the buffer's edge.
+        let long = String(repeating: "a", count: offset - 1)
+        let text = "\"" + long + "\"\"b\",c\r\nd,\"e\"\r\n"
+        #expect(try Self.records(of: Array(text.utf8)) == [[long + "\"b", "c"], ["d", "e"]])
+        let plain = String(repeating: "z", count: offset) + "\r\nq\r\n"
+        #expect(try Self.records(of: Array(plain.utf8)) == [[String(repeating: "z", count: offset)], ["q"]])
+    }
+
+    @Test func reportRecordsKeepInvalidUTF8AsReplacement() throws {
+        #expect(try Self.records(of: [0x61, 0xFF, 0x2C, 0xC3, 0x0D, 0x0A]) == [["a\u{FFFD}", "\u{FFFD}"]])
+    }
+
+    static func records(of bytes: [UInt8]) throws -> [[String]] {
+        let path = NSTemporaryDirectory() + "records-\(UUID().uuidString).csv"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let reader = try CSVRecords(path: path)
+        var all: [[String]] = []
+        while let r = try reader.next() { all.append(r) }
+        return all
+    }
+
     @Test func xmlTextDropsWhatXMLForbidsAndKeepsExcelEscapesLiteral() {
         #expect(XMLText.escape("a\u{1}b\u{FFFE}c") == "abc")
         #expect(XMLText.escape("<&>\"'") == "&lt;&amp;&gt;&quot;&apos;")
