@@ -100,12 +100,8 @@ final class CSVRecords {
                 }
             case 0x2C:
                 endField()
-            case 0x0D:
-                if try peek() == 0x0A { index += 1 }
-                endField()
-                lastWidth = fields.count
-                return fields
-            default: // LF
+            default: // CR (of a CRLF) or LF: the record ends
+                if b == 0x0D, try peek() == 0x0A { index += 1 }
                 endField()
                 lastWidth = fields.count
                 return fields
