@@ -56,35 +56,10 @@ extension DecideStage {
     /// and left at zero for the others: the two joins of every grant with every receipt, the
     /// receipts' states and the orders' sort were most of the `G` query (issue "The night at
     /// Postgres's floor"). "Apple showed it" is `known_to_apple`, in either environment.
-    ///
-    /// `unknown` is a temporary table of the `G` stream's session (`unknownGrantsSQL`), not a
-    /// CTE: with its statistics Postgres hashes these 22,637 grants and streams the receipts and
-    /// orders past them. Over a CTE it assumed 200 distinct grants and hashed the million
-    /// receipts (twice) and orders instead, a hash each that spills at 5M rows. At 1M rows the
-    /// links and the linked order went from 2.8 + 0.6 s to 1.2 + 0.3 s in the plan, while making
-    /// the table costs about what the CTE did; the whole query's time stayed within the
-    /// machine's noise (7.5-8.0 s against 7.3-8.1 s, alternated).
+    /// Those counts are made before the query (`unknownGrantsSQL`).
     var grantCTEs: String {
         """
-        WITH unknown_links AS (
-            SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.transaction_id = u.transaction_id
-            UNION ALL
-            SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.order_id = u.order_id
-            WHERE r.transaction_id IS DISTINCT FROM u.transaction_id
-        ), unknown_facts AS (
-            SELECT l.grant_id, count(*) AS linked,
-                   count(*) FILTER (WHERE s.verdict = 'invalid_receipt') AS rejected_invalid,
-                   count(*) FILTER (WHERE s.verdict = 'wrong_bundle') AS rejected_wrong_bundle,
-                   count(*) FILTER (WHERE s.verdict = 'valid' AND NOT EXISTS (
-                       SELECT 1 FROM \(S).receipt_transactions a
-                       WHERE a.receipt_id = l.receipt_id AND a.transaction_id = l.transaction_id)) AS verified_without_transaction
-            FROM unknown_links l LEFT JOIN \(S).receipt_state s ON s.receipt_id = l.receipt_id
-            GROUP BY l.grant_id
-        ), unknown_order AS (
-            SELECT DISTINCT ON (u.grant_id) u.grant_id, o.quantity
-            FROM unknown u JOIN o ON o.transaction_id = u.transaction_id
-            ORDER BY u.grant_id, o.created_ms, o.order_id COLLATE "C"
-        ), grant_family AS (
+        WITH grant_family AS (
             SELECT g.grant_id, g.user_id, g.order_id, g.product_id, g.transaction_id, g.original_transaction_id,
                    g.quantity, g.granted_ms, g.revoked_ms,
                    coalesce(tp.original_transaction_id, ts.original_transaction_id, g.original_transaction_id, g.transaction_id) AS fkey,
@@ -96,15 +71,46 @@ extension DecideStage {
         """
     }
 
-    /// The grants whose transaction Apple never showed, in either environment (`grantCTEs`), as a
-    /// temporary table with statistics, made on the `G` stream's session before its query.
+    /// The grants whose transaction Apple never showed, in either environment (`grantCTEs`), and
+    /// what the rules read of them: `unknown_facts` (their receipt links counted) and
+    /// `unknown_order` (the quantity of the order linked to the transaction). Temporary tables
+    /// with statistics, made on the `G` stream's session before its query, so that the query
+    /// hashes these few rows and streams the million grants past them.
+    /// - Over CTEs, Postgres assumed 200 distinct grants and hashed the million receipts (twice)
+    ///   and orders to probe them with 22,637 grants, a hash each that spills at 5M rows.
+    /// - Each link's verdict is looked up by the receipt_state's key (a LATERAL that is not
+    ///   pulled up, so an index scan per link). As a join in the query, Postgres hashed every
+    ///   receipt's state (1M rows) for 22,636 links; as a scalar subquery there, it misjudged the
+    ///   counts' rows and hashed every grant instead.
     var unknownGrantsSQL: String {
         """
         CREATE TEMPORARY TABLE unknown AS
             SELECT g.grant_id, g.transaction_id, g.order_id FROM g
             WHERE NOT EXISTS (SELECT 1 FROM \(S).apple_transactions t
                               WHERE t.transaction_id = g.transaction_id AND t.environment IN ('production', 'sandbox'));
-        ANALYZE unknown
+        ANALYZE unknown;
+        CREATE TEMPORARY TABLE unknown_facts AS
+            WITH unknown_links AS (
+                SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.transaction_id = u.transaction_id
+                UNION ALL
+                SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.order_id = u.order_id
+                WHERE r.transaction_id IS DISTINCT FROM u.transaction_id
+            )
+            SELECT l.grant_id, count(*) AS linked,
+                   count(*) FILTER (WHERE s.verdict = 'invalid_receipt') AS rejected_invalid,
+                   count(*) FILTER (WHERE s.verdict = 'wrong_bundle') AS rejected_wrong_bundle,
+                   count(*) FILTER (WHERE s.verdict = 'valid' AND NOT EXISTS (
+                       SELECT 1 FROM \(S).receipt_transactions a
+                       WHERE a.receipt_id = l.receipt_id AND a.transaction_id = l.transaction_id)) AS verified_without_transaction
+            FROM unknown_links l
+            LEFT JOIN LATERAL (SELECT s.verdict FROM \(S).receipt_state s WHERE s.receipt_id = l.receipt_id OFFSET 0) s ON true
+            GROUP BY l.grant_id;
+        CREATE TEMPORARY TABLE unknown_order AS
+            SELECT DISTINCT ON (u.grant_id) u.grant_id, o.quantity
+            FROM unknown u JOIN o ON o.transaction_id = u.transaction_id
+            ORDER BY u.grant_id, o.created_ms, o.order_id COLLATE "C";
+        ANALYZE unknown_facts;
+        ANALYZE unknown_order
         """
     }
 
