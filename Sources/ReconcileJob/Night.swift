@@ -102,21 +102,33 @@ public final class Night {
             let decide = DecideStage(settings: settings, runID: summary.runID, logger: logger)
             let decided = try decide.run(db: db)
             summary.stageSeconds["decide"] = clock.lap()
+            // The conservation tally in two parts. The receipts first, beside refunds.csv and the
+            // findings history (both of which the CSV files read), because unresolved.csv is the
+            // receipts' `unresolved` bucket. The orders, grants and products are counted while the
+            // workbook is built, which keeps one core of two busy for seconds: nothing the reports
+            // hold depends on those counts, and ReportWriter checks them before it moves any report
+            // into place.
             logger.info("stage tally")
-            summary.tally = try Conservation.compute(settings: settings, dropOne: settings.faultDropTallyRow,
-                                                     beside: decide.refundsAndHistorySQL,
-                                                     counted: settings.tallyGrantsBySQL ? [:] : [.grants: decided.grantBuckets])
+            let dropOne = settings.faultDropTallyRow
+            summary.tally = try Conservation.compute(settings: settings, relations: [.receipts], dropOne: dropOne,
+                                                     beside: decide.refundsAndHistorySQL)
             summary.stageSeconds["tally"] = clock.lap()
-            if let problem = Conservation.problem(summary.tally) { throw JobError(.internalCheck, problem) }
+            if let problem = Conservation.problem(summary.tally, relations: [.receipts]) {
+                throw JobError(.internalCheck, problem)
+            }
             logger.info("stage write")
-            // Once the CSV files are written nothing reads the working tables. Dropping them waits
-            // on the disk for seconds (their files were just written), so it is done while the
-            // workbook is built.
+            let counted: [SourceRelation: [String: Int]] = settings.tallyGrantsBySQL ? [:] : [.grants: decided.grantBuckets]
             let settings = settings
             try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary) {
+                let rest = try Conservation.compute(settings: settings, relations: [.orders, .grants, .products],
+                                                    dropOne: dropOne, counted: counted)
+                // Once the CSV files are written and the tally counted, nothing reads the working
+                // tables. Dropping them waits on the disk for seconds (their files were just
+                // written), so it is done here, beside the workbook, too.
                 let other = try JobDatabase.connect(settings)
                 defer { other.close() }
                 try NightTables.drop(other, schema: settings.jobSchema)
+                return rest
             }
             summary.stageSeconds["write"] = clock.lap()
         }

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import ReconcileJob
 import Testing
 
 /// "Right to the row": no source row vanishes, the tally adds up, what Apple never showed is not
@@ -65,14 +66,57 @@ struct RightToTheRowTests {
         #expect(N.read(folder.appendingPathComponent("summary.json")).contains("\"written_at\":\"20"))
     }
 
-    @Test("a row taken out of its bucket by a deliberate fault: exit 70 naming the relation, no report")
-    func conservationFault() throws {
-        let w = try N.world("tallyfault", users: 60)
+    /// unresolved.csv is the tally's `unresolved` bucket (Conservation.unresolvedTable); the
+    /// receipts a run sends are selected by ReceiptSelection. Contract §2 defines both alike (the
+    /// report without the wait between runs): the two statements must find the same receipts.
+    @Test("unresolved.csv holds exactly the receipts verification selects as unresolved (wait aside)")
+    func unresolvedAsSelected() throws {
+        let w = try N.world("unresolvedsel", users: 200)
         defer { w.stop() }
-        let r = try w.run(["--inject-fault", "tally-drop:iap_grants"])
+        // Unverified, so many receipts stay unresolved; some are settled at upload, some not:
+        // a grant revoked, an upload that answered 0 with no grant at all, one outside the window.
+        try w.t.db.execute("""
+            CREATE TABLE revoked_uploads AS
+                SELECT receipt_id, transaction_id FROM iap_receipts
+                WHERE verify_status = 0 AND transaction_id IS NOT NULL AND submitted_at > '2026-11-01'
+                ORDER BY receipt_id LIMIT 5;
+            UPDATE iap_grants SET revoked_at = '2026-11-20 10:00:00+00'
+            WHERE transaction_id IN (SELECT transaction_id FROM revoked_uploads);
+            INSERT INTO iap_receipts (receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status)
+            SELECT 'ungranted-0', user_id, NULL, '4000000000000077', receipt_data, '2026-11-20 10:00:00+00', 0
+            FROM iap_receipts WHERE receipt_data IS NOT NULL LIMIT 1;
+            INSERT INTO iap_receipts (receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status)
+            SELECT 'long-ago', user_id, NULL, NULL, receipt_data, '2025-01-01 10:00:00+00', NULL
+            FROM iap_receipts WHERE receipt_data IS NOT NULL LIMIT 1;
+            """)
+        let r = try w.run(["--no-verify"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let listed = Self.csvRows(w.out.appendingPathComponent("2026-11-21/unresolved.csv"))
+            .map { String($0.prefix { $0 != "," }) }
+        let settings = JobSettings(asOf: 1_795_230_000_000, jobSchema: try JobSchema("recon"))
+        let sql = ReceiptSelection.unresolvedReceiptsSQL(select: "r.receipt_id", settings: settings, eligibleNow: false)
+        let selected = try w.t.db.query(sql + " ORDER BY r.receipt_id COLLATE \"C\"").rows.map { $0[0] ?? "" }
+        #expect(listed.count > 20, "too few unresolved receipts to compare: \(listed.count)")
+        #expect(listed.contains("ungranted-0") && !listed.contains("long-ago"))
+        let revoked = try w.t.db.query("SELECT receipt_id FROM revoked_uploads").rows.map { $0[0] ?? "" }
+        #expect(revoked.count == 5 && revoked.allSatisfy(listed.contains), "\(revoked)")
+        #expect(listed == selected, "unresolved.csv \(listed.count) rows, the selection \(selected.count)")
+    }
+
+    /// The receipts are counted before the reports are written, the grants while the workbook is
+    /// built (Night.swift): either way a failed check leaves no report.
+    @Test("a row taken out of its bucket by a deliberate fault: exit 70 naming the relation, no report",
+          arguments: ["iap_grants", "iap_receipts"])
+    func conservationFault(relation: String) throws {
+        let w = try N.world("tallyfault_\(relation.dropFirst(4).prefix(1))", users: 60)
+        defer { w.stop() }
+        let r = try w.run(["--inject-fault", "tally-drop:\(relation)"])
         #expect(r.status == 70, "\(r.stderr)")
         let lines = r.stderr.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains("conservation check failed for iap_grants"), "\(r.stderr)")
+        #expect(lines.count == 1 && lines[0].contains("conservation check failed for \(relation)"), "\(r.stderr)")
+        // Nothing of the half-written set is left beside the reports either.
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: w.out.path)) ?? []
+        #expect(left.filter { $0.hasPrefix(".") }.isEmpty, "\(left)")
         #expect(!FileManager.default.fileExists(atPath: w.out.appendingPathComponent("2026-11-21").path))
         // Without the fault the same data passes.
         #expect(try w.run().status == 0)

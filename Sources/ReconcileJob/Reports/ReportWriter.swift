@@ -16,9 +16,13 @@ struct ReportWriter {
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
 
-    /// `besideWorkbook` runs on a thread of its own while the workbook and page are built (the
-    /// night drops its working tables there: the CSV files are written by then).
-    func write(db: PGConnection, summary: inout RunSummary, besideWorkbook: (@Sendable () throws -> Void)? = nil) throws {
+    /// `besideWorkbook` runs on a thread of its own while the workbook and page are built: the
+    /// night counts the rest of its conservation tally there (it reads the working tables, not the
+    /// reports), then drops the working tables. The tallies it returns are added to
+    /// `summary.tally` and checked before anything is moved into place: a failed check leaves no
+    /// report (contract §1), as when the tally came first.
+    func write(db: PGConnection, summary: inout RunSummary,
+               besideWorkbook: (@Sendable () throws -> [String: RelationTally])? = nil) throws {
         let day = UTC.date(settings.asOf)
         let out = settings.out
         let final = out + "/" + day
@@ -67,10 +71,18 @@ struct ReportWriter {
         summary.money = money.totals
         summary.reportFolder = final
         summary.exitCode = 0
-        summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
         do {
+            let forPeople = summary
+            let rest = try Self.run(besideWorkbook) { try writeForPeople(db: db, summary: forPeople, folder: temp) }
+            summary.tally.merge(rest) { _, new in new }
+            if let problem = Conservation.problem(summary.tally) {
+                summary.exitCode = nil
+                summary.reportFolder = nil
+                try? FileSystem.removeTree(temp)
+                throw JobError(.internalCheck, problem)
+            }
+            summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
             try FileSystem.write(temp + "/summary.json", Array((summary.json + "\n").utf8))
-            try Self.run(besideWorkbook) { try writeForPeople(db: db, summary: summary, folder: temp) }
             // Into place without a moment where <out>/<date> is absent: an atomic exchange with
             // last night's folder where the kernel has one, then the old set goes.
             try FileSystem.replaceDirectory(final, with: temp, aside: out + "/.\(day).old-\(getpid())")
@@ -102,13 +114,18 @@ struct ReportWriter {
                 ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
                 """
         case .unresolved:
-            return ReceiptSelection.unresolvedReceiptsSQL(
-                select: """
-                    r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
-                           s.last_status::text, s.last_error,
-                           to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                    """,
-                settings: settings, eligibleNow: false, receipts: "r") + "\nORDER BY r.receipt_id COLLATE \"C\""
+            // The receipts the tally placed in `unresolved` (Conservation.unresolvedTable): contract
+            // §2's definition, as ReceiptSelection.unresolvedReceiptsSQL says it for the receipts
+            // sent, without the wait between runs (a test holds the two equal). So the receipts
+            // and their states are joined once a night, in the tally, not again here.
+            return """
+                SELECT r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
+                       s.last_status::text, s.last_error,
+                       to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                FROM r JOIN \(Conservation.unresolvedTable) u ON u.receipt_id = r.receipt_id
+                LEFT JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id
+                ORDER BY r.receipt_id COLLATE "C"
+                """
         case .inputErrors:
             return """
                 SELECT relation, key, column_name, problem FROM \(S).input_errors
@@ -117,20 +134,22 @@ struct ReportWriter {
         }
     }
 
-    /// Runs `other` on a thread of its own while `body` runs here; waits for both, and throws
-    /// `body`'s error first.
-    private static func run(_ other: (@Sendable () throws -> Void)?, beside body: () throws -> Void) throws {
-        guard let other else { return try body() }
-        let failure = Mutex<(any Error)?>(nil)
+    /// Runs `other` on a thread of its own while `body` runs here; waits for both, throws
+    /// `body`'s error first, and returns what `other` returned (nothing when there is none).
+    private static func run<T: Sendable>(_ other: (@Sendable () throws -> [String: T])?,
+                                         beside body: () throws -> Void) throws -> [String: T] {
+        guard let other else { try body(); return [:] }
+        let outcome = Mutex<Result<[String: T], any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
-            do { try other() } catch { failure.withLock { $0 = error } }
+            let result = Result { try other() }
+            outcome.withLock { $0 = result }
             done.signal()
         }.start()
-        let outcome = Result { try body() }
+        let mine = Result { try body() }
         done.wait()
-        try outcome.get()
-        if let error = failure.withLock({ $0 }) { throw error }
+        try mine.get()
+        return try outcome.withLock { $0 }!.get()
     }
 
     /// One CSV file: its rows, the count per reason column, and its money columns summed.

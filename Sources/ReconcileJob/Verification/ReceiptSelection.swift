@@ -25,23 +25,22 @@ struct VerifyJob: Sendable {
 }
 
 /// Contract §2: which receipts are sent to the App Store in this run, in SQL. The report of
-/// unresolved receipts uses the same definition, so the two always agree.
+/// unresolved receipts holds the conservation tally's `unresolved` receipts (Conservation.swift),
+/// the same definition without the wait between runs; a test keeps the two in agreement
+/// (RightToTheRowTests.unresolvedAsSelected).
 struct ReceiptSelection {
     let settings: JobSettings
 
     /// Contract §2's unresolved receipts: submitted in the window, no definitive answer of ours,
     /// not settled at upload (status 0/21006 with an active grant), not an input error (decodable
     /// data, user and time present). One row per receipt_id (a duplicated key keeps its first row
-    /// by submitted_at). The report of
-    /// unresolved receipts uses the same definition, without the wait between runs.
-    /// `receipts`: the clean rows to read, when the decide stage already made them (`r`, its copy).
-    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool,
-                                      receipts: String? = nil) -> String {
+    /// by submitted_at).
+    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool) -> String {
         let src = "\"\(settings.sourceSchema)\""
         let job = settings.jobSchema.quoted
         return """
         SELECT \(select)
-        FROM \(receipts ?? SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
         LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
         WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
           AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
