@@ -11,6 +11,10 @@ extension DecideStage {
     /// `token_orders(token, order_id)`: the appAccountToken each order stands for. Order ids that
     /// are UUIDs stand for themselves (any case); with `--account-token-namespace`, every order
     /// created from a day before the window on stands for the UUIDv5 of its id in the namespace.
+    /// Of the orders that stand for themselves only those a transaction to attribute names are
+    /// kept (`who` reads no other): Postgres hashes those few tokens and, when there are none (no
+    /// Server API sweep learned a transaction), reads no order at all. Testing every order id
+    /// against the UUID pattern took 0.55-0.98 s at 1M orders on the path before the `T` query.
     func prepareTokenOrders(_ db: PGConnection) throws {
         try db.execute("DROP TABLE IF EXISTS token_orders; CREATE UNLOGGED TABLE token_orders (token text, order_id text) WITH (autovacuum_enabled = false)")
         if let namespace = settings.accountTokenNamespace {
@@ -27,11 +31,19 @@ extension DecideStage {
             }
         }
         try db.execute("""
-            INSERT INTO token_orders SELECT lower(order_id), order_id FROM o
+            INSERT INTO token_orders SELECT token, order_id FROM (
+                SELECT lower(o.order_id) AS token, o.order_id FROM o
+                WHERE lower(o.order_id) IN (SELECT lower(t.app_account_token) FROM \(S).apple_transactions t
+                                            WHERE \(Self.attributedSources) AND t.app_account_token IS NOT NULL)
+                OFFSET 0  -- a fence: the pattern is tested on the few orders named, not on every order
+            ) named
             WHERE length(order_id) = 36 AND order_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
             ANALYZE token_orders;
             """)
     }
+
+    /// The transactions (`t`) learned from the Server API alone, whose purchase `who` attributes.
+    static let attributedSources = "t.source IN ('notification', 'transaction_history')"
 
     /// `who`: for each transaction learned from the Server API alone, its token order and its user.
     var attributionSQL: String {
@@ -40,7 +52,7 @@ extension DecideStage {
         CREATE UNLOGGED TABLE who WITH (autovacuum_enabled = false) AS
         WITH needs AS (
             SELECT transaction_id, environment, original_transaction_id, lower(app_account_token) AS token, history_user_id
-            FROM \(S).apple_transactions WHERE source IN ('notification', 'transaction_history')
+            FROM \(S).apple_transactions t WHERE \(Self.attributedSources)
         ), keys AS (
             SELECT DISTINCT original_transaction_id AS okey FROM needs
         ), family_ids AS (
