@@ -224,6 +224,13 @@ enum Migrations {
                                       AND translate(data, E' \\n\\r\\t', '') ~ '^[A-Za-z0-9+/]+={0,2}$', false) END
         $fn$;
         """),
+        (9, "room on each page of findings for the nightly update of last_seen", """
+        -- Every night updates every open finding (last_seen); with half of each page free the new
+        -- version stays on its page and the key's index is not touched (a HOT update): the
+        -- history's upsert 2.0-2.7 -> 0.7-1.3 s at 177k open findings. Pages written from now
+        -- on keep the room; older ones gain it as vacuum frees their old versions.
+        ALTER TABLE {S}.findings SET (fillfactor = 50);
+        """),
     ]
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.
