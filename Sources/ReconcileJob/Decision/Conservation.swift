@@ -208,7 +208,6 @@ enum Conservation {
                         dropOne: String? = nil, beside: String? = nil,
                         counted: [SourceRelation: [String: Int]] = [:]) throws -> [String: RelationTally] {
         var tallies: [String: RelationTally] = [:]
-        let unresolvedTable = "\(settings.jobSchema.quoted).\(unresolvedTable)"
         var pieces: [@Sendable (PGConnection) throws -> [[String?]]] = relations.map { relation in
             let query = sql(relation, settings: settings, bucketed: counted[relation] == nil)
             guard relation == .receipts else { return { db in try db.query(query).rows } }
@@ -220,9 +219,9 @@ enum Conservation {
                 return try db.query(query).rows
             }
         }
-        if let beside { pieces.insert({ db in try db.execute(beside); return [] }, at: 1) }
+        if let beside { pieces.insert({ db in try db.execute(beside); return [] }, at: min(1, pieces.count)) }
         var results = try NightTables.inParallel(pieces, settings: settings)
-        if beside != nil { results.remove(at: 1) }
+        if beside != nil { results.remove(at: min(1, relations.count)) }
         for (relation, rows) in zip(relations, results) {
             var tally = RelationTally()
             for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
