@@ -16,13 +16,13 @@ struct ReportWriter {
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
 
-    /// `besideWorkbook` runs on a thread of its own while the workbook and page are built: the
-    /// night counts the rest of its conservation tally there (it reads the working tables, not the
-    /// reports), then drops the working tables. The tallies it returns are added to
-    /// `summary.tally` and checked before anything is moved into place: a failed check leaves no
-    /// report (contract §1), as when the tally came first.
+    /// `restOfTally` runs on a thread of its own while the workbook and page are built: the night
+    /// counts the relations of its conservation tally not counted yet there (they read the working
+    /// tables, not the reports), then drops the working tables. The tallies it returns are added to
+    /// `summary.tally`, and the whole tally is checked before anything is moved into place: a
+    /// failed check leaves no report (contract §1), as when the tally came first.
     func write(db: PGConnection, summary: inout RunSummary,
-               besideWorkbook: (@Sendable () throws -> [String: RelationTally])? = nil) throws {
+               restOfTally: @escaping @Sendable () throws -> [String: RelationTally]) throws {
         let day = UTC.date(settings.asOf)
         let out = settings.out
         let final = out + "/" + day
@@ -73,7 +73,7 @@ struct ReportWriter {
         summary.exitCode = 0
         do {
             let forPeople = summary
-            let rest = try Self.run(besideWorkbook) { try writeForPeople(db: db, summary: forPeople, folder: temp) }
+            let rest = try Self.run(restOfTally) { try writeForPeople(db: db, summary: forPeople, folder: temp) }
             summary.tally.merge(rest) { _, new in new }
             if let problem = Conservation.problem(summary.tally) {
                 summary.exitCode = nil
@@ -135,11 +135,10 @@ struct ReportWriter {
     }
 
     /// Runs `other` on a thread of its own while `body` runs here; waits for both, throws
-    /// `body`'s error first, and returns what `other` returned (nothing when there is none).
-    private static func run<T: Sendable>(_ other: (@Sendable () throws -> [String: T])?,
-                                         beside body: () throws -> Void) throws -> [String: T] {
-        guard let other else { try body(); return [:] }
-        let outcome = Mutex<Result<[String: T], any Error>?>(nil)
+    /// `body`'s error first, and returns what `other` returned.
+    private static func run<T: Sendable>(_ other: @escaping @Sendable () throws -> T,
+                                         beside body: () throws -> Void) throws -> T {
+        let outcome = Mutex<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
             let result = Result { try other() }
