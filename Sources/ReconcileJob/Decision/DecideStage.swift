@@ -40,12 +40,14 @@ public final class DecideStage {
         var result = Result()
         try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
+        let products = try ProductCatalog.load(db)
         try NightTables.executeInParallel(try copiesSQL(db), settings: settings)
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the
         // `T` query, which reads `who`, starts after them.
-        let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownGrantsSQL, settings: settings, keepRows: !databaseOnly)
+        let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownGrantsSQL, products: products,
+                                  settings: settings, keepRows: !databaseOnly)
         defer { grants.finish() }
         if !databaseOnly {
             try db.execute("DELETE FROM \(S).input_errors")
@@ -53,7 +55,8 @@ public final class DecideStage {
         }
         try prepareTokenOrders(db)
         try db.execute(attributionSQL)
-        let transactions = FamilyStream(sql: transactionRowsSQL, settings: settings, keepRows: !databaseOnly)
+        let transactions = FamilyStream(sql: transactionRowsSQL, products: products, settings: settings,
+                                        keepRows: !databaseOnly)
         defer { transactions.finish() }
         if databaseOnly {
             while try transactions.next() != nil {}
@@ -88,12 +91,12 @@ public final class DecideStage {
             // Not quiet: its waiting rows are read now. A flagged row is its family's only row of
             // its kind, so the order of each kind stays the streams' order.
             for line in unreadTransactions {
-                if case .transaction(let fact)? = line.withUnsafeBufferPointer(FamilyStream.row)?.fact {
+                if case .transaction(let fact)? = line.withUnsafeBufferPointer({ FamilyStream.row($0, products: products) })?.fact {
                     current.transactions.append(fact)
                 } else { unreadable += 1 }
             }
             for line in unreadGrants {
-                if case .grant(let fact, let kept)? = line.withUnsafeBufferPointer(FamilyStream.row)?.fact {
+                if case .grant(let fact, let kept)? = line.withUnsafeBufferPointer({ FamilyStream.row($0, products: products) })?.fact {
                     current.grants.append(fact)
                     currentKept.append(kept)
                 } else { unreadable += 1 }

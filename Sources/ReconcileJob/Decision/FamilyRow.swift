@@ -8,14 +8,14 @@ import Reconciliation
 /// column is one case and its SQL.
 enum TransactionColumn: Int, CaseIterable {
     case key, kind, transactionID, settled, environment, productID, quantity, purchaseMs, originalPurchaseMs, expiresMs
-    case cancellationMs, cancellationReason, isTrialPeriod, webOrderLineItemID, bundleID, productType
+    case cancellationMs, cancellationReason, isTrialPeriod, webOrderLineItemID, bundleID
     case receiptID, userID, orderID, orderUserID, orderProductID, orderCreatedMs
-    case source, applePrice, appleCurrency, listPrice, listCurrency, familyRevokedMs, storefront
+    case source, applePrice, appleCurrency, familyRevokedMs, storefront
 
     /// A refund stands unless a REFUND_REVERSED came at or after it.
     static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
 
-    /// Over `t` (apple_transactions), `p` (products), `f` (first receipt), `e1`/`e2` (exact orders),
+    /// Over `t` (apple_transactions), `f` (first receipt), `e1`/`e2` (exact orders),
     /// `w` (whose purchase, for transactions no upload showed: Attribution.swift). `f`, `e1` and
     /// `e2` hold only the transactions that their active grants may not cover, the only ones whose
     /// receipt, user and order a rule reads (DecideStage.transactionCTEs); for the others
@@ -46,7 +46,6 @@ enum TransactionColumn: Int, CaseIterable {
         case .isTrialPeriod: return "t.is_trial_period::text"
         case .webOrderLineItemID: return "t.web_order_line_item_id"
         case .bundleID: return "t.bundle_id"
-        case .productType: return "p.product_type"
         case .receiptID: return "f.receipt_id"
         case .userID: return "coalesce(f.user_id, w.user_id)"
         case .orderID: return "coalesce(e1.order_id, e2.order_id, w.token_order_id)"
@@ -56,8 +55,6 @@ enum TransactionColumn: Int, CaseIterable {
         case .source: return "t.source"
         case .applePrice: return "t.price_milliunits::text"
         case .appleCurrency: return "t.currency"
-        case .listPrice: return "p.list_milli::text"
-        case .listCurrency: return "p.list_currency"
         case .familyRevokedMs:
             return "CASE WHEN t.revocation_type = 'FAMILY_REVOKE' AND NOT \(Self.reversed) THEN t.revocation_date_ms::text END"
         case .storefront: return "t.storefront"
@@ -67,12 +64,12 @@ enum TransactionColumn: Int, CaseIterable {
 
 enum GrantColumn: Int, CaseIterable {
     case key, kind, grantID, onlyGrant, userID, orderID, productID, transactionID, originalTransactionID, quantity, grantedMs
-    case revokedMs, productType, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
-    case linkedOrderQuantity, listPrice, listCurrency, tallyKept
+    case revokedMs, linkedReceipts, rejectedInvalid, rejectedWrongBundle, verifiedWithoutTransaction
+    case linkedOrderQuantity, tallyKept
 
-    /// Over `gf` (a grant with its family key), `uf` (its receipt links, counted only when Apple
-    /// never showed its transaction: DecideStage.grantCTEs), `p` (products), `lo` (the order
-    /// linked to its transaction, likewise only then).
+    /// Over `gf` (a grant with its family key) and `uf` (its receipt links and the quantity of the
+    /// order linked to its transaction, counted only when Apple never showed its transaction:
+    /// DecideStage.unknownGrantsSQL).
     var sql: String {
         switch self {
         case .key: return "gf.fkey"
@@ -87,14 +84,11 @@ enum GrantColumn: Int, CaseIterable {
         case .quantity: return "gf.quantity::text"
         case .grantedMs: return "gf.granted_ms::text"
         case .revokedMs: return "gf.revoked_ms::text"
-        case .productType: return "p.product_type"
         case .linkedReceipts: return "coalesce(uf.linked, 0)::text"
         case .rejectedInvalid: return "coalesce(uf.rejected_invalid, 0)::text"
         case .rejectedWrongBundle: return "coalesce(uf.rejected_wrong_bundle, 0)::text"
         case .verifiedWithoutTransaction: return "coalesce(uf.verified_without_transaction, 0)::text"
-        case .linkedOrderQuantity: return "lo.quantity::text"
-        case .listPrice: return "p.list_milli::text"
-        case .listCurrency: return "p.list_currency"
+        case .linkedOrderQuantity: return "uf.order_quantity::text"
         case .tallyKept:
             return "CASE WHEN gf.revoked_ms IS NOT NULL OR gf.known_to_apple OR uf.linked > 0 THEN 't' ELSE 'f' END"
         }
@@ -154,8 +148,9 @@ struct FamilyRow {
     subscript(_ c: TransactionColumn) -> String? { fields[c.rawValue] }
     subscript(_ c: GrantColumn) -> String? { fields[c.rawValue] }
 
-    /// A `T` row as the core's `KnownTransaction`; nil when a required field is missing.
-    func transaction() -> KnownTransaction? {
+    /// A `T` row as the core's `KnownTransaction`, its product's type and list price from
+    /// `products`; nil when a required field is missing.
+    func transaction(_ products: ProductCatalog) -> KnownTransaction? {
         guard let tid = self[TransactionColumn.transactionID], let otid = self[TransactionColumn.key],
               let env = self[TransactionColumn.environment].flatMap(AppStoreEnvironment.init(rawValue:)),
               let pid = self[TransactionColumn.productID], let qty = self[TransactionColumn.quantity].flatMap({ Int($0) }),
@@ -175,15 +170,17 @@ struct FamilyRow {
         }
         var price = PriceFacts()
         if let m = self[.applePrice].flatMap({ Int64($0) }), let c = self[.appleCurrency] { price.apple = Money(milliunits: m, currency: c) }
-        price.listUnit = Self.money(self[TransactionColumn.listPrice], self[TransactionColumn.listCurrency])
-        return KnownTransaction(transaction: t, productType: self[TransactionColumn.productType].flatMap(ProductType.init(rawValue:)),
+        let product = products[pid]
+        price.listUnit = product?.listUnit
+        return KnownTransaction(transaction: t, productType: product?.type,
                                 receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order,
                                 source: self[.source].flatMap(TransactionSource.init(rawValue:)) ?? .receipt, price: price,
                                 familyRevokedDate: self[.familyRevokedMs].flatMap { Int64($0) }, storefront: self[.storefront])
     }
 
-    /// A `G` row as the core's `GrantFacts`; nil when a required field is missing.
-    func grant() -> GrantFacts? {
+    /// A `G` row as the core's `GrantFacts`, its product's type and list price from `products`;
+    /// nil when a required field is missing.
+    func grant(_ products: ProductCatalog) -> GrantFacts? {
         guard let gid = self[GrantColumn.grantID], let user = self[GrantColumn.userID],
               let pid = self[GrantColumn.productID], let tid = self[GrantColumn.transactionID],
               let qty = self[GrantColumn.quantity].flatMap({ Int($0) }),
@@ -196,13 +193,41 @@ struct FamilyRow {
         let links = ReceiptLinks(linked: count(.linkedReceipts), rejectedInvalid: count(.rejectedInvalid),
                                  rejectedWrongBundle: count(.rejectedWrongBundle),
                                  verifiedWithoutTransaction: count(.verifiedWithoutTransaction))
-        return GrantFacts(grant: grant, productType: self[GrantColumn.productType].flatMap(ProductType.init(rawValue:)),
+        let product = products[pid]
+        return GrantFacts(grant: grant, productType: product?.type,
                           links: links, linkedOrderQuantity: self[.linkedOrderQuantity].flatMap { Int($0) },
-                          listUnitPrice: Self.money(self[GrantColumn.listPrice], self[GrantColumn.listCurrency]))
+                          listUnitPrice: product?.listUnit)
+    }
+}
+
+/// The valid products (`p`: SourceRows.swift), read once per night. A family row carries its
+/// product id, and its type and list price are looked up here: joining `p` into each family
+/// query hashed the product id of every one of a million rows (0.4-0.6 s in each query at 1M
+/// rows; issue "The night at Postgres's floor"), where only the rows a rule reads need them. A
+/// product that is not here (Apple's, unknown to the source) has no type and no price, as the
+/// LEFT JOIN gave.
+struct ProductCatalog: Sendable {
+    struct Product: Sendable {
+        let type: ProductType?
+        let listUnit: Money?
     }
 
-    static func money(_ milli: String?, _ currency: String?) -> Money? {
-        guard let m = milli.flatMap({ Int64($0) }), let c = currency else { return nil }
-        return Money(milliunits: m, currency: c)
+    private let products: [String: Product]
+
+    init(_ products: [String: Product]) { self.products = products }
+
+    subscript(_ productID: String) -> Product? { products[productID] }
+
+    /// `p`'s rows; made by `DecideStage.productsSQL`, one row per product id.
+    static func load(_ db: PGConnection) throws -> ProductCatalog {
+        let result = try db.query("SELECT product_id, product_type, list_milli::text, list_currency FROM p")
+        var products: [String: Product] = [:]
+        for row in result.rows {
+            guard let id = row[0] else { continue }
+            var listUnit: Money?
+            if let m = row[2].flatMap({ Int64($0) }), let c = row[3] { listUnit = Money(milliunits: m, currency: c) }
+            products[id] = Product(type: row[1].flatMap(ProductType.init(rawValue:)), listUnit: listUnit)
+        }
+        return ProductCatalog(products)
     }
 }

@@ -32,11 +32,14 @@ final class FamilyStream: @unchecked Sendable {
         unreadTransactions == 1 && unreadGrants == 1 && transactions == 0 && grants == 0
     }
 
-    /// A line read whole: nil when its key or a required field is missing (FamilyRow).
-    static func row(_ line: UnsafeBufferPointer<UInt8>) -> Row? {
+    /// A line read whole, its product looked up in `products`: nil when its key or a required
+    /// field is missing (FamilyRow).
+    static func row(_ line: UnsafeBufferPointer<UInt8>, products: ProductCatalog) -> Row? {
         guard let row = FamilyRow(line), let key = row.key else { return nil }
-        if row.isTransaction, let t = row.transaction() { return Row(key: key, fact: .transaction(t)) }
-        if row.isGrant, let g = row.grant() { return Row(key: key, fact: .grant(g, kept: row[GrantColumn.tallyKept] == "t")) }
+        if row.isTransaction, let t = row.transaction(products) { return Row(key: key, fact: .transaction(t)) }
+        if row.isGrant, let g = row.grant(products) {
+            return Row(key: key, fact: .grant(g, kept: row[GrantColumn.tallyKept] == "t"))
+        }
         return nil
     }
 
@@ -62,7 +65,7 @@ final class FamilyStream: @unchecked Sendable {
     /// Starts reading `sql`'s rows at once, after running `prepare` (statements that make what
     /// `sql` reads, on the stream's own session). `keepRows: false` parses nothing and only counts
     /// (`run --database-only`, the benchmark's measure of Postgres alone).
-    init(sql: String, prepare: String = "", settings: JobSettings, keepRows: Bool = true) {
+    init(sql: String, prepare: String = "", products: ProductCatalog, settings: JobSettings, keepRows: Bool = true) {
         let thread = Thread { [self] in
             do {
                 let db = try JobDatabase.connect(settings)
@@ -83,7 +86,7 @@ final class FamilyStream: @unchecked Sendable {
                     // (a key with an escape is read the usual way).
                     if FamilyRow.quietFlag(line), let key = FamilyRow.plainKey(line) {
                         pending.append(Row(key: key, fact: .unread(Array(line))))
-                    } else if let row = Self.row(line) {
+                    } else if let row = Self.row(line, products: products) {
                         pending.append(row)
                     } else {
                         problems.add(1, ordering: .relaxed)
