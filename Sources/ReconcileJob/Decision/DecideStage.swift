@@ -90,13 +90,16 @@ public final class DecideStage {
             }
             // Not quiet: its waiting rows are read now. A flagged row is its family's only row of
             // its kind, so the order of each kind stays the streams' order.
+            func read(_ line: [UInt8]) -> FamilyStream.Fact? {
+                line.withUnsafeBufferPointer { FamilyStream.row($0, products: products) }?.fact
+            }
             for line in unreadTransactions {
-                if case .transaction(let fact)? = line.withUnsafeBufferPointer({ FamilyStream.row($0, products: products) })?.fact {
+                if case .transaction(let fact)? = read(line) {
                     current.transactions.append(fact)
                 } else { unreadable += 1 }
             }
             for line in unreadGrants {
-                if case .grant(let fact, let kept)? = line.withUnsafeBufferPointer({ FamilyStream.row($0, products: products) })?.fact {
+                if case .grant(let fact, let kept)? = read(line) {
                     current.grants.append(fact)
                     currentKept.append(kept)
                 } else { unreadable += 1 }
