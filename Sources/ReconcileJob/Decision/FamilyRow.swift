@@ -214,7 +214,7 @@ struct ProductCatalog: Sendable {
 
     private let products: [String: Product]
 
-    init(_ products: [String: Product]) { self.products = products }
+    private init(_ products: [String: Product]) { self.products = products }
 
     subscript(_ productID: String) -> Product? { products[productID] }
 
