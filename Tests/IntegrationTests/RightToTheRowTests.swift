@@ -351,4 +351,55 @@ struct RightToTheRowTests {
             #expect(rows.count == 1 && rows[0].contains(",transaction_not_found,"), "\(grant): \(rows)")
         }
     }
+
+    @Test("a family that looks quiet but is not (a second grant, a restore granted, a second transaction) is decided")
+    func crowdedFamiliesDecided() throws {
+        // Postgres leaves out the families it proves quiet before sorting (DecideStage.crowdedKeysSQL).
+        // Each family here was quiet on the first night and gets one more row: left out, its
+        // duplicate would be missed, and the row would be judged alone in a family of its own.
+        let w = try N.world("crowded", users: 200)
+        defer { w.stop() }
+        #expect(try w.run().status == 0)
+        let quiet = try w.t.db.query("""
+            SELECT t.transaction_id, g.grant_id, g.user_id, g.product_id FROM recon.apple_transactions t
+            JOIN iap_grants g ON g.transaction_id = t.transaction_id
+            JOIN iap_products p ON p.product_id = t.product_id AND p.product_type = 'non_consumable'
+            WHERE t.environment = 'production' AND t.original_transaction_id = t.transaction_id
+              AND t.cancellation_date_ms IS NULL AND t.revocation_date_ms IS NULL AND g.revoked_at IS NULL
+              AND (SELECT count(*) FROM recon.apple_transactions x WHERE x.original_transaction_id = t.transaction_id) = 1
+              AND (SELECT count(*) FROM iap_grants x WHERE t.transaction_id IN (x.transaction_id, x.original_transaction_id)) = 1
+            ORDER BY t.transaction_id COLLATE "C" LIMIT 3
+            """)
+        try #require(quiet.rowCount == 3)
+        func family(_ i: Int) -> (tid: String, grant: String, user: String, product: String) {
+            (quiet.value(i, 0)!, quiet.value(i, 1)!, quiet.value(i, 2)!, quiet.value(i, 3)!)
+        }
+        let (same, restore, second) = (family(0), family(1), family(2))
+        // 0: its transaction granted a second time.
+        // 1: a grant of a transaction Apple never showed, whose original is the family's key.
+        // 2: Apple shows a second transaction of the family (a purchase again), granted to the same user.
+        try w.t.db.query("""
+            INSERT INTO recon.apple_transactions (transaction_id, environment, original_transaction_id, product_id,
+                quantity, purchase_date_ms, original_purchase_date_ms, bundle_id, source)
+            SELECT '4000000000000092', environment, original_transaction_id, product_id, quantity,
+                   purchase_date_ms + 3600000, original_purchase_date_ms, bundle_id, source
+            FROM recon.apple_transactions WHERE transaction_id = $1 AND environment = 'production'
+            """, [second.tid])
+        try w.t.db.query("""
+            INSERT INTO iap_grants VALUES
+              ('g-crowd-same', $1, NULL, $2, $3, $3, 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-crowd-restore', $4, NULL, $5, '4000000000000091', $6, 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-crowd-second', $7, NULL, $8, '4000000000000092', NULL, 1, '2026-11-20 10:00:10+00', NULL)
+            """, [same.user, same.product, same.tid, restore.user, restore.product, restore.tid,
+                  second.user, second.product])
+        let r = try w.run(["--no-verify"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let duplicates = Self.csvRows(w.out.appendingPathComponent("2026-11-21/duplicate_grants.csv"))
+        for (grant, kind, kept) in [("g-crowd-same", "same_transaction", same.grant),
+                                    ("g-crowd-restore", "restore_as_purchase", restore.grant),
+                                    ("g-crowd-second", "restore_as_purchase", second.grant)] {
+            let rows = duplicates.filter { $0.hasPrefix(grant + ",") }
+            #expect(rows.count == 1 && rows[0].contains(",\(kind),\(kept),"), "\(grant): \(rows)")
+        }
+    }
 }

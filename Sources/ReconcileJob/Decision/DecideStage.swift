@@ -18,7 +18,8 @@ public final class DecideStage {
 
     public struct Result {
         public var families = 0
-        /// Families no rule finds anything in, counted without reading their rows (FamilyStream.isQuiet).
+        /// Families no rule finds anything in, counted without reading their rows (FamilyStream.isQuiet);
+        /// most of them Postgres does not even send (DecideStage.crowdedKeysSQL).
         public var quietFamilies = 0
         /// The conservation tally's buckets of the grants (`Conservation`), counted here, where
         /// the rules see every clean grant once.
@@ -41,7 +42,8 @@ public final class DecideStage {
         try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
-        try NightTables.executeInParallel(try copiesSQL(db), settings: settings)
+        // The crowded keys read the source grants, not their copy: they are made beside the copies.
+        try NightTables.executeInParallel(try copiesSQL(db) + [crowdedKeysSQL], settings: settings)
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the
@@ -58,6 +60,9 @@ public final class DecideStage {
         let transactions = FamilyStream(sql: transactionRowsSQL, products: products, settings: settings,
                                         keepRows: !databaseOnly)
         defer { transactions.finish() }
+        // The rows the streams leave out (crowdedKeysSQL) are what they do not send of these.
+        let all = try db.query("SELECT (SELECT count(*) FROM \(S).apple_transactions), (SELECT count(*) FROM g)")
+        let allTransactions = Int(all.value(0, 0) ?? "") ?? -1, allGrants = Int(all.value(0, 1) ?? "") ?? -1
         if databaseOnly {
             while try transactions.next() != nil {}
             while try grants.next() != nil {}
@@ -166,6 +171,16 @@ public final class DecideStage {
             if rows / 50_000 != progressed { progressed = rows / 50_000; progress.rows(rows) }
         }
         try flush()
+        // The quiet families Postgres left out: one transaction and one grant each.
+        let leftOutTransactions = allTransactions - transactions.rows.load(ordering: .relaxed)
+        let leftOutGrants = allGrants - grants.rows.load(ordering: .relaxed)
+        guard leftOutTransactions == leftOutGrants, leftOutTransactions >= 0 else {
+            throw JobError(.internalCheck, "the family queries left out \(leftOutTransactions) transactions and "
+                + "\(leftOutGrants) grants of quiet families, where each has one of both; no report was written")
+        }
+        result.families += leftOutGrants
+        result.quietFamilies += leftOutGrants
+        result.grantBuckets["kept", default: 0] += leftOutGrants
         let parseProblems = transactions.problems.load(ordering: .relaxed) + grants.problems.load(ordering: .relaxed) + unreadable
         if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
 

@@ -2,7 +2,7 @@
 // `T`, every Apple transaction, and `G`, every clean grant, each sorted by family key, with
 // what the rules read joined in only where a rule reads it (issue "The night at Postgres's
 // floor"), and a window count over the family that marks the rows of quiet families
-// (FamilyStream.isQuiet).
+// (FamilyStream.isQuiet). Most quiet families are not sent at all: `crowdedKeysSQL`.
 
 extension DecideStage {
     /// What the `T` rows are joined with (Postgres leaves out what a query does not name). Ties
@@ -63,7 +63,10 @@ extension DecideStage {
             SELECT g.grant_id, g.user_id, g.order_id, g.product_id, g.transaction_id, g.original_transaction_id,
                    g.quantity, g.granted_ms, g.revoked_ms,
                    coalesce(tp.original_transaction_id, ts.original_transaction_id, g.original_transaction_id, g.transaction_id) AS fkey,
-                   (tp.transaction_id IS NOT NULL OR ts.transaction_id IS NOT NULL) AS known_to_apple
+                   (tp.transaction_id IS NOT NULL OR ts.transaction_id IS NOT NULL) AS known_to_apple,
+                   (tp.original_transaction_id = tp.transaction_id AND tp.cancellation_date_ms IS NULL
+                    AND tp.revocation_date_ms IS NULL AND g.revoked_ms IS NULL
+                    AND g.quantity >= greatest(tp.quantity, 1)) AS covers_its_family
             FROM g
             LEFT JOIN \(S).apple_transactions tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
             LEFT JOIN \(S).apple_transactions ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
@@ -119,9 +122,46 @@ extension DecideStage {
         """
     }
 
+    /// `crowded_keys`: the family keys whose family may hold more than one `T` row or more than
+    /// one `G` row. The family queries leave out every family whose key is its transaction's own id
+    /// and is not crowded, and whose only transaction is `settled` with the grant that covers it:
+    /// a quiet family (FamilyStream.isQuiet) that Postgres proves quiet before its sort, so its two
+    /// rows are neither sorted nor sent nor read (795,827 of 974,772 families on the benchmark's
+    /// data; issue "The night at Postgres's floor"). Such a family's key K is a production
+    /// transaction's id, and
+    /// - another `T` row with the key K is either another transaction whose original id is K (the
+    ///   first part) or the same id in another environment (the second);
+    /// - a grant lands in the family K when its transaction is K (Apple knows K in production), or
+    ///   when Apple knows neither environment of its transaction and its own original id, else its
+    ///   transaction id, is K: so a second grant makes K a transaction id or an original id (when
+    ///   not its own transaction id) of two grants (the third part).
+    /// The grants are counted in the source relation, whose rows include every clean grant, so the
+    /// table can be made beside the copies: a key it holds in excess (a duplicated or malformed
+    /// grant's) only sends a quiet family to the rules, which find nothing in it. The streams' left
+    /// out rows are counted, one transaction and one grant per family (DecideStage.run checks that
+    /// both counts agree).
+    var crowdedKeysSQL: String {
+        """
+        DROP TABLE IF EXISTS crowded_keys;
+        CREATE UNLOGGED TABLE crowded_keys WITH (autovacuum_enabled = false) AS
+            SELECT original_transaction_id AS k FROM \(S).apple_transactions WHERE original_transaction_id <> transaction_id
+            UNION
+            SELECT transaction_id FROM \(S).apple_transactions WHERE environment <> 'production'
+            UNION
+            SELECT k FROM (
+                SELECT transaction_id AS k FROM \(src).\(SourceRelation.grants.rawValue)
+                UNION ALL
+                SELECT original_transaction_id FROM \(src).\(SourceRelation.grants.rawValue)
+                WHERE original_transaction_id IS DISTINCT FROM transaction_id
+            ) x WHERE k IS NOT NULL GROUP BY k HAVING count(*) > 1;
+        ANALYZE crowded_keys
+        """
+    }
+
     /// The `T` rows (Apple transactions with their receipt and exact order), sorted by family key;
     /// see `FamilyRow`. The window `family` counts a family's transactions for `settled`; it sorts
-    /// as the rows are sorted, so Postgres sorts once.
+    /// as the rows are sorted, so Postgres sorts once. The transactions of the quiet families
+    /// `crowdedKeysSQL` describes are left out.
     var transactionRowsSQL: String {
         """
         \(transactionCTEs)
@@ -132,6 +172,9 @@ extension DecideStage {
         LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment
         LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
         LEFT JOIN owed ow ON ow.transaction_id = t.transaction_id AND ow.environment = t.environment
+        LEFT JOIN crowded_keys ck ON ck.k = t.transaction_id
+        WHERE ck.k IS NOT NULL OR ow.transaction_id IS NOT NULL OR t.original_transaction_id <> t.transaction_id
+           OR t.environment <> 'production' OR t.cancellation_date_ms IS NOT NULL OR t.revocation_date_ms IS NOT NULL
         WINDOW family AS (PARTITION BY t.original_transaction_id COLLATE "C" ORDER BY t.transaction_id COLLATE "C"
                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
         ORDER BY t.original_transaction_id COLLATE "C", t.transaction_id COLLATE "C"
@@ -139,13 +182,17 @@ extension DecideStage {
     }
 
     /// The `G` rows (a grant with what its linked receipts say), one per grant, sorted by family
-    /// key and grant; the window `family` counts a family's grants for `onlyGrant`.
+    /// key and grant; the window `family` counts a family's grants for `onlyGrant`. The grants of
+    /// the quiet families `crowdedKeysSQL` describes are left out: the grant whose transaction is
+    /// its family's key and which covers it (`covers_its_family`), the key not crowded.
     var grantRowsSQL: String {
         """
         \(grantCTEs)
         SELECT \(FamilyRow.selectList(GrantColumn.self, \.sql))
         FROM grant_family gf
         LEFT JOIN unknown_facts uf ON uf.grant_id = gf.grant_id
+        LEFT JOIN crowded_keys ck ON ck.k = gf.transaction_id
+        WHERE ck.k IS NOT NULL OR gf.covers_its_family IS NOT TRUE
         WINDOW family AS (PARTITION BY gf.fkey COLLATE "C" ORDER BY gf.grant_id COLLATE "C"
                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
         ORDER BY gf.fkey COLLATE "C", gf.grant_id COLLATE "C"
