@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Postgres
 import Reconciliation
+import Synchronization
 
 /// The stages of a night, in order, with the lock and the ledger around them.
 public final class Night {
@@ -100,18 +101,25 @@ public final class Night {
         if case .full = stages {
             logger.info("stage decide")
             let decide = DecideStage(settings: settings, runID: summary.runID, logger: logger)
-            let decided = try decide.run(db: db)
-            summary.stageSeconds["decide"] = clock.lap()
-            // The conservation tally in two parts. The receipts first, beside refunds.csv and the
-            // findings history (both of which the CSV files read), because unresolved.csv is the
-            // receipts' `unresolved` bucket. The orders, grants and products are counted while the
-            // workbook is built, which keeps one core of two busy for seconds: nothing the reports
-            // hold depends on those counts, and ReportWriter checks them before it moves any report
-            // into place.
-            logger.info("stage tally")
+            // The conservation tally in two parts. The receipts first, because unresolved.csv is
+            // their `unresolved` bucket: they read only the copies and what was learned from Apple,
+            // so they are counted on a session of their own from the moment the copies are made,
+            // while the family streams leave a core idle (the grants' rows wait for the merge,
+            // which waits for the transactions' sort). The orders, grants and products are counted
+            // while the workbook is built, which keeps one core of two busy for seconds: nothing
+            // the reports hold depends on those counts, and ReportWriter checks them before it
+            // moves any report into place.
             let dropOne = settings.faultDropTallyRow
-            summary.tally = try Conservation.compute(settings: settings, relations: [.receipts], dropOne: dropOne,
-                                                     beside: decide.refundsAndHistorySQL)
+            let receiptsTally = Alongside { [settings] in
+                try Conservation.compute(settings: settings, relations: [.receipts], dropOne: dropOne)
+            }
+            defer { receiptsTally.finish() }
+            let decided = try decide.run(db: db, afterCopies: receiptsTally.start)
+            summary.stageSeconds["decide"] = clock.lap()
+            // refunds.csv and the findings history, which the CSV files read.
+            logger.info("stage tally")
+            try db.execute(decide.refundsAndHistorySQL)
+            summary.tally = try receiptsTally.value()
             summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally, relations: [.receipts]) {
                 throw JobError(.internalCheck, problem)
@@ -162,6 +170,41 @@ public final class Night {
             UPDATE \(settings.jobSchema.quoted).runs SET finished_at = now(), exit_code = $2, summary = $3::jsonb
             WHERE run_id = $1
             """, [String(summary.runID), summary.exitCode.map(String.init), summary.json])
+    }
+}
+
+/// Work started on a thread of its own at some point of the night, and waited for later.
+final class Alongside<T: Sendable>: @unchecked Sendable {
+    private let work: @Sendable () throws -> T
+    private let outcome = Mutex<Result<T, any Error>?>(nil)
+    private let started = Mutex(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ work: @escaping @Sendable () throws -> T) { self.work = work }
+
+    /// Starts the work (once; later calls do nothing).
+    @Sendable func start() {
+        guard started.withLock({ s in defer { s = true }; return !s }) else { return }
+        Thread { [self] in
+            let result = Result { try work() }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }.start()
+    }
+
+    /// Its value, once done (started now if it was not).
+    func value() throws -> T {
+        start()
+        done.wait()
+        done.signal()
+        return try outcome.withLock { $0 }!.get()
+    }
+
+    /// Waits for the work if it was started (a failing night does not leave it running).
+    func finish() {
+        guard started.withLock({ $0 }) else { return }
+        done.wait()
+        done.signal()
     }
 }
 

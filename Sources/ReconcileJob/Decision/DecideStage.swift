@@ -35,8 +35,9 @@ public final class DecideStage {
     // MARK: The stage
 
     /// `databaseOnly`: run exactly the same SQL and read every row, but apply no rule and write
-    /// nothing (the benchmark's measure of what Postgres itself needs).
-    public func run(db: PGConnection, databaseOnly: Bool = false) throws -> Result {
+    /// nothing (the benchmark's measure of what Postgres itself needs). `afterCopies` is called
+    /// once the copies of the source relations are made (Night.swift counts the receipts then).
+    public func run(db: PGConnection, databaseOnly: Bool = false, afterCopies: () -> Void = {}) throws -> Result {
         let progress = Progress(stage: "decide", enabled: settings.progress)
         var result = Result()
         try NightTables.create(db, schema: settings.jobSchema)
@@ -44,6 +45,7 @@ public final class DecideStage {
         let products = try ProductCatalog.load(db)
         // The crowded keys read the source grants, not their copy: they are made beside the copies.
         try NightTables.executeInParallel(try copiesSQL(db) + [crowdedKeysSQL], settings: settings)
+        afterCopies()
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the
@@ -227,8 +229,9 @@ public final class DecideStage {
             """
     }
 
-    /// refunds.csv, then the findings history, in one piece of SQL for a session of its own: it runs
-    /// beside the conservation tally, which reads neither (Night.swift). One simple query is one
+    /// refunds.csv, then the findings history, in one piece of SQL, run once the families are
+    /// decided; the receipts' conservation tally, which reads neither, may still be running beside
+    /// it on a session of its own (Night.swift). One simple query is one
     /// transaction, so a kill leaves both undone or both done. `first_seen` survives: a finding keeps
     /// the date it first appeared; one that disappears is closed, and reopens with its old
     /// first_seen if it comes back.
