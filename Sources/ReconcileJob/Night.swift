@@ -101,14 +101,14 @@ public final class Night {
         if case .full = stages {
             logger.info("stage decide")
             let decide = DecideStage(settings: settings, runID: summary.runID, logger: logger)
-            // The conservation tally in two parts. The receipts first, because unresolved.csv is
-            // their `unresolved` bucket: they read only the copies and what was learned from Apple,
-            // so they are counted on a session of their own from the moment the copies are made,
-            // while the family streams leave a core idle (the grants' rows wait for the merge,
-            // which waits for the transactions' sort). The orders, grants and products are counted
-            // while the workbook is built, which keeps one core of two busy for seconds: nothing
-            // the reports hold depends on those counts, and ReportWriter checks them before it
-            // moves any report into place.
+            // The conservation tally in two parts, each on sessions of its own beside other work.
+            // The receipts first, because unresolved.csv is their `unresolved` bucket: they read
+            // only the copies and what was learned from Apple, so they are counted from the moment
+            // the copies are made, while the family streams leave a core idle (the grants' rows
+            // wait for the merge, which waits for the transactions' sort). The orders, grants and
+            // products read the decided findings too: they are counted beside refunds.csv and the
+            // findings history, which leave a core idle too. Nothing the reports hold depends on
+            // those counts, and ReportWriter checks them before it moves any report into place.
             let dropOne = settings.faultDropTallyRow
             let receiptsTally = Alongside { [settings] in
                 try Conservation.compute(settings: settings, relations: [.receipts], dropOne: dropOne)
@@ -116,8 +116,15 @@ public final class Night {
             defer { receiptsTally.finish() }
             let decided = try decide.run(db: db, afterCopies: receiptsTally.start)
             summary.stageSeconds["decide"] = clock.lap()
-            // refunds.csv and the findings history, which the CSV files read.
             logger.info("stage tally")
+            let counted: [SourceRelation: [String: Int]] = settings.tallyGrantsBySQL ? [:] : [.grants: decided.grantBuckets]
+            let restOfTally = Alongside { [settings] in
+                try Conservation.compute(settings: settings, relations: [.orders, .grants, .products],
+                                         dropOne: dropOne, counted: counted)
+            }
+            restOfTally.start()
+            defer { restOfTally.finish() }
+            // refunds.csv and the findings history, which the CSV files read.
             try db.execute(decide.refundsAndHistorySQL)
             summary.tally = try receiptsTally.value()
             summary.stageSeconds["tally"] = clock.lap()
@@ -125,14 +132,12 @@ public final class Night {
                 throw JobError(.internalCheck, problem)
             }
             logger.info("stage write")
-            let counted: [SourceRelation: [String: Int]] = settings.tallyGrantsBySQL ? [:] : [.grants: decided.grantBuckets]
             let settings = settings
             try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary) {
-                let rest = try Conservation.compute(settings: settings, relations: [.orders, .grants, .products],
-                                                    dropOne: dropOne, counted: counted)
+                let rest = try restOfTally.value()
                 // Once the CSV files are written and the tally counted, nothing reads the working
                 // tables. Dropping them waits on the disk for seconds (their files were just
-                // written), so it is done here, beside the workbook, too.
+                // written), so it is done beside the workbook.
                 let other = try JobDatabase.connect(settings)
                 defer { other.close() }
                 try NightTables.drop(other, schema: settings.jobSchema)
