@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Postgres
 import Reconciliation
+import Synchronization
 
 /// Contract §4 at scale. Postgres does the joins (set-based, on cleaned copies of the source
 /// relations) and streams the two kinds of family rows sorted by key, merged into *families* in
@@ -72,12 +73,15 @@ public final class DecideStage {
             return result
         }
 
-        // Findings go to a second connection while the first streams families.
+        // Findings go to a second connection while the first streams families, written on a
+        // thread of their own (FindingWriter).
         let sink = try FindingSink(settings: settings)
         defer { sink.close() }
         let decisions = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
         let spool = try CompensationSpool(settings: settings)
         defer { spool.close() }
+        let writer = FindingWriter(sink: sink, spool: spool)
+        defer { writer.stop() }
         var current = Family(key: "")
         var currentKept: [Bool] = []  // per grant of `current`: revoked, or Apple or a receipt knows it
         // The family's rows with their quiet flag set, not read yet (FamilyStream.isQuiet).
@@ -112,29 +116,14 @@ public final class DecideStage {
                 } else { unreadable += 1 }
             }
             let decided = Decide.family(current, settings: decisions)
-            for c in decided.compensations {
-                // Alone, a candidate gets its exact order or `none`; `none` ones are matched later.
-                let row = Decide.matchOrders([c], openOrders: [])[0]
-                if let order = c.exactOrder {
-                    try sink.add(report: .compensate, key: row.findingKey, cells: row.cells)
-                    try spool.exact(orderID: order.orderID)
-                } else {
-                    try spool.candidate(c, row: row)
-                }
-            }
-            for d in decided.duplicates { try sink.add(report: .duplicateGrants, key: d.findingKey, cells: d.cells) }
-            for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
-            for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
             result.families += 1
-            // The grants' buckets, tried in the tally's order (Conservation.buckets).
-            // (Most families have no finding: empty sets then, which allocate nothing.)
-            let clawedBack: Set<String> = decided.clawbacks.isEmpty ? [] : Set(decided.clawbacks.map(\.grantID))
-            let duplicated: Set<String> = decided.duplicates.isEmpty ? [] : Set(decided.duplicates.map(\.grantID))
-            for (grant, kept) in zip(current.grants, currentKept) {
-                let id = grant.grant.grantID
-                let bucket = clawedBack.contains(id) ? "clawed_back" : duplicated.contains(id) ? "duplicate"
-                    : kept ? "kept" : "unverified"
-                result.grantBuckets[bucket, default: 0] += 1
+            if decided.compensations.isEmpty && decided.duplicates.isEmpty && decided.clawbacks.isEmpty
+                && decided.unattributed.isEmpty {
+                // Nothing found (most families): each grant's bucket is `kept` or `unverified`.
+                for kept in currentKept { result.grantBuckets[kept ? "kept" : "unverified", default: 0] += 1 }
+            } else {
+                try writer.add(FindingWriter.Family(
+                    decision: decided, grants: zip(current.grants, currentKept).map { ($0.grant.grantID, $1) }))
             }
         }
         try sink.begin()
@@ -173,6 +162,7 @@ public final class DecideStage {
             if rows / 50_000 != progressed { progressed = rows / 50_000; progress.rows(rows) }
         }
         try flush()
+        for (bucket, n) in try writer.finish() { result.grantBuckets[bucket, default: 0] += n }
         // The quiet families Postgres left out: one transaction and one grant each.
         let leftOutTransactions = allTransactions - transactions.rows.load(ordering: .relaxed)
         let leftOutGrants = allGrants - grants.rows.load(ordering: .relaxed)
@@ -252,8 +242,114 @@ public final class DecideStage {
     }
 }
 
+/// Writes what the rules found in a family (its rows to the sink, its compensation candidates to
+/// the spool) and counts its grants' tally buckets, on a thread of its own: the thread that merges
+/// the families and applies the rules was the one the family streams waited for (both Postgres
+/// backends in `ClientWrite`), and writing the rows was over half its work (issue "The night at
+/// Postgres's floor"). Families arrive in batches, in order; one thread writes them, so the sink
+/// and the spool are used by one thread at a time (the stage's again after `finish`).
+final class FindingWriter: @unchecked Sendable {
+    struct Family: Sendable {
+        let decision: FamilyDecision
+        /// Each grant of the family, in its order, and whether it is `kept` when the rules take it
+        /// for no finding.
+        let grants: [(id: String, kept: Bool)]
+    }
+
+    private let queue = BlockingQueue<[Family]>(capacity: 8)
+    private var pending: [Family] = []
+    private let failure = Mutex<(any Error)?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+    /// Written by the writing thread only; read after it ended.
+    private var buckets: [String: Int] = [:]
+    private var ended = false
+
+    init(sink: FindingSink, spool: CompensationSpool) {
+        Thread { [self] in
+            do {
+                while true {
+                    guard let batch = queue.pop(timeoutMs: 1000) else {
+                        if queue.isClosedAndEmpty { break }
+                        continue
+                    }
+                    for family in batch { try write(family, sink: sink, spool: spool) }
+                }
+            } catch {
+                failure.withLock { $0 = error }
+                queue.close()
+            }
+            done.signal()
+        }.start()
+    }
+
+    private func write(_ family: Family, sink: FindingSink, spool: CompensationSpool) throws {
+        let decided = family.decision
+        for c in decided.compensations {
+            // Alone, a candidate gets its exact order or `none`; `none` ones are matched later.
+            let row = Decide.matchOrders([c], openOrders: [])[0]
+            if let order = c.exactOrder {
+                try sink.add(report: .compensate, key: row.findingKey, cells: row.cells)
+                try spool.exact(orderID: order.orderID)
+            } else {
+                try spool.candidate(c, row: row)
+            }
+        }
+        for d in decided.duplicates { try sink.add(report: .duplicateGrants, key: d.findingKey, cells: d.cells) }
+        for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
+        for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
+        // The grants' buckets, tried in the tally's order (Conservation.buckets).
+        let clawedBack: Set<String> = decided.clawbacks.isEmpty ? [] : Set(decided.clawbacks.map(\.grantID))
+        let duplicated: Set<String> = decided.duplicates.isEmpty ? [] : Set(decided.duplicates.map(\.grantID))
+        for (id, kept) in family.grants {
+            let bucket = clawedBack.contains(id) ? "clawed_back" : duplicated.contains(id) ? "duplicate"
+                : kept ? "kept" : "unverified"
+            buckets[bucket, default: 0] += 1
+        }
+    }
+
+    /// Hands a family over; throws what the writing thread met, once it has stopped.
+    func add(_ family: Family) throws {
+        pending.append(family)
+        guard pending.count >= 256 else { return }
+        let batch = pending
+        pending = []
+        pending.reserveCapacity(256)
+        if !queue.push(batch) { try end() }
+    }
+
+    /// Writes the rest and waits for the thread; returns the grants' buckets it counted.
+    func finish() throws -> [String: Int] {
+        if !pending.isEmpty {
+            let batch = pending
+            pending = []
+            queue.push(batch)
+        }
+        try end()
+        return buckets
+    }
+
+    /// Stops the thread when the stage left early (what it had not written is dropped with the
+    /// sink's transaction).
+    func stop() {
+        guard !ended else { return }
+        ended = true
+        queue.close()
+        done.wait()
+    }
+
+    private func end() throws {
+        if !ended {
+            ended = true
+            queue.close()
+            done.wait()
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+}
+
 /// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
-final class FindingSink {
+/// Used by one thread at a time: the stage's, or its FindingWriter's while that one runs.
+final class FindingSink: @unchecked Sendable {
     static let maxCells = 15
     private let db: PGConnection
     private let schema: JobSchema

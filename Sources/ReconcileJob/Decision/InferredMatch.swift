@@ -9,8 +9,9 @@ import Reconciliation
 
 /// Spools compensation candidates (one COPY per 2,000, committed as it goes: the table is the
 /// run's scratch, emptied when a run starts it, so a run killed meanwhile leaves nothing that
-/// counts).
-final class CompensationSpool {
+/// counts). Used by one thread at a time: the decide stage's, or its FindingWriter's while that
+/// one runs.
+final class CompensationSpool: @unchecked Sendable {
     private let db: PGConnection
     private let schema: JobSchema
     private var pending: [[String?]] = []
