@@ -1,0 +1,62 @@
+// The findings history of the night (contract §6: first_seen, closed.csv's closed_on and its
+// reason) and refunds.csv, in one piece of SQL run once the families are decided.
+
+import Reconciliation
+
+extension DecideStage {
+    /// Why a finding of an earlier night is gone tonight (closed.csv), judged from the data as it
+    /// is now: the purchase left the window (out_of_window), the goods were delivered (granted),
+    /// the grant was taken back (revoked), Apple reversed the refund (refund_reversed), or else the
+    /// source rows changed (input_changed). The key holds the id after its report's prefix.
+    var closedBecauseSQL: String {
+        let refundStart = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        let id = "split_part(f.finding_key, '|', 2)"
+        func apple(_ condition: String) -> String {
+            "EXISTS (SELECT 1 FROM \(S).apple_transactions t WHERE t.transaction_id = \(id) AND \(condition))"
+        }
+        let grantRevoked = "EXISTS (SELECT 1 FROM g WHERE g.grant_id = \(id) AND g.revoked_ms IS NOT NULL)"
+        let granted = "EXISTS (SELECT 1 FROM g WHERE g.transaction_id = \(id) AND g.revoked_ms IS NULL)"
+        return """
+            CASE f.report
+                WHEN 'compensate.csv' THEN CASE
+                    WHEN \(apple("t.purchase_date_ms < \(settings.windowStart)")) THEN 'out_of_window'
+                    WHEN \(granted) THEN 'granted' ELSE 'input_changed' END
+                WHEN 'unattributed.csv' THEN CASE
+                    WHEN \(apple("t.purchase_date_ms < \(settings.windowStart)")) THEN 'out_of_window'
+                    WHEN \(granted) THEN 'granted' ELSE 'input_changed' END
+                WHEN 'duplicate_grants.csv' THEN CASE WHEN \(grantRevoked) THEN 'revoked' ELSE 'input_changed' END
+                WHEN 'clawback.csv' THEN CASE
+                    WHEN \(grantRevoked) THEN 'revoked'
+                    WHEN EXISTS (SELECT 1 FROM g JOIN \(S).apple_transactions t ON t.transaction_id = g.transaction_id
+                                 WHERE g.grant_id = \(id) AND \(TransactionColumn.reversed)) THEN 'refund_reversed'
+                    ELSE 'input_changed' END
+                WHEN 'refunds.csv' THEN CASE
+                    WHEN \(apple("coalesce(t.cancellation_date_ms, t.revocation_date_ms) < \(refundStart) AND coalesce(t.reversed_date_ms, 0) < \(refundStart)")) THEN 'out_of_window'
+                    ELSE 'input_changed' END
+                ELSE 'input_changed'
+            END
+            """
+    }
+
+    /// refunds.csv, then the findings history, in one piece of SQL, run once the families are
+    /// decided; the receipts' conservation tally, which reads neither, may still be running beside
+    /// it on a session of its own (Night.swift). One simple query is one
+    /// transaction, so a kill leaves both undone or both done. `first_seen` survives: a finding keeps
+    /// the date it first appeared; one that disappears is closed, and reopens with its old
+    /// first_seen if it comes back.
+    var refundsAndHistorySQL: String {
+        let day = "'\(UTC.date(settings.asOf))'::date"
+        return """
+            \(refundsSQL);
+            INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
+            SELECT finding_key, report, \(day), \(day), NULL FROM \(S).current_findings
+            ON CONFLICT (finding_key) DO UPDATE SET
+                first_seen = least(f.first_seen, EXCLUDED.first_seen),
+                last_seen = greatest(f.last_seen, EXCLUDED.last_seen),
+                closed_on = NULL;
+            UPDATE \(S).findings f SET closed_on = \(day), closed_because = \(closedBecauseSQL)
+            WHERE closed_on IS NULL AND first_seen <= \(day)
+              AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
+            """
+    }
+}
