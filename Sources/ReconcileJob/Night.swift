@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Postgres
 import Reconciliation
-import Synchronization
 
 /// The stages of a night, in order, with the lock and the ledger around them.
 public final class Night {
@@ -175,41 +174,6 @@ public final class Night {
             UPDATE \(settings.jobSchema.quoted).runs SET finished_at = now(), exit_code = $2, summary = $3::jsonb
             WHERE run_id = $1
             """, [String(summary.runID), summary.exitCode.map(String.init), summary.json])
-    }
-}
-
-/// Work started on a thread of its own at some point of the night, and waited for later.
-final class Alongside<T: Sendable>: @unchecked Sendable {
-    private let work: @Sendable () throws -> T
-    private let outcome = Mutex<Result<T, any Error>?>(nil)
-    private let started = Mutex(false)
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ work: @escaping @Sendable () throws -> T) { self.work = work }
-
-    /// Starts the work (once; later calls do nothing).
-    @Sendable func start() {
-        guard started.withLock({ s in defer { s = true }; return !s }) else { return }
-        Thread { [self] in
-            let result = Result { try work() }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }.start()
-    }
-
-    /// Its value, once done (started now if it was not).
-    func value() throws -> T {
-        start()
-        done.wait()
-        done.signal()
-        return try outcome.withLock { $0 }!.get()
-    }
-
-    /// Waits for the work if it was started (a failing night does not leave it running).
-    func finish() {
-        guard started.withLock({ $0 }) else { return }
-        done.wait()
-        done.signal()
     }
 }
 

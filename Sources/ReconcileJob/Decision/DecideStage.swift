@@ -118,8 +118,10 @@ public final class DecideStage {
             result.families += 1
             if decided.compensations.isEmpty && decided.duplicates.isEmpty && decided.clawbacks.isEmpty
                 && decided.unattributed.isEmpty {
-                // Nothing found (most families): each grant's bucket is `kept` or `unverified`.
-                for kept in currentKept { result.grantBuckets[kept ? "kept" : "unverified", default: 0] += 1 }
+                // Nothing found (most families): no grant is clawed back or a duplicate.
+                for (grant, kept) in zip(current.grants, currentKept) {
+                    result.grantBuckets[FindingWriter.bucket(grant.grant.grantID, kept: kept), default: 0] += 1
+                }
             } else {
                 try writer.add(FindingWriter.Family(
                     decision: decided, grants: zip(current.grants, currentKept).map { ($0.grant.grantID, $1) }))

@@ -173,8 +173,7 @@ extension DecideStage {
         LEFT JOIN who w ON w.transaction_id = t.transaction_id AND w.environment = t.environment
         LEFT JOIN owed ow ON ow.transaction_id = t.transaction_id AND ow.environment = t.environment
         LEFT JOIN crowded_keys ck ON ck.k = t.transaction_id
-        WHERE ck.k IS NOT NULL OR ow.transaction_id IS NOT NULL OR t.original_transaction_id <> t.transaction_id
-           OR t.environment <> 'production' OR t.cancellation_date_ms IS NOT NULL OR t.revocation_date_ms IS NOT NULL
+        WHERE NOT (\(TransactionColumn.standsCovered) AND t.original_transaction_id = t.transaction_id AND ck.k IS NULL)
         WINDOW family AS (PARTITION BY t.original_transaction_id COLLATE "C" ORDER BY t.transaction_id COLLATE "C"
                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
         ORDER BY t.original_transaction_id COLLATE "C", t.transaction_id COLLATE "C"

@@ -12,6 +12,12 @@ enum TransactionColumn: Int, CaseIterable {
     case receiptID, userID, orderID, orderUserID, orderProductID, orderCreatedMs
     case source, applePrice, appleCurrency, familyRevokedMs, storefront
 
+    /// The transaction is in production, neither refunded nor revoked, and one active grant of its
+    /// own covers it (not `owed`): `settled` when it is its family's only one; with its key its own
+    /// id and not crowded, its family is left out of the `T` query (DecideStage.crowdedKeysSQL).
+    static let standsCovered = "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
+        + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL"
+
     /// A refund stands unless a REFUND_REVERSED came at or after it.
     static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
 
@@ -33,8 +39,7 @@ enum TransactionColumn: Int, CaseIterable {
             // The family's only transaction, in production, neither refunded nor revoked, and one
             // active grant of its own covers it (not `owed`): with the family's only grant
             // (`GrantColumn.onlyGrant`) no rule finds anything (FamilyStream.isQuiet).
-            return "CASE WHEN count(*) OVER family = 1 AND t.environment = 'production' AND t.cancellation_date_ms IS NULL "
-                + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL THEN 't' ELSE 'f' END"
+            return "CASE WHEN count(*) OVER family = 1 AND \(Self.standsCovered) THEN 't' ELSE 'f' END"
         case .environment: return "t.environment"
         case .productID: return "t.product_id"
         case .quantity: return "t.quantity::text"

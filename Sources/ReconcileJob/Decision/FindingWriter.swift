@@ -61,14 +61,18 @@ final class FindingWriter: @unchecked Sendable {
         for d in decided.duplicates { try sink.add(report: .duplicateGrants, key: d.findingKey, cells: d.cells) }
         for c in decided.clawbacks { try sink.add(report: .clawback, key: c.findingKey, cells: c.cells) }
         for u in decided.unattributed { try sink.add(report: .unattributed, key: u.findingKey, cells: u.cells) }
-        // The grants' buckets, tried in the tally's order (Conservation.buckets).
         let clawedBack: Set<String> = decided.clawbacks.isEmpty ? [] : Set(decided.clawbacks.map(\.grantID))
         let duplicated: Set<String> = decided.duplicates.isEmpty ? [] : Set(decided.duplicates.map(\.grantID))
         for (id, kept) in family.grants {
-            let bucket = clawedBack.contains(id) ? "clawed_back" : duplicated.contains(id) ? "duplicate"
-                : kept ? "kept" : "unverified"
-            buckets[bucket, default: 0] += 1
+            buckets[Self.bucket(id, kept: kept, clawedBack: clawedBack, duplicated: duplicated), default: 0] += 1
         }
+    }
+
+    /// A decided grant's bucket in the conservation tally, tried in the tally's order
+    /// (Conservation.buckets): clawed back, a duplicate, else kept or unverified (`kept`).
+    static func bucket(_ grantID: String, kept: Bool, clawedBack: Set<String> = [], duplicated: Set<String> = []) -> String {
+        clawedBack.contains(grantID) ? "clawed_back" : duplicated.contains(grantID) ? "duplicate"
+            : kept ? "kept" : "unverified"
     }
 
     /// Hands a family over; throws what the writing thread met, once it has stopped.
@@ -94,12 +98,7 @@ final class FindingWriter: @unchecked Sendable {
 
     /// Stops the thread when the stage left early (what it had not written is dropped with the
     /// sink's transaction).
-    func stop() {
-        guard !ended else { return }
-        ended = true
-        queue.close()
-        done.wait()
-    }
+    func stop() { try? end() }
 
     private func end() throws {
         if !ended {

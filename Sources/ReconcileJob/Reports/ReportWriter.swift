@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Postgres
 import Reconciliation
-import Synchronization
 
 /// Contract §6: the five CSV files and summary.json, written into a temporary folder and
 /// renamed into `<out>/<as_of UTC date>/`, so a reader never sees a half-written set and a
@@ -73,8 +72,13 @@ struct ReportWriter {
         summary.exitCode = 0
         do {
             let forPeople = summary
-            let rest = try Self.run(restOfTally) { try writeForPeople(db: db, summary: forPeople, folder: temp) }
-            summary.tally.merge(rest) { _, new in new }
+            let other = Alongside(restOfTally)
+            other.start()
+            let mine = Result { try writeForPeople(db: db, summary: forPeople, folder: temp) }
+            let rest = Result { try other.value() }
+            try mine.get()
+            let tallied = try rest.get()
+            summary.tally.merge(tallied) { _, new in new }
             if let problem = Conservation.problem(summary.tally) {
                 summary.exitCode = nil
                 summary.reportFolder = nil
@@ -134,22 +138,6 @@ struct ReportWriter {
         }
     }
 
-    /// Runs `other` on a thread of its own while `body` runs here; waits for both, throws
-    /// `body`'s error first, and returns what `other` returned.
-    private static func run<T: Sendable>(_ other: @escaping @Sendable () throws -> T,
-                                         beside body: () throws -> Void) throws -> T {
-        let outcome = Mutex<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            let result = Result { try other() }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }.start()
-        let mine = Result { try body() }
-        done.wait()
-        try mine.get()
-        return try outcome.withLock { $0 }!.get()
-    }
 
     /// One CSV file: its rows, the count per reason column, and its money columns summed.
     private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL) throws -> (Int, [String: Int], MoneyTotals) {
