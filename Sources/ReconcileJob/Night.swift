@@ -105,9 +105,9 @@ public final class Night {
             // only the copies and what was learned from Apple, so they are counted from the moment
             // the copies are made, while the family streams leave a core idle (the grants' rows
             // wait for the merge, which waits for the transactions' sort). The orders, grants and
-            // products read the decided findings too: they are counted beside refunds.csv and the
-            // findings history, which leave a core idle too. Nothing the reports hold depends on
-            // those counts, and ReportWriter checks them before it moves any report into place.
+            // products read the decided findings too: they are counted beside the workbook, whose
+            // last deflating runs on one core. Nothing the reports hold depends on those counts,
+            // and ReportWriter checks them before it moves any report into place.
             let dropOne = settings.faultDropTallyRow
             let receiptsTally = Alongside { [settings] in
                 try Conservation.compute(settings: settings, relations: [.receipts], dropOne: dropOne)
@@ -121,10 +121,18 @@ public final class Night {
                 try Conservation.compute(settings: settings, relations: [.orders, .grants, .products],
                                          dropOne: dropOne, counted: counted)
             }
-            restOfTally.start()
             defer { restOfTally.finish() }
-            // refunds.csv and the findings history, which the CSV files read.
-            try db.execute(decide.refundsAndHistorySQL)
+            // The findings history on a session of its own, while the CSV files, which do not wait
+            // for it (FindingsHistory.swift), are written.
+            let historySQL = decide.historySQL
+            let history = Alongside { [settings] in
+                let other = try JobDatabase.connect(settings)
+                defer { other.close() }
+                try NightTables.use(other, schema: settings.jobSchema)
+                try other.execute(historySQL)
+            }
+            history.start()
+            defer { history.finish() }
             summary.tally = try receiptsTally.value()
             summary.stageSeconds["tally"] = clock.lap()
             if let problem = Conservation.problem(summary.tally, relations: [.receipts]) {
@@ -132,7 +140,8 @@ public final class Night {
             }
             logger.info("stage write")
             let settings = settings
-            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary) {
+            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary,
+                                                                       findingsHistory: history.value) {
                 let rest = try restOfTally.value()
                 // Once the CSV files are written and the tally counted, nothing reads the working
                 // tables. Dropping them waits on the disk for seconds (their files were just

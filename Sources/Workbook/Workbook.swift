@@ -47,9 +47,13 @@ public enum Workbook {
     ///   A report whose sheets hold another number of rows is a `Failure`.
     /// - Parameter dataRowsPerSheet: rows per sheet before a report continues on the next;
     ///   only tests pass another value than Excel's limit.
+    /// - Parameter sheetsWritten: called (on another thread) once every report's sheet is written,
+    ///   when what is left is deflating them into the zip on one core: a caller may start other
+    ///   work then.
     public static func write(csvFolder: String, reports: [ReportFile], dataRows: [Int]? = nil,
                              summary: [(label: String, value: String)], timeZone: TimeZone, to path: String,
-                             dataRowsPerSheet: Int = maxDataRowsPerSheet) throws {
+                             dataRowsPerSheet: Int = maxDataRowsPerSheet,
+                             sheetsWritten: @escaping @Sendable () -> Void = {}) throws {
         precondition(dataRowsPerSheet > 0 && dataRowsPerSheet <= maxDataRowsPerSheet)
         precondition(dataRows == nil || dataRows?.count == reports.count)
         let url = URL(fileURLWithPath: path)
@@ -93,6 +97,7 @@ public enum Workbook {
                     oneFinished.signal()
                 }
             }
+            sheetsWritten()
         }
         // Runs before the scratch folder goes: no writer is left using it.
         defer { stop.store(true, ordering: .relaxed); writers.wait() }

@@ -177,10 +177,22 @@ public final class DecideStage {
         let parseProblems = transactions.problems.load(ordering: .relaxed) + grants.problems.load(ordering: .relaxed) + unreadable
         if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
 
+        // refunds.csv's rows read no decided family: they are found on a session of their own
+        // beside the inferred order match, which leaves a core idle.
+        let refundsSQL = self.refundsSQL
+        let refunds = Alongside { [settings] in
+            let other = try JobDatabase.connect(settings)
+            defer { other.close() }
+            try NightTables.use(other, schema: settings.jobSchema)
+            try other.execute(refundsSQL)
+        }
+        refunds.start()
+        defer { refunds.finish() }
         // The inferred order match crosses families: one user and product at a time, from the spool.
         try spool.flush()
         try matchSpooledCandidates(db) { key, cells in try sink.add(report: .compensate, key: key, cells: cells) }
         try sink.commit()
+        try refunds.value()
         progress.finish()
         logger.info("decided", metadata: ["families": "\(result.families)", "quiet": "\(result.quietFamilies)", "rows": "\(rows)"])
         return result

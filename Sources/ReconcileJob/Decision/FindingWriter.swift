@@ -112,6 +112,10 @@ final class FindingWriter: @unchecked Sendable {
 
 /// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
 /// Used by one thread at a time: the stage's, or its FindingWriter's while that one runs.
+/// The table is made and emptied before the sink's transaction, not in it: the ALTER and the
+/// TRUNCATE would lock it until the commit, and refunds.csv's rows are added on another session
+/// meanwhile (DecideStage).
+/// Nothing reads the table before the stage ends, and every run empties it first.
 final class FindingSink: @unchecked Sendable {
     static let maxCells = 15
     private let db: PGConnection
@@ -131,9 +135,11 @@ final class FindingSink: @unchecked Sendable {
                 c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text, c9 text, c10 text,
                 c11 text, c12 text, c13 text);
             ALTER TABLE \(schema.quoted).current_findings ADD COLUMN IF NOT EXISTS c14 text, ADD COLUMN IF NOT EXISTS c15 text;
-            BEGIN;
             TRUNCATE \(schema.quoted).current_findings;
             """)
+        // Its own query: in the same one, the statements above would join the transaction, and
+        // with them their locks.
+        try db.execute("BEGIN")
         started = true
     }
 

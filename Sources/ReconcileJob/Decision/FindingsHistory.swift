@@ -1,5 +1,5 @@
 // The findings history of the night (contract §6: first_seen, closed.csv's closed_on and its
-// reason) and refunds.csv, in one piece of SQL run once the families are decided.
+// reason), run once the families are decided and refunds.csv's rows are in.
 
 import Reconciliation
 
@@ -38,16 +38,16 @@ extension DecideStage {
             """
     }
 
-    /// refunds.csv, then the findings history, in one piece of SQL, run once the families are
-    /// decided; the receipts' conservation tally, which reads neither, may still be running beside
-    /// it on a session of its own (Night.swift). One simple query is one
-    /// transaction, so a kill leaves both undone or both done. `first_seen` survives: a finding keeps
-    /// the date it first appeared; one that disappears is closed, and reopens with its old
-    /// first_seen if it comes back.
-    var refundsAndHistorySQL: String {
+    /// The findings history of the night, once the families are decided and refunds.csv's rows
+    /// are in `current_findings`. It runs on a session of its own while the CSV files are written:
+    /// they do not wait for it, because each computes the `first_seen` this statement gives
+    /// (`firstSeenSQL`); closed.csv, the workbook and the page, which read what it closes and
+    /// reopens, come after it. One simple query is one transaction, so a kill leaves it undone
+    /// or done. `first_seen` survives: a finding keeps the date it first appeared; one that
+    /// disappears is closed, and reopens with its old first_seen if it comes back.
+    var historySQL: String {
         let day = "'\(UTC.date(settings.asOf))'::date"
         return """
-            \(refundsSQL);
             INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
             SELECT finding_key, report, \(day), \(day), NULL FROM \(S).current_findings
             ON CONFLICT (finding_key) DO UPDATE SET
@@ -58,5 +58,13 @@ extension DecideStage {
             WHERE closed_on IS NULL AND first_seen <= \(day)
               AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
             """
+    }
+
+    /// A current finding's `first_seen` as `historySQL` leaves it (the upsert's `least`), over
+    /// `f`, its row of `findings` before or after tonight's history (NULL when it has none): the
+    /// CSV files read it without waiting for the history.
+    static func firstSeenSQL(asOf: EpochMillis) -> String {
+        let day = "'\(UTC.date(asOf))'::date"
+        return "least(f.first_seen, \(day))"  // LEAST ignores a NULL
     }
 }

@@ -15,12 +15,14 @@ struct ReportWriter {
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
 
+    /// `findingsHistory` waits for the night's findings history (FindingsHistory.swift), which
+    /// runs while the CSV files are written; closed.csv, the workbook and the page come after it.
     /// `restOfTally` runs on a thread of its own while the workbook and page are built: the night
     /// counts the relations of its conservation tally not counted yet there (they read the working
     /// tables, not the reports), then drops the working tables. The tallies it returns are added to
     /// `summary.tally`, and the whole tally is checked before anything is moved into place: a
     /// failed check leaves no report (contract §1), as when the tally came first.
-    func write(db: PGConnection, summary: inout RunSummary,
+    func write(db: PGConnection, summary: inout RunSummary, findingsHistory: () throws -> Void,
                restOfTally: @escaping @Sendable () throws -> [String: RelationTally]) throws {
         let day = UTC.date(settings.asOf)
         let out = settings.out
@@ -45,14 +47,17 @@ struct ReportWriter {
         var counts: [String: Int] = [:]
         var reasons: [String: [String: Int]] = [:]
         var money = MoneyTotals()
-        // Each file's query on a session of its own, two at a time, the longest first.
+        // Each file's query on a session of its own, two at a time, the longest first, while the
+        // findings history is written; closed.csv, the findings it closed, once it is done.
         let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed,
-                                   .closed, .inputErrors]
-        assert(Set(files) == Set(ReportFile.allCases))
-        let written = try NightTables.inParallel(files.map { file in { db in
-            try writeCSV(file, db: db, to: URL(fileURLWithPath: temp + "/" + file.rawValue))
-        } }, settings: settings)
-        for (file, (n, perReason, fileMoney)) in zip(files, written) {
+                                   .inputErrors]
+        assert(Set(files + [.closed]) == Set(ReportFile.allCases))
+        @Sendable func csv(_ file: ReportFile) -> URL { URL(fileURLWithPath: temp + "/" + file.rawValue) }
+        var written = try NightTables.inParallel(files.map { file in { db in try writeCSV(file, db: db, to: csv(file)) } },
+                                                 settings: settings)
+        try findingsHistory()
+        written.append(try writeCSV(.closed, db: db, to: csv(.closed)))
+        for (file, (n, perReason, fileMoney)) in zip(files + [.closed], written) {
             let name = file.name
             counts[name] = n
             if Self.reasonColumn[file] != nil { reasons[name] = perReason }
@@ -72,9 +77,10 @@ struct ReportWriter {
         summary.exitCode = 0
         do {
             let forPeople = summary
+            // The rest of the tally starts once the workbook's sheets are written: deflating them
+            // into the zip, the workbook's last seconds, runs on one core.
             let other = Alongside(restOfTally)
-            other.start()
-            let mine = Result { try writeForPeople(db: db, summary: forPeople, folder: temp) }
+            let mine = Result { try writeForPeople(db: db, summary: forPeople, folder: temp, sheetsWritten: other.start) }
             let rest = Result { try other.value() }
             try mine.get()
             let tallied = try rest.get()
@@ -110,10 +116,12 @@ struct ReportWriter {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed:
             let cells = (1..<width).map { "c\($0)" }
             var select = cells
-            select.insert("to_char(f.first_seen, 'YYYY-MM-DD')", at: file.firstSeenIndex ?? cells.count)
+            // first_seen as tonight's findings history leaves it, which may be running meanwhile.
+            select.insert("to_char(\(DecideStage.firstSeenSQL(asOf: settings.asOf)), 'YYYY-MM-DD')",
+                          at: file.firstSeenIndex ?? cells.count)
             return """
                 SELECT \(select.joined(separator: ", "))
-                FROM \(S).current_findings c JOIN \(S).findings f ON f.finding_key = c.finding_key
+                FROM \(S).current_findings c LEFT JOIN \(S).findings f ON f.finding_key = c.finding_key
                 WHERE c.report = '\(file.rawValue)'
                 ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
                 """
