@@ -35,7 +35,10 @@ extension SourceRelation {
 
     /// Creates `dk_<copy>` (the duplicated keys and their row counts), the copy itself (the first
     /// row of every key, null keys included, with a column per check holding its problem),
-    /// then moves the rows with a problem to `bad_<copy>`.
+    /// then moves the rows with a problem to `bad_<copy>` (one pass: a DELETE that returns them).
+    /// Its statistics come from a sample of 3,000 rows (target 10), not 30,000: every statement
+    /// reads these tables whole, the plans of the family queries were the same, and ANALYZE took
+    /// 0.02 s instead of 0.2-0.3 s per million rows.
     /// `keyIndexed`: the source has a btree index led by its key, so the duplicated keys are
     /// counted in key order from that index, with no sort and no hash of every key (0.80 -> 0.36 s
     /// at 1M orders, where the planner chose the hash; without the index, key order would need a
@@ -66,9 +69,11 @@ extension SourceRelation {
             ) x\(productJoin)
             OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
         ) y;
-        CREATE UNLOGGED TABLE bad_\(copy) WITH (autovacuum_enabled = false) AS SELECT * FROM \(copy) WHERE bad;
-        DELETE FROM \(copy) WHERE bad;
+        CREATE UNLOGGED TABLE bad_\(copy) WITH (autovacuum_enabled = false) AS SELECT * FROM \(copy) WITH NO DATA;
+        WITH moved AS (DELETE FROM \(copy) WHERE bad RETURNING *) INSERT INTO bad_\(copy) SELECT * FROM moved;
+        SET default_statistics_target = 10;
         ANALYZE \(copy);
+        RESET default_statistics_target;
         """
     }
 }
