@@ -124,13 +124,7 @@ public final class Night {
             defer { restOfTally.finish() }
             // The findings history on a session of its own, while the CSV files, which do not wait
             // for it (FindingsHistory.swift), are written.
-            let historySQL = decide.historySQL
-            let history = Alongside { [settings] in
-                let other = try JobDatabase.connect(settings)
-                defer { other.close() }
-                try NightTables.use(other, schema: settings.jobSchema)
-                try other.execute(historySQL)
-            }
+            let history = NightTables.alongside(decide.historySQL, settings: settings)
             history.start()
             defer { history.finish() }
             summary.tally = try receiptsTally.value()

@@ -179,13 +179,7 @@ public final class DecideStage {
 
         // refunds.csv's rows read no decided family: they are found on a session of their own
         // beside the inferred order match, which leaves a core idle.
-        let refundsSQL = self.refundsSQL
-        let refunds = Alongside { [settings] in
-            let other = try JobDatabase.connect(settings)
-            defer { other.close() }
-            try NightTables.use(other, schema: settings.jobSchema)
-            try other.execute(refundsSQL)
-        }
+        let refunds = NightTables.alongside(refundsSQL, settings: settings)
         refunds.start()
         defer { refunds.finish() }
         // The inferred order match crosses families: one user and product at a time, from the spool.

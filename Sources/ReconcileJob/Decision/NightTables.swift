@@ -42,6 +42,17 @@ enum NightTables {
             """)
     }
 
+    /// `sql` on a session of its own with the night's settings (`use`), on a thread of its own:
+    /// start it, go on, and wait for it with `value()`.
+    static func alongside(_ sql: String, settings: JobSettings) -> Alongside<Void> {
+        Alongside {
+            let db = try JobDatabase.connect(settings)
+            defer { db.close() }
+            try use(db, schema: settings.jobSchema)
+            try db.execute(sql)
+        }
+    }
+
     static func drop(_ db: PGConnection, schema: JobSchema) throws {
         try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
     }
