@@ -51,7 +51,7 @@ extension DecideStage {
             INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
             SELECT finding_key, report, \(day), \(day), NULL FROM \(S).current_findings
             ON CONFLICT (finding_key) DO UPDATE SET
-                first_seen = least(f.first_seen, EXCLUDED.first_seen),
+                first_seen = \(Self.firstSeenSQL(asOf: settings.asOf)),  -- what the CSV files compute
                 last_seen = greatest(f.last_seen, EXCLUDED.last_seen),
                 closed_on = NULL;
             UPDATE \(S).findings f SET closed_on = \(day), closed_because = \(closedBecauseSQL)
@@ -60,7 +60,7 @@ extension DecideStage {
             """
     }
 
-    /// A current finding's `first_seen` as `historySQL` leaves it (the upsert's `least`), over
+    /// A current finding's `first_seen` as `historySQL` sets it (one definition for both), over
     /// `f`, its row of `findings` before or after tonight's history (NULL when it has none): the
     /// CSV files read it without waiting for the history.
     static func firstSeenSQL(asOf: EpochMillis) -> String {
