@@ -35,9 +35,12 @@ public final class DecideStage {
     // MARK: The stage
 
     /// `databaseOnly`: run exactly the same SQL and read every row, but apply no rule and write
-    /// nothing (the benchmark's measure of what Postgres itself needs). `afterCopies` is called
-    /// once the copies of the source relations are made (Night.swift counts the receipts then).
-    public func run(db: PGConnection, databaseOnly: Bool = false, afterCopies: () -> Void = {}) throws -> Result {
+    /// nothing (the benchmark's measure of what Postgres itself needs). `grantsSorted` is called
+    /// once Postgres has sorted the grants' family rows (their first row arrived, or their query
+    /// ended): from then on their session waits for the transactions' sort and a core would idle,
+    /// so Night.swift counts the receipts then.
+    public func run(db: PGConnection, databaseOnly: Bool = false,
+                    grantsSorted: @escaping @Sendable () -> Void = {}) throws -> Result {
         let progress = Progress(stage: "decide", enabled: settings.progress)
         var result = Result()
         try NightTables.create(db, schema: settings.jobSchema)
@@ -45,13 +48,12 @@ public final class DecideStage {
         let products = try ProductCatalog.load(db)
         // The crowded keys read the source grants, not their copy: they are made beside the copies.
         try NightTables.executeInParallel(try copiesSQL(db) + [crowdedKeysSQL], settings: settings)
-        afterCopies()
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the
         // `T` query, which reads `who`, starts after them.
         let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownGrantsSQL, products: products,
-                                  settings: settings, keepRows: !databaseOnly)
+                                  settings: settings, keepRows: !databaseOnly, sorted: grantsSorted)
         defer { grants.finish() }
         if !databaseOnly {
             try db.execute("DELETE FROM \(S).input_errors")

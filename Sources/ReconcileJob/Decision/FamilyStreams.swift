@@ -64,9 +64,14 @@ final class FamilyStream: @unchecked Sendable {
 
     /// Starts reading `sql`'s rows at once, after running `prepare` (statements that make what
     /// `sql` reads, on the stream's own session). `keepRows: false` parses nothing and only counts
-    /// (`run --database-only`, the benchmark's measure of Postgres alone).
-    init(sql: String, prepare: String = "", products: ProductCatalog, settings: JobSettings, keepRows: Bool = true) {
+    /// (`run --database-only`, the benchmark's measure of Postgres alone). `sorted` is called once,
+    /// on the reading thread, when the first row arrives (Postgres has sorted them all) or, if
+    /// none does, when the query ends or fails.
+    init(sql: String, prepare: String = "", products: ProductCatalog, settings: JobSettings, keepRows: Bool = true,
+         sorted: @escaping @Sendable () -> Void = {}) {
         let thread = Thread { [self] in
+            var announced = false
+            defer { if !announced { sorted() } }
             do {
                 let db = try JobDatabase.connect(settings)
                 defer { db.close() }
@@ -79,6 +84,7 @@ final class FamilyStream: @unchecked Sendable {
                 pending.reserveCapacity(1024)
                 var stopped = false
                 try db.copyOut("COPY (\(sql)) TO STDOUT") { line in
+                    if !announced { announced = true; sorted() }
                     rows.add(1, ordering: .relaxed)
                     // After the consumer left the rest is drained unread (libpq cannot cut a COPY short).
                     guard keepRows, !stopped else { return }
