@@ -52,7 +52,7 @@ public final class DecideStage {
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the
         // `T` query, which reads `who`, starts after them.
-        let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownGrantsSQL, products: products,
+        let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownFactsSQL, products: products,
                                   settings: settings, keepRows: !databaseOnly, sorted: grantsSorted)
         defer { grants.finish() }
         if !databaseOnly {

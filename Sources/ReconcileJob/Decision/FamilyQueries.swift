@@ -78,11 +78,27 @@ extension DecideStage {
         """
     }
 
-    /// The grants whose transaction Apple never showed, in either environment (`grantCTEs`), and
-    /// what the rules read of them: `unknown_facts`, one row per such grant with a receipt link or
-    /// a linked order: its receipt links counted, and the quantity of the order linked to its
-    /// transaction. Temporary tables with statistics, made on the `G` stream's session before its
-    /// query, so that the query hashes these few rows and streams the million grants past them.
+    /// `unknown`: the grants whose transaction Apple never showed, in either environment
+    /// (`grantCTEs`). It reads only the grants' copy and what was learned from Apple, so it is made
+    /// on the grants' copy's session right after that copy (SourceCopies.swift): the receipts'
+    /// copy and the crowded keys on the other session took longer, and one core idled about 1.5 s
+    /// before the family queries could start. An unlogged night table (NightTables.swift).
+    var unknownGrantsSQL: String {
+        """
+        DROP TABLE IF EXISTS unknown;
+        CREATE UNLOGGED TABLE unknown WITH (autovacuum_enabled = false) AS
+            SELECT g.grant_id, g.transaction_id, g.order_id FROM g
+            WHERE NOT EXISTS (SELECT 1 FROM \(S).apple_transactions t
+                              WHERE t.transaction_id = g.transaction_id AND t.environment IN ('production', 'sandbox'));
+        ANALYZE unknown
+        """
+    }
+
+    /// What the rules read of the `unknown` grants: `unknown_facts`, one row per such grant with
+    /// a receipt link or a linked order: its receipt links counted, and the quantity of the order
+    /// linked to its transaction. A temporary table with statistics, made on the `G` stream's
+    /// session before its query, so that the query hashes these few rows and streams the million
+    /// grants past them.
     /// - Over CTEs, Postgres assumed 200 distinct grants and hashed the million receipts (twice)
     ///   and orders to probe them with 22,637 grants, a hash each that spills at 5M rows.
     /// - Each link's verdict is looked up by the receipt_state's key (a LATERAL that is not
@@ -91,13 +107,8 @@ extension DecideStage {
     ///   counts' rows and hashed every grant instead.
     /// - The counts and the order in one table: the query probes one small hash per grant, not
     ///   two (about 0.4 s at 1M grants).
-    var unknownGrantsSQL: String {
+    var unknownFactsSQL: String {
         """
-        CREATE TEMPORARY TABLE unknown AS
-            SELECT g.grant_id, g.transaction_id, g.order_id FROM g
-            WHERE NOT EXISTS (SELECT 1 FROM \(S).apple_transactions t
-                              WHERE t.transaction_id = g.transaction_id AND t.environment IN ('production', 'sandbox'));
-        ANALYZE unknown;
         CREATE TEMPORARY TABLE unknown_facts AS
             WITH unknown_links AS (
                 SELECT u.grant_id, u.transaction_id, r.receipt_id FROM unknown u JOIN r ON r.transaction_id = u.transaction_id

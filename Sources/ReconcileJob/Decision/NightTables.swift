@@ -1,6 +1,6 @@
 // The decide stage's working tables (the copies `o`, `r`, `g`, `p`, their `bad_` and `dk_`
-// tables, `known_products`, `token_orders`, `who`, `crowded_keys`, the tally's `unresolved_ids`) are unlogged
-// tables in the job schema, not temporary ones (issue "The night at Postgres's floor"). Two
+// tables, `known_products`, `token_orders`, `who`, `crowded_keys`, `unknown`, the tally's
+// `unresolved_ids`) are unlogged tables in the job schema, not temporary ones (issue "The night at Postgres's floor"). Two
 // things follow: the stage's other sessions see them, so the copies are made side by side and
 // the tally's queries run at once on the machine's cores; and Postgres may scan them with
 // parallel workers, which it never does for a temporary table. Each run drops and makes them
@@ -19,7 +19,7 @@ import Synchronization
 enum NightTables {
     /// Every working table, for the drops (a new one belongs in this list).
     static let names = ["p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
-                        "token_orders", "who", "crowded_keys", Conservation.unresolvedTable]
+                        "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable]
 
     /// No working table of an earlier run, and this session finds the new ones by name.
     static func create(_ db: PGConnection, schema: JobSchema) throws {

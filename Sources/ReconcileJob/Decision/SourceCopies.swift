@@ -86,9 +86,11 @@ extension DecideStage {
     func copiesSQL(_ db: PGConnection) throws -> [String] {
         let indexed = try keyIndexedRelations(db)
         // The receipts first: the longest copy (its checks decode base64), so the other two share
-        // the second core meanwhile.
+        // the second core meanwhile. The grants' copy is followed by `unknown`, which reads only it
+        // (FamilyQueries.swift): the two sessions then end about together.
         return [SourceRelation.receipts, .orders, .grants].map {
             $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0))
+                + ($0 == .grants ? "\n" + unknownGrantsSQL : "")
         }
     }
 
