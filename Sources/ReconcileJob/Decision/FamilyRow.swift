@@ -74,7 +74,7 @@ enum GrantColumn: Int, CaseIterable {
 
     /// Over `gf` (a grant with its family key) and `uf` (its receipt links and the quantity of the
     /// order linked to its transaction, counted only when Apple never showed its transaction:
-    /// DecideStage.unknownGrantsSQL).
+    /// DecideStage.unknownFactsSQL).
     var sql: String {
         switch self {
         case .key: return "gf.fkey"
