@@ -16,7 +16,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 SWIFT ?= swift
-APT_PACKAGES := libcurl4-openssl-dev libpq-dev postgresql pkg-config
+APT_PACKAGES := libcurl4-openssl-dev libpq-dev zlib1g-dev postgresql pkg-config
 # Where Swift packages come from a local mirror owned by another user (root), git refuses to
 # read it for an ordinary user ("dubious ownership"), and ignores command-line config for local
 # clones. So the build's git calls get a global config of their own (scripts/gitconfig) that

@@ -28,12 +28,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
-        // reconciliation.xlsx (issue 12): the zip container of the workbook; the XML is ours.
+        // reconciliation.xlsx (issue 12): read back by the tests (Tests/XLSXReading), an
+        // implementation of zip other than the workbook's own (Sources/Workbook/ZipFile.swift).
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // The workbook's deflating (issue "The night at Postgres's floor"): Sources/Workbook/Deflate.swift.
+        .systemLibrary(name: "CLibZ", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v6),
         .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v6),
         .target(name: "Reconciliation", swiftSettings: v6),
@@ -41,7 +44,7 @@ let package = Package(
         // read what the report writer already produced, so the lead wires them in after the CSVs.
         .target(
             name: "Workbook",
-            dependencies: ["Reconciliation", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            dependencies: ["Reconciliation", "CLibZ"],
             swiftSettings: v6
         ),
         .target(name: "SummaryPage", dependencies: ["Reconciliation"], swiftSettings: v6),

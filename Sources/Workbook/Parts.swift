@@ -1,5 +1,4 @@
 import Foundation
-import ZIPFoundation
 
 /// The parts of the SpreadsheetML package around the sheets, and the zip they go into.
 /// Only what Excel, LibreOffice and WPS need to open the workbook without a repair prompt.
@@ -94,25 +93,19 @@ enum Parts {
         return xml + "</styleSheet>"
     }()
 
-    /// The package being written: the small parts from memory, each sheet as prefix + body file +
-    /// suffix read in chunks by ZIPFoundation's provider, deflated. The entries go in this order:
-    /// `[Content_Types].xml` first (it needs only the number of sheets; tools that sniff a file's
-    /// type read the first entries), then the sheets as each is ready, then `xl/workbook.xml`
-    /// and its relationships, which name every sheet. A reader finds parts by the zip's
-    /// directory, whatever their order.
+    /// The package being written: the small parts deflated from memory, each sheet as the
+    /// deflated segments its writer made (prefix, body, suffix: Deflate.swift). The entries go in
+    /// this order: `[Content_Types].xml` first (it needs only the number of sheets; tools that
+    /// sniff a file's type read the first entries), then the sheets as each is ready, then
+    /// `xl/workbook.xml` and its relationships, which name every sheet. A reader finds parts by
+    /// the zip's directory, whatever their order.
     final class Package {
-        let archive: Archive
-        let url: URL
+        let zip: ZipFile
         let sheetCount: Int
 
-        init(url: URL, sheetCount: Int) throws {
-            self.url = url
+        init(path: String, sheetCount: Int, zip64Limit: UInt64 = 0xFFFF_FFFF) throws {
             self.sheetCount = sheetCount
-            do {
-                archive = try Archive(url: url, accessMode: .create)
-            } catch {
-                throw Workbook.Failure(path: url.path, reason: "cannot create the workbook: \(error)")
-            }
+            zip = try ZipFile(path: path, zip64Limit: zip64Limit)
             try add("[Content_Types].xml", contentTypes(sheets: sheetCount))
             try add("_rels/.rels", rootRels)
             try add("xl/styles.xml", styles)
@@ -122,29 +115,54 @@ enum Parts {
         func add(_ sheet: SheetPart, number: Int) throws {
             precondition((1...sheetCount).contains(number))
             try failing {
-                let source = try ConcatenatedSource(prefix: Data(sheet.prefix(selected: number == 1).utf8),
-                                                    bodyPath: sheet.bodyPath, bodySize: sheet.bodySize,
-                                                    suffix: Data(sheet.suffix.utf8))
-                try archive.addEntry(with: "xl/worksheets/sheet\(number).xml", type: .file,
-                                     uncompressedSize: source.size, compressionMethod: .deflate,
-                                     bufferSize: 1 << 16, provider: source.read)
+                let prefixText = Array(sheet.prefix(selected: number == 1).utf8)
+                let prefix = try DeflateSegment.segment(prefixText, last: false)
+                let suffixText = Array(sheet.suffix.utf8)
+                let suffix = try DeflateSegment.segment(suffixText, last: true)
+                let prefixSize = UInt64(prefixText.count)
+                let crc = crc32Joined(crc32Joined(prefix.crc, sheet.body.crc, secondLength: sheet.body.size),
+                                      suffix.crc, secondLength: UInt64(suffixText.count))
+                try zip.add(name: "xl/worksheets/sheet\(number).xml", crc: crc,
+                            compressedSize: UInt64(prefix.data.count) + sheet.body.compressedSize + UInt64(suffix.data.count),
+                            uncompressedSize: prefixSize + sheet.body.size + UInt64(suffixText.count)) {
+                    try zip.write(prefix.data)
+                    try copy(sheet.body.path, size: sheet.body.compressedSize)
+                    try zip.write(suffix.data)
+                }
             }
         }
 
-        /// The workbook and its relationships, naming `sheets` in tab order (as many as announced).
+        /// The workbook and its relationships, naming `sheets` in tab order (as many as announced),
+        /// then the zip's directory.
         func finish(_ sheets: [SheetPart]) throws {
             precondition(sheets.count == sheetCount)
             try add("xl/workbook.xml", workbook(sheets))
             try add("xl/_rels/workbook.xml.rels", workbookRels(sheets: sheets.count))
+            try failing { try zip.finish() }
         }
 
         private func add(_ name: String, _ text: String) throws {
-            let data = Data(text.utf8)
             try failing {
-                try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(data.count),
-                                     compressionMethod: .deflate) { position, size in
-                    data.subdata(in: Int(position)..<Int(position) + size)
-                }
+                let bytes = Array(text.utf8)
+                let deflated = try DeflateSegment.segment(bytes, last: true)
+                try zip.add(name: name, crc: deflated.crc, compressedSize: UInt64(deflated.data.count),
+                            uncompressedSize: UInt64(bytes.count)) { try zip.write(deflated.data) }
+            }
+        }
+
+        /// The deflated body of a sheet, `size` bytes, into the current entry.
+        private func copy(_ path: String, size: UInt64) throws {
+            guard let file = fopen(path, "rb") else {
+                throw Workbook.Failure(path: path, reason: "cannot read a temporary sheet: \(String(cString: strerror(errno)))")
+            }
+            defer { fclose(file) }
+            var chunk = [UInt8](repeating: 0, count: 1 << 20)
+            var left = size
+            while left > 0 {
+                let n = chunk.withUnsafeMutableBufferPointer { fread($0.baseAddress, 1, Int(min(left, UInt64($0.count))), file) }
+                guard n > 0 else { throw Workbook.Failure(path: path, reason: "cannot read a temporary sheet back") }
+                try chunk.withUnsafeBufferPointer { try zip.write(UnsafeBufferPointer(rebasing: $0[..<n])) }
+                left -= UInt64(n)
             }
         }
 
@@ -154,60 +172,8 @@ enum Parts {
             } catch let failure as Workbook.Failure {
                 throw failure
             } catch {
-                throw Workbook.Failure(path: url.path, reason: "cannot write the workbook: \(error)")
+                throw Workbook.Failure(path: zip.path, reason: "cannot write the workbook: \(error)")
             }
         }
-    }
-}
-
-/// Bytes of `prefix`, then the file at `bodyPath`, then `suffix`, served at any position.
-final class ConcatenatedSource {
-    let prefix: Data
-    let suffix: Data
-    let bodySize: Int64
-    let size: Int64
-    private let body: UnsafeMutablePointer<FILE>
-    private let bodyPath: String
-
-    init(prefix: Data, bodyPath: String, bodySize: Int64, suffix: Data) throws {
-        guard let body = fopen(bodyPath, "rb") else {
-            throw Workbook.Failure(path: bodyPath, reason: "cannot read a temporary sheet: \(String(cString: strerror(errno)))")
-        }
-        self.prefix = prefix
-        self.suffix = suffix
-        self.bodySize = bodySize
-        self.body = body
-        self.bodyPath = bodyPath
-        size = Int64(prefix.count) + bodySize + Int64(suffix.count)
-    }
-
-    deinit { fclose(body) }
-
-    func read(position: Int64, size wanted: Int) throws -> Data {
-        var out = Data()
-        out.reserveCapacity(wanted)
-        var pos = position
-        let end = min(position + Int64(wanted), size)
-        let bodyStart = Int64(prefix.count), bodyEnd = bodyStart + bodySize
-        while pos < end {
-            if pos < bodyStart {
-                let upTo = min(end, bodyStart)
-                out.append(prefix.subdata(in: Int(pos)..<Int(upTo)))
-                pos = upTo
-            } else if pos < bodyEnd {
-                let upTo = min(end, bodyEnd)
-                var chunk = [UInt8](repeating: 0, count: Int(upTo - pos))
-                guard fseeko(body, off_t(pos - bodyStart), SEEK_SET) == 0,
-                      fread(&chunk, 1, chunk.count, body) == chunk.count else {
-                    throw Workbook.Failure(path: bodyPath, reason: "cannot read a temporary sheet back")
-                }
-                out.append(contentsOf: chunk)
-                pos = upTo
-            } else {
-                out.append(suffix.subdata(in: Int(pos - bodyEnd)..<Int(end - bodyEnd)))
-                pos = end
-            }
-        }
-        return out
     }
 }

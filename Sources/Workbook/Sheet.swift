@@ -4,15 +4,17 @@ import Glibc
 import Darwin
 #endif
 
-/// One worksheet being written. Its rows go to a temporary file as they come (the `<sheetData>`
-/// body), so memory does not grow with the rows; what must stand before the body in the XML
-/// (the used range, the fitted column widths) is only known at the end, so it is made then and
-/// put in front of the body when the sheet goes into the zip (`SheetPart`).
+/// One worksheet being written. Its rows go, deflated as they come (Deflate.swift), to a
+/// temporary file (the `<sheetData>` body), so memory does not grow with the rows and the
+/// deflating is done by the thread that writes the sheet; what must stand before the body in the
+/// XML (the used range, the fitted column widths) is only known at the end, so it is made then
+/// and put in front of the body when the sheet goes into the zip (`SheetPart`).
 final class SheetBody {
     let name: String
     let path: String
     let frozenHeader: Bool
     private let file: UnsafeMutablePointer<FILE>
+    private let body: DeflateSegment
     private var closed = false
     /// Rows written, header included.
     private(set) var rows = 0
@@ -29,6 +31,16 @@ final class SheetBody {
         self.path = path
         self.frozenHeader = frozenHeader
         self.file = file
+        do {
+            body = try DeflateSegment { deflated in
+                guard fwrite(deflated.baseAddress, 1, deflated.count, file) == deflated.count else {
+                    throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))")
+                }
+            }
+        } catch {
+            fclose(file)
+            throw Workbook.Failure(path: path, reason: "\(error)")
+        }
     }
 
     deinit { if !closed { fclose(file) } }
@@ -60,20 +72,30 @@ final class SheetBody {
             }
         }
         put("</row>")
-        let ok = xml.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) == $0.count }
-        if !ok { throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))") }
+        try deflating { try body.write(xml) }
+    }
+
+    /// zlib's failures as the sheet's (the file's own are already).
+    private func deflating(_ work: () throws -> Void) throws {
+        do {
+            try work()
+        } catch let failure as Workbook.Failure {
+            throw failure
+        } catch {
+            throw Workbook.Failure(path: path, reason: "cannot deflate a sheet: \(error)")
+        }
     }
 
     /// Closes the body; the sheet is then ready to go into the zip.
     func finish() throws -> SheetPart {
+        try deflating { try body.finish(last: false) }
         closed = true
         let failed = fflush(file) != 0
-        let size = ftello(file)
-        if fclose(file) != 0 || failed || size < 0 {
+        if fclose(file) != 0 || failed {
             throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))")
         }
-        return SheetPart(name: name, bodyPath: path, bodySize: Int64(size), rows: rows, widths: widths,
-                         frozenHeader: frozenHeader, hyperlinks: hyperlinks)
+        return SheetPart(name: name, body: .init(path: path, size: body.inputSize, compressedSize: body.outputSize, crc: body.crc),
+                         rows: rows, widths: widths, frozenHeader: frozenHeader, hyperlinks: hyperlinks)
     }
 
     /// Each style's index as the bytes of its `s` attribute.
@@ -94,9 +116,17 @@ final class SheetBody {
 
 /// A finished sheet: the XML that goes before and after its body.
 struct SheetPart {
+    /// The rows' XML, deflated as a segment that is not the last (Deflate.swift), in the file at
+    /// `path`: `size` bytes of XML, `compressedSize` bytes in the file, `crc` of the XML.
+    struct Body {
+        let path: String
+        let size: UInt64
+        let compressedSize: UInt64
+        let crc: UInt32
+    }
+
     let name: String
-    let bodyPath: String
-    let bodySize: Int64
+    let body: Body
     let rows: Int
     let widths: [Int]
     /// Report sheets: header row frozen and the autofilter on it. The Summary sheet has neither.

@@ -26,7 +26,8 @@ import Reconciliation
 ///   goes on in `compensate (2)`, `compensate (3)`, … rather than being cut.
 ///
 /// Memory does not grow with rows: each CSV is read one record at a time, each sheet's XML is
-/// streamed to a temporary file next to `path` and deflated into the zip from that file.
+/// deflated as it is written, into a temporary file next to `path`, and copied into the zip from
+/// that file.
 public enum Workbook {
     /// Excel's rows per sheet (1,048,576) less the header row.
     public static let maxDataRowsPerSheet = 1_048_575
@@ -47,13 +48,12 @@ public enum Workbook {
     ///   A report whose sheets hold another number of rows is a `Failure`.
     /// - Parameter dataRowsPerSheet: rows per sheet before a report continues on the next;
     ///   only tests pass another value than Excel's limit.
-    /// - Parameter sheetsWritten: called (on another thread) once every report's sheet is written,
-    ///   when what is left is deflating them into the zip on one core: a caller may start other
-    ///   work then.
+    /// - Parameter zip64Limit: sizes and offsets from this one on are written in zip64 records
+    ///   (ZipFile.swift); only tests pass another value than the format's.
     public static func write(csvFolder: String, reports: [ReportFile], dataRows: [Int]? = nil,
                              summary: [(label: String, value: String)], timeZone: TimeZone, to path: String,
                              dataRowsPerSheet: Int = maxDataRowsPerSheet,
-                             sheetsWritten: @escaping @Sendable () -> Void = {}) throws {
+                             zip64Limit: UInt64 = 0xFFFF_FFFF) throws {
         precondition(dataRowsPerSheet > 0 && dataRowsPerSheet <= maxDataRowsPerSheet)
         precondition(dataRows == nil || dataRows?.count == reports.count)
         let url = URL(fileURLWithPath: path)
@@ -72,10 +72,11 @@ public enum Workbook {
         // A report over `dataRowsPerSheet` rows goes on in as many more sheets as it needs.
         let sheetsPerReport = rows.map { max(1, ($0 + dataRowsPerSheet - 1) / dataRowsPerSheet) }
 
-        // The reports' sheets are independent files: written side by side, one report per core,
-        // while this thread deflates each report into the zip as soon as it is written, in the
-        // order they finish (the deflating, one thread in ZIPFoundation, was the run's last
-        // seconds on one core). Each sheet's number, its place among the tabs, is known before.
+        // The reports' sheets are independent files: written and deflated side by side, one
+        // report per core, while this thread copies each report into the zip as soon as it is
+        // written, in the order they finish (deflated by ZIPFoundation on this one thread, they
+        // were the night's last seconds on one core). Each sheet's number, its place among the
+        // tabs, is known before.
         let firstNumber = sheetsPerReport.indices.map { 2 + sheetsPerReport[..<$0].reduce(0, +) }
         let finished = Mutex<[(Int, Result<[SheetPart], any Error>)]>([])
         let oneFinished = DispatchSemaphore(value: 0)
@@ -97,13 +98,13 @@ public enum Workbook {
                     oneFinished.signal()
                 }
             }
-            sheetsWritten()
         }
         // Runs before the scratch folder goes: no writer is left using it.
         defer { stop.store(true, ordering: .relaxed); writers.wait() }
 
         let partial = scratch + "/workbook.xlsx"
-        let package = try Parts.Package(url: URL(fileURLWithPath: partial), sheetCount: 1 + sheetsPerReport.reduce(0, +))
+        let package = try Parts.Package(path: partial, sheetCount: 1 + sheetsPerReport.reduce(0, +),
+                                        zip64Limit: zip64Limit)
         var byReport: [Int: [SheetPart]] = [:]
         while byReport.count < reports.count {
             oneFinished.wait()

@@ -9,9 +9,7 @@ import Workbook
 /// text, times in `--report-timezone`) and `summary.html` (one self-contained page: counts, money,
 /// the oldest open finding, 30 nights of history from `{S}.runs` and `{S}.findings`).
 extension ReportWriter {
-    /// `sheetsWritten`: called once only the workbook's deflating is left (Workbook.write).
-    func writeForPeople(db: PGConnection, summary: RunSummary, folder: String,
-                        sheetsWritten: @escaping @Sendable () -> Void = {}) throws {
+    func writeForPeople(db: PGConnection, summary: RunSummary, folder: String) throws {
         let oldest = try oldestOpenFinding(db)
         let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
         do {
@@ -19,7 +17,7 @@ extension ReportWriter {
             try Workbook.write(csvFolder: folder, reports: reports,
                                dataRows: reports.map { summary.counts[$0.name] ?? 0 },
                                summary: summaryLines(summary, oldest: oldest),
-                               timeZone: zone, to: folder + "/reconciliation.xlsx", sheetsWritten: sheetsWritten)
+                               timeZone: zone, to: folder + "/reconciliation.xlsx")
         } catch let failure as Workbook.Failure {
             throw FileSystem.Failure(failure.path, reason: failure.reason)
         }

@@ -28,8 +28,8 @@ struct ReportWriter {
     /// `findingsHistory` waits for the night's findings history (FindingsHistory.swift), which
     /// runs while the CSV files are written; closed.csv, the workbook and the page come after it.
     /// `restOfTally` runs on a thread of its own while the workbook and page are built: the night
-    /// counts the relations of its conservation tally not counted yet there (they read the working
-    /// tables, not the reports), then drops the working tables. The tallies it returns are added to
+    /// waits there for the relations of its conservation tally not counted yet (they read the
+    /// working tables, not the reports), then drops the working tables. The tallies it returns are added to
     /// `summary.tally`, and the whole tally is checked before anything is moved into place: a
     /// failed check leaves no report (contract §1), as when the tally came first.
     func write(db: PGConnection, summary: inout RunSummary, findingsHistory: () throws -> Void,
@@ -87,10 +87,11 @@ struct ReportWriter {
         summary.exitCode = 0
         do {
             let forPeople = summary
-            // The rest of the tally starts once the workbook's sheets are written: deflating them
-            // into the zip, the workbook's last seconds, runs on one core.
+            // The rest of the tally (counted since the stage began: Night.swift) is waited for
+            // beside the workbook and the page, on a thread of its own.
             let other = Alongside(restOfTally)
-            let mine = Result { try writeForPeople(db: db, summary: forPeople, folder: temp, sheetsWritten: other.start) }
+            other.start()
+            let mine = Result { try writeForPeople(db: db, summary: forPeople, folder: temp) }
             let rest = Result { try other.value() }
             try mine.get()
             let tallied = try rest.get()
