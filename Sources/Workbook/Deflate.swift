@@ -36,14 +36,17 @@ final class DeflateSegment {
 
     /// `sink` receives the compressed bytes (a buffer valid only during the call).
     init(level: Int32 = workbookDeflateLevel, sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
-        stream = .allocate(capacity: 1)
+        // Set up before `self.stream` is: a throw once every property is set would run `deinit`,
+        // which ends and frees the stream.
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        self.sink = sink
         guard clibz_deflate_init_raw(stream, level) == Z_OK else {
             stream.deinitialize(count: 1)
             stream.deallocate()
             throw DeflateError(reason: "zlib could not start a deflate stream")
         }
+        self.stream = stream
+        self.sink = sink
     }
 
     deinit {

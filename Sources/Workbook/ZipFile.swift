@@ -64,7 +64,8 @@ final class ZipFile {
                           zip64: compressedSize >= zip64Limit || uncompressedSize >= zip64Limit)
         var header = Bytes()
         header.u32(0x0403_4b50)
-        header.u16(entry.zip64 ? 45 : 20)       // version needed to extract (4.5: zip64)
+        let needs45 = entry.zip64 || entry.offset >= zip64Limit  // as its central record says
+        header.u16(needs45 ? 45 : 20)            // version needed to extract (4.5: zip64)
         header.u16(0x0800)                       // the name is UTF-8
         header.u16(8)                            // deflate
         header.u16(dosTime)

@@ -90,6 +90,28 @@ import ZIPFoundation
         #expect(book.sheets[1].rows.count == 1 + 43)
     }
 
+    /// Entries small enough for 32-bit sizes whose offsets are not (only the offset in a zip64
+    /// record), and a directory past the limit with fewer entries than 0xFFFF (the zip64 end
+    /// record beside an ordinary one that holds the real count).
+    @Test func offsetsAloneInZip64Records() throws {
+        let dir = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/t.zip"
+        let zip = try ZipFile(path: path, zip64Limit: 200)
+        var texts: [String: Data] = [:]
+        for i in 0..<12 {
+            let text = Array("entry \(i): \(String(repeating: "x", count: i))".utf8)
+            let deflated = try DeflateSegment.segment(text, last: true)
+            try zip.add(name: "e\(i).txt", crc: deflated.crc, compressedSize: UInt64(deflated.data.count),
+                        uncompressedSize: UInt64(text.count)) { try zip.write(deflated.data) }
+            texts["e\(i).txt"] = Data(text)
+        }
+        try zip.finish()
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bytes.indices.dropLast(3).contains { Array(bytes[$0..<$0 + 4]) == [0x50, 0x4b, 0x06, 0x06] })
+        #expect(try Self.entries(path) == texts)
+    }
+
     /// An entry whose data is not the size announced in its header is refused, not written.
     @Test func anEntryOfAnotherSizeThanAnnouncedIsAFailure() throws {
         let dir = try Self.folder()
