@@ -47,7 +47,20 @@ public final class DecideStage {
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
         // The crowded keys read the source grants, not their copy: they are made beside the copies.
-        try NightTables.executeInParallel(try copiesSQL(db) + [crowdedKeysSQL], settings: settings)
+        // `unknown` reads only the grants' copy: it is made beside the others once that copy is,
+        // on whichever session is free first (made after that copy on its session, or before the
+        // grants' query, one core idled 1-2 s while the other ended the copies).
+        let copies = try copiesSQL(db)
+        let grantsCopied = DispatchSemaphore(value: 0)
+        let unknownGrants = unknownGrantsSQL, crowdedKeys = crowdedKeysSQL
+        let copying: [@Sendable (PGConnection) throws -> Void] = [
+            { db in try db.execute(copies[0]) },
+            { db in try db.execute(copies[1]) },
+            { db in defer { grantsCopied.signal() }; try db.execute(copies[2]) },
+            { db in try db.execute(crowdedKeys) },
+            { db in grantsCopied.wait(); try db.execute(unknownGrants) },
+        ]
+        _ = try NightTables.inParallel(copying, settings: settings)
         // Both kinds of rows at once, each on its own session (FamilyStreams.swift). The grants'
         // query reads only the copies and what was learned from Apple: it starts now, beside the
         // input checks and the attribution on this session, which used one core of two, and the

@@ -80,9 +80,8 @@ extension DecideStage {
 
     /// `unknown`: the grants whose transaction Apple never showed, in either environment
     /// (`grantCTEs`). It reads only the grants' copy and what was learned from Apple, so it is made
-    /// on the grants' copy's session right after that copy (SourceCopies.swift): the receipts'
-    /// copy and the crowded keys on the other session took longer, and one core idled about 1.5 s
-    /// before the family queries could start. An unlogged night table (NightTables.swift).
+    /// beside the copies once the grants' is (DecideStage.run). An unlogged night table
+    /// (NightTables.swift).
     var unknownGrantsSQL: String {
         """
         DROP TABLE IF EXISTS unknown;

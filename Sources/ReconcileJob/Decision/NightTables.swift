@@ -57,13 +57,6 @@ enum NightTables {
         try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
     }
 
-    /// Runs each piece of SQL (one or more statements) on a session of its own, two at a time
-    /// (the machine's cores: the work is Postgres's, each on its own backend). The first failure
-    /// is thrown once every piece has ended.
-    static func executeInParallel(_ pieces: [String], settings: JobSettings) throws {
-        _ = try inParallel(pieces.map { sql in { db in try db.execute(sql) } }, settings: settings)
-    }
-
     /// Runs each piece of work with a session of the night (`use`), two at a time, in the order
     /// given (so the longest first keeps both cores busy to the end), and returns each one's value
     /// in that order. The first failure is thrown once every piece has ended.

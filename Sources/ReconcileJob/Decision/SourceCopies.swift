@@ -79,18 +79,16 @@ extension SourceRelation {
 }
 
 extension DecideStage {
-    /// The copies of orders, receipts and grants, each with fresh statistics, one piece of SQL
-    /// per relation (they are made side by side: NightTables.swift). No indexes: every statement
+    /// The copies of receipts, orders and grants, in this order, each with fresh statistics, one
+    /// piece of SQL per relation (they are made side by side: NightTables.swift). No indexes: every statement
     /// reads them whole through hash joins (the three indexes they had cost 3.3 s at 1M rows each
     /// and no plan at that size used them).
     func copiesSQL(_ db: PGConnection) throws -> [String] {
         let indexed = try keyIndexedRelations(db)
         // The receipts first: the longest copy (its checks decode base64), so the other two share
-        // the second core meanwhile. The grants' copy is followed by `unknown`, which reads only it
-        // (FamilyQueries.swift): the two sessions then end about together.
+        // the second core meanwhile.
         return [SourceRelation.receipts, .orders, .grants].map {
             $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0))
-                + ($0 == .grants ? "\n" + unknownGrantsSQL : "")
         }
     }
 
