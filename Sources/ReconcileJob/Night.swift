@@ -144,8 +144,8 @@ public final class Night {
                                                                        findingsHistory: history.value) {
                 let rest = try restOfTally.value()
                 // Once the CSV files are written (this runs after them) and the tally counted,
-                // nothing reads the working tables. Dropping them waits on the disk for seconds (their files were just
-                // written), so it is done beside the workbook.
+                // nothing reads the working tables. Dropping them waits on the disk for seconds
+                // (their files were just written), so it is done beside the workbook.
                 let other = try JobDatabase.connect(settings)
                 defer { other.close() }
                 try NightTables.drop(other, schema: settings.jobSchema)
