@@ -167,13 +167,7 @@ enum Parts {
         }
 
         private func failing(_ body: () throws -> Void) throws {
-            do {
-                try body()
-            } catch let failure as Workbook.Failure {
-                throw failure
-            } catch {
-                throw Workbook.Failure(path: zip.path, reason: "cannot write the workbook: \(error)")
-            }
+            try Workbook.Failure.of(zip.path, "cannot write the workbook", body)
         }
     }
 }

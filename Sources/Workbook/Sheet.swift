@@ -77,13 +77,7 @@ final class SheetBody {
 
     /// zlib's failures as the sheet's (the file's own are already).
     private func deflating(_ work: () throws -> Void) throws {
-        do {
-            try work()
-        } catch let failure as Workbook.Failure {
-            throw failure
-        } catch {
-            throw Workbook.Failure(path: path, reason: "cannot deflate a sheet: \(error)")
-        }
+        try Workbook.Failure.of(path, "cannot deflate a sheet", work)
     }
 
     /// Closes the body; the sheet is then ready to go into the zip.

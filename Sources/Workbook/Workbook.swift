@@ -37,6 +37,17 @@ public enum Workbook {
         public let path: String
         public let reason: String
         public var description: String { "\(path): \(reason)" }
+
+        /// Runs `work`; any other error it throws becomes a failure of `path`: "`doing`: error".
+        static func of(_ path: String, _ doing: String, _ work: () throws -> Void) throws {
+            do {
+                try work()
+            } catch let failure as Failure {
+                throw failure
+            } catch {
+                throw Failure(path: path, reason: "\(doing): \(error)")
+            }
+        }
     }
 
     /// Writes the workbook to `path` (a temporary file in the same folder, renamed into place,
