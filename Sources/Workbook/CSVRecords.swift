@@ -20,7 +20,7 @@ final class CSVRecords {
 
     init(path: String) throws {
         guard let file = fopen(path, "rb") else {
-            throw Workbook.Failure(path: path, reason: "cannot open the report: \(String(cString: strerror(errno)))")
+            throw Workbook.Failure.system(path, "cannot open the report")
         }
         self.path = path
         self.file = file
@@ -35,7 +35,7 @@ final class CSVRecords {
             index = 0
             if count == 0 {
                 if ferror(file) != 0 {
-                    throw Workbook.Failure(path: path, reason: "cannot read the report: \(String(cString: strerror(errno)))")
+                    throw Workbook.Failure.system(path, "cannot read the report")
                 }
                 return nil
             }

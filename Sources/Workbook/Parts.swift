@@ -153,7 +153,7 @@ enum Parts {
         /// The deflated body of a sheet, `size` bytes, into the current entry.
         private func copy(_ path: String, size: UInt64) throws {
             guard let file = fopen(path, "rb") else {
-                throw Workbook.Failure(path: path, reason: "cannot read a temporary sheet: \(String(cString: strerror(errno)))")
+                throw Workbook.Failure.system(path, "cannot read a temporary sheet")
             }
             defer { fclose(file) }
             var chunk = [UInt8](repeating: 0, count: 1 << 20)

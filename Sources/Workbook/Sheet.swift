@@ -25,7 +25,7 @@ final class SheetBody {
 
     init(name: String, path: String, frozenHeader: Bool) throws {
         guard let file = fopen(path, "wb") else {
-            throw Workbook.Failure(path: path, reason: "cannot create a temporary sheet: \(String(cString: strerror(errno)))")
+            throw Workbook.Failure.system(path, "cannot create a temporary sheet")
         }
         self.name = name
         self.path = path
@@ -34,7 +34,7 @@ final class SheetBody {
         do {
             body = try DeflateSegment { deflated in
                 guard fwrite(deflated.baseAddress, 1, deflated.count, file) == deflated.count else {
-                    throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))")
+                    throw Workbook.Failure.system(path, "cannot write a temporary sheet")
                 }
             }
         } catch {
@@ -86,7 +86,7 @@ final class SheetBody {
         closed = true
         let failed = fflush(file) != 0
         if fclose(file) != 0 || failed {
-            throw Workbook.Failure(path: path, reason: "cannot write a temporary sheet: \(String(cString: strerror(errno)))")
+            throw Workbook.Failure.system(path, "cannot write a temporary sheet")
         }
         return SheetPart(name: name, body: .init(path: path, size: body.inputSize, compressedSize: body.outputSize, crc: body.crc),
                          rows: rows, widths: widths, frozenHeader: frozenHeader, hyperlinks: hyperlinks)

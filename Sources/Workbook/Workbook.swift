@@ -38,6 +38,11 @@ public enum Workbook {
         public let reason: String
         public var description: String { "\(path): \(reason)" }
 
+        /// What the system said of `path` (errno) while `doing`: "`doing`: its message".
+        static func system(_ path: String, _ doing: String) -> Failure {
+            Failure(path: path, reason: "\(doing): \(String(cString: strerror(errno)))")
+        }
+
         /// Runs `work`; any other error it throws becomes a failure of `path`: "`doing`: error".
         static func of(_ path: String, _ doing: String, _ work: () throws -> Void) throws {
             do {
@@ -149,7 +154,7 @@ public enum Workbook {
         try package.add(first, number: 1)
         try package.finish([first] + sheets)
         guard rename(partial, path) == 0 else {
-            throw Failure(path: path, reason: "cannot move the workbook into place: \(String(cString: strerror(errno)))")
+            throw Failure.system(path, "cannot move the workbook into place")
         }
     }
 

@@ -40,7 +40,7 @@ final class ZipFile {
 
     init(path: String, zip64Limit: UInt64 = 0xFFFF_FFFF) throws {
         guard let file = fopen(path, "wb") else {
-            throw Workbook.Failure(path: path, reason: "cannot create the workbook: \(String(cString: strerror(errno)))")
+            throw Workbook.Failure.system(path, "cannot create the workbook")
         }
         self.path = path
         self.file = file
@@ -93,7 +93,7 @@ final class ZipFile {
     func write(_ bytes: UnsafeBufferPointer<UInt8>) throws {
         guard bytes.count > 0 else { return }
         guard fwrite(bytes.baseAddress, 1, bytes.count, file) == bytes.count else {
-            throw Workbook.Failure(path: path, reason: "cannot write the workbook: \(String(cString: strerror(errno)))")
+            throw Workbook.Failure.system(path, "cannot write the workbook")
         }
         offset += UInt64(bytes.count)
     }
@@ -157,7 +157,7 @@ final class ZipFile {
         closed = true
         let flushed = fflush(file) == 0
         if fclose(file) != 0 || !flushed {
-            throw Workbook.Failure(path: path, reason: "cannot write the workbook: \(String(cString: strerror(errno)))")
+            throw Workbook.Failure.system(path, "cannot write the workbook")
         }
     }
 
