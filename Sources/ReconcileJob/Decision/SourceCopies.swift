@@ -20,7 +20,7 @@ extension SourceRelation {
 
     /// The columns of the copy, over the source row `x` (times also in epoch milliseconds).
     var copyColumns: String {
-        func ms(_ c: String) -> String { "(extract(epoch FROM x.\(c)) * 1000)::bigint AS \(c.replacingOccurrences(of: "_at", with: "_ms"))" }
+        func ms(_ c: String) -> String { "\(Self.epochMilliseconds("x.\(c)")) AS \(c.replacingOccurrences(of: "_at", with: "_ms"))" }
         switch self {
         case .products: return "x.*"
         case .orders:

@@ -153,7 +153,7 @@ struct OurFacts {
         var record = OurRecord()
         let grants = try db.query("""
             SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity,
-                   (extract(epoch FROM granted_at) * 1000)::bigint, (extract(epoch FROM revoked_at) * 1000)::bigint
+                   \(SourceRelation.epochMilliseconds("granted_at")), \(SourceRelation.epochMilliseconds("revoked_at"))
             FROM \(src).iap_grants WHERE transaction_id = $1 AND grant_id IS NOT NULL AND user_id IS NOT NULL
             ORDER BY granted_at, grant_id
             """, [t.transactionID])
@@ -182,7 +182,7 @@ struct OurFacts {
             if let o = uploads.value(r, 1) { uploadOrders.append(o) }
         }
         let orders = try db.query("""
-            SELECT order_id, user_id, product_id, quantity, status, transaction_id, (extract(epoch FROM created_at) * 1000)::bigint
+            SELECT order_id, user_id, product_id, quantity, status, transaction_id, \(SourceRelation.epochMilliseconds("created_at"))
             FROM \(src).iap_orders
             WHERE (transaction_id = $1 OR order_id = ANY($2::text[]) OR lower(order_id) = lower($3))
               AND order_id IS NOT NULL AND user_id IS NOT NULL
