@@ -11,7 +11,10 @@ import Darwin
 final class CSVRecords {
     let path: String
     private let file: UnsafeMutablePointer<FILE>
-    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    /// Raw memory, not an array: every byte read is then not an access to a class's property
+    /// checked for exclusivity at run time.
+    private let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+    private static let capacity = 1 << 16
     private var count = 0
     private var index = 0
     private var atStart = true
@@ -26,12 +29,15 @@ final class CSVRecords {
         self.file = file
     }
 
-    deinit { fclose(file) }
+    deinit {
+        fclose(file)
+        buffer.deallocate()
+    }
 
     /// The next byte without consuming it; nil at the end of the file.
     private func peek() throws -> UInt8? {
         if index == count {
-            count = fread(&buffer, 1, buffer.count, file)
+            count = fread(buffer, 1, Self.capacity, file)
             index = 0
             if count == 0 {
                 if ferror(file) != 0 {
@@ -80,7 +86,7 @@ final class CSVRecords {
                     end += 1
                 }
             }
-            field.append(contentsOf: buffer[index..<end])
+            field.append(contentsOf: UnsafeBufferPointer(start: buffer + index, count: end - index))
             index = end
             if end == count { continue }
             let b = buffer[index]

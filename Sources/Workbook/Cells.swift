@@ -64,8 +64,12 @@ enum Cell {
             if plainDecimal(raw) == 0 { return .number(raw, .integer) }
         case .money:
             if let decimals = plainDecimal(raw) {
-                let style: Style = [0: .integer, 1: .money1, 2: .money2, 3: .money3][decimals] ?? .money3
-                return .number(raw, style)
+                switch decimals {
+                case 0: return .number(raw, .integer)
+                case 1: return .number(raw, .money1)
+                case 2: return .number(raw, .money2)
+                default: return .number(raw, .money3)
+                }
             }
         case .dateTime:
             if raw.utf8.count >= 19, let ms = UTC.parse(raw), let serial = Serial.dateTime(ms, zone: zone) {
@@ -114,9 +118,12 @@ enum Cell {
             case .date: return 10
             default: return s.utf8.count
             }
-        case .text(let s, _): return Self.width(of: s, cap: 80)
+        case .text(let s, _): return Self.width(of: s, cap: Self.textWidthCap)
         }
     }
+
+    /// A text cell counts at most this many characters toward its column's width.
+    static let textWidthCap = 80
 
     static func width(of s: String, cap: Int) -> Int {
         if s.utf8.allSatisfy({ $0 < 0x80 }) { return min(s.utf8.count, cap) }

@@ -42,6 +42,36 @@ enum XMLText {
         return out
     }
 
+    /// What `plain` did with a text.
+    enum Plain {
+        /// Copied as it is: ASCII, `count` bytes.
+        case ascii(count: Int)
+        /// Copied as it is, with characters beyond ASCII.
+        case copied
+        /// Nothing copied: the text needs `escape`.
+        case needsEscape
+    }
+
+    /// Appends `text` to `xml` when `escape` would return it unchanged (the test `escape` makes
+    /// first, here in one pass over contiguous bytes that also tells whether the text is ASCII).
+    static func plain(_ text: String, into xml: inout [UInt8]) -> Plain {
+        var text = text
+        return text.withUTF8 { bytes in
+            var previousUnderscore = false
+            var high: UInt8 = 0
+            for b in bytes {
+                if b < 0x20 || b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x27 || b == 0xEF
+                    || (previousUnderscore && (b == 0x78 || b == 0x58)) {
+                    return .needsEscape
+                }
+                previousUnderscore = b == 0x5F
+                high |= b
+            }
+            xml.append(contentsOf: bytes)
+            return high < 0x80 ? .ascii(count: bytes.count) : .copied
+        }
+    }
+
     /// `_x` + four hex digits + `_` starting at `i`.
     private static func looksLikeExcelEscape(_ s: [Unicode.Scalar], at i: Int) -> Bool {
         guard i + 6 < s.count, s[i + 1] == "x" || s[i + 1] == "X", s[i + 6] == "_" else { return false }

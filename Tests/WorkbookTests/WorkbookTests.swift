@@ -213,6 +213,55 @@ import XLSXReading
         return all
     }
 
+    @Test func plainTextIsCopiedOnlyWhereEscapeWouldLeaveItUnchanged() {
+        let texts = ["", "abc", "2000000847061981", "a&b", "<b>", "\"", "it's", "x_x0041_y", "x_X", "_", "a_b", "ab_",
+                     "中文", "café", "a\u{FFFE}b", "\u{EFFF}", "tab\there", "a\rb", "line\n", "\u{1}", "🎮 100"]
+        for text in texts {
+            var xml: [UInt8] = [0x3E]
+            switch XMLText.plain(text, into: &xml) {
+            case .ascii(let count):
+                #expect(XMLText.escape(text) == text, "\(text)")
+                #expect(xml == [0x3E] + Array(text.utf8) && count == text.utf8.count && text.utf8.allSatisfy { $0 < 0x80 })
+            case .copied:
+                #expect(XMLText.escape(text) == text, "\(text)")
+                #expect(xml == [0x3E] + Array(text.utf8) && !text.utf8.allSatisfy { $0 < 0x80 })
+            case .needsEscape:
+                #expect(xml == [0x3E], "\(text): nothing copied")
+                #expect(text.utf8.contains { $0 < 0x20 || "&<>\"'".utf8.contains($0) || $0 == 0xEF } || text.contains("_x")
+                        || text.contains("_X"), "\(text)")
+            }
+        }
+    }
+
+    @Test func rowNumbersAreTheirDecimalDigits() {
+        var numbers = [0, 1, 9, 10, 11, 99, 100, 1_048_576, 12_345_678, 99_999_999, 100_000_000, 123_456_789,
+                       9_999_999_999_999_999]
+        var n = 1
+        while n < 1_000_000_000_000_000 { numbers += [n - 1, n, n + 7]; n *= 10 }
+        for number in numbers {
+            var xml: [UInt8] = [0x41]
+            SheetBody.RowNumber(number).put(&xml)
+            #expect(xml == [0x41] + Array(String(number).utf8), "\(number)")
+        }
+    }
+
+    @Test func cellsPastColumnZKeepTheirColumns() throws {
+        let folder = NSTemporaryDirectory() + "wb-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let header = (1...30).map { "c\($0)" }
+        let rows = (1...3).map { r in (1...30).map { "v\(r)-\($0)" } }
+        let text = CSV.record(header) + rows.map(CSV.record).joined()
+        try Data(text.utf8).write(to: URL(fileURLWithPath: folder + "/" + ReportFile.compensate.rawValue))
+        let path = folder + "/reconciliation.xlsx"
+        try Workbook.write(csvFolder: folder, reports: [.compensate], summary: [], timeZone: Self.shanghai, to: path)
+        let sheet = try XLSX(path: path).sheets[1]
+        #expect(sheet.rows.count == 4)
+        #expect(sheet.rows[0]["AD"]?.text == "c30")
+        #expect(sheet.rows[3]["Z"]?.text == "v3-26" && sheet.rows[3]["AA"]?.text == "v3-27" && sheet.rows[3]["AD"]?.text == "v3-30")
+        #expect(sheet.autoFilter == "A1:AD4")
+    }
+
     @Test func xmlTextDropsWhatXMLForbidsAndKeepsExcelEscapesLiteral() {
         #expect(XMLText.escape("a\u{1}b\u{FFFE}c") == "abc")
         #expect(XMLText.escape("<&>\"'") == "&lt;&amp;&gt;&quot;&apos;")
