@@ -38,6 +38,11 @@ enum Conservation {
         .orders: ("delivered", delivered),
     ]
 
+    /// The rows a relation's first bucket does not take, made once per query (a materialized
+    /// CTE) for the CASE and for the sets its joins ask of them: the orders' were filtered from
+    /// `o` three times (1.47-1.96 -> 1.29-1.45 CPU s at 1M rows).
+    static let restOfFirstBucket = "rest"
+
     /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Reads the decide
     /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
     static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
@@ -56,7 +61,8 @@ enum Conservation {
         case .products:
             return ("CASE WHEN x.product_type IN \(SourceRelation.productTypes) THEN 'ok' END", "")
         case .orders:
-            let openOrders = "(SELECT x.order_id FROM o x WHERE (\(delivered)) IS NOT TRUE)"
+            // `rest`: the open orders, made once by `sql` (the first bucket's other rows).
+            let openOrders = "(SELECT order_id FROM \(restOfFirstBucket))"
             return ("""
                 CASE WHEN \(delivered) THEN 'delivered'
                      WHEN rep.k IS NOT NULL THEN 'open_reported'
@@ -178,9 +184,10 @@ enum Conservation {
             // are joined with the sets the other buckets ask. Together the two filters take
             // every row once: a condition is true, or it is not.
             placed = """
+                WITH \(restOfFirstBucket) AS MATERIALIZED (SELECT * FROM \(from) WHERE (\(condition)) IS NOT TRUE)
                 SELECT '\(first)', count(*) FROM \(from) WHERE \(condition)
                 UNION ALL
-                SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins) WHERE (\(condition)) IS NOT TRUE) placed GROUP BY b
+                SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(restOfFirstBucket) x \(joins)) placed GROUP BY b
                 """
         }
         return """
