@@ -59,7 +59,8 @@ public final class DecideStage: Sendable {
         let copies = try copiesSQL(db)
         let receiptsCopied = DispatchSemaphore(value: 0), ordersCopied = DispatchSemaphore(value: 0)
         let grantsCopied = DispatchSemaphore(value: 0), tokenOrdersMade = DispatchSemaphore(value: 0)
-        let unknownGrants = unknownGrantsSQL, crowdedKeys = crowdedKeysSQL, attribution = attributionSQL
+        let unknownGrants = unknownGrantsSQL, attribution = attributionSQL
+        let crowdedKeys = crowdedKeysSQL(transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db))
         let copying: [@Sendable (PGConnection) throws -> Void] = [
             { db in defer { receiptsCopied.signal() }; try db.execute(copies[0]) },
             { db in defer { ordersCopied.signal() }; try db.execute(copies[1]) },

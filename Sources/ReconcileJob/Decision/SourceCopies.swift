@@ -95,20 +95,22 @@ extension DecideStage {
     /// The source relations with a valid, whole (not partial) btree index whose first column is
     /// their key. (A view has none.)
     func keyIndexedRelations(_ db: PGConnection) throws -> Set<SourceRelation> {
-        var found: Set<SourceRelation> = []
-        for relation in SourceRelation.allCases {
-            let r = try db.query("""
-                SELECT EXISTS (
-                    SELECT 1 FROM pg_index i
-                    JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                    JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
-                    JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
-                    WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3
-                      AND am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL)
-                """, [settings.sourceSchema, relation.rawValue, relation.key])
-            if r.value(0, 0) == "t" { found.insert(relation) }
-        }
-        return found
+        try Set(SourceRelation.allCases.filter { try indexLed(by: $0.key, of: $0, db) })
+    }
+
+    /// Whether the source `relation` has a valid, whole (not partial) btree index whose first
+    /// column is `column`.
+    func indexLed(by column: String, of relation: SourceRelation, _ db: PGConnection) throws -> Bool {
+        let r = try db.query("""
+            SELECT EXISTS (
+                SELECT 1 FROM pg_index i
+                JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+                JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+                WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3
+                  AND am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL)
+            """, [settings.sourceSchema, relation.rawValue, column])
+        return r.value(0, 0) == "t"
     }
 
     /// The relations with a duplicated key tonight (their rows are read again for input_errors).
