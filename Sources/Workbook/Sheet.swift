@@ -66,7 +66,7 @@ final class SheetBody {
         }
         xml.removeAll(keepingCapacity: true)
         xml.reserveCapacity(48 + 64 * cells.count)
-        let row = RowNumber(rows)
+        let row = Digits(rows)
         Self.put("<row r=\"", &xml); row.put(&xml); Self.put("\">", &xml)
         for (i, cell) in cells.enumerated() {
             if i >= widths.count { widths.append(0) }
@@ -102,7 +102,7 @@ final class SheetBody {
     }
 
     /// `<c r="B12" s="2`: the cell's reference (column letters, row number) and style.
-    private static func putCellStart(column: Int, row: RowNumber, style: Style, _ xml: inout [UInt8]) {
+    private static func putCellStart(column: Int, row: Digits, style: Style, _ xml: inout [UInt8]) {
         put("<c r=\"", &xml)
         if column < 26 {
             xml.append(UInt8(65 + column))
@@ -111,12 +111,12 @@ final class SheetBody {
         }
         row.put(&xml)
         put("\" s=\"", &xml)
-        RowNumber(style.rawValue).put(&xml)
+        Digits(style.rawValue).put(&xml)
     }
 
-    /// A number's decimal digits (up to 16), worked out once per row rather than per cell.
-    struct RowNumber {
-        /// The digits, the first in the lowest byte of `high` when there are 9 or more, else of `low`.
+    /// A number's decimal digits (up to 16) as bytes, worked out once per row rather than per cell.
+    struct Digits {
+        /// The digits in order from the lowest byte of `low`; the ninth and later in `high`.
         private var low: UInt64 = 0
         private var high: UInt64 = 0
         private let count: Int

@@ -240,7 +240,7 @@ import XLSXReading
         while n < 1_000_000_000_000_000 { numbers += [n - 1, n, n + 7]; n *= 10 }
         for number in numbers {
             var xml: [UInt8] = [0x41]
-            SheetBody.RowNumber(number).put(&xml)
+            SheetBody.Digits(number).put(&xml)
             #expect(xml == [0x41] + Array(String(number).utf8), "\(number)")
         }
     }
