@@ -23,15 +23,22 @@ final class Alongside<T: Sendable>: @unchecked Sendable {
     /// Its value, once done (started now if it was not).
     func value() throws -> T {
         start()
-        done.wait()
-        done.signal()
+        done.pass()
         return try outcome.withLock { $0 }!.get()
     }
 
     /// Waits for the work if it was started (a failing night does not leave it running).
     func finish() {
         guard started.withLock({ $0 }) else { return }
-        done.wait()
-        done.signal()
+        done.pass()
+    }
+}
+
+extension DispatchSemaphore {
+    /// Waits until the semaphore is signalled, and leaves it signalled for the next one: a
+    /// semaphore signalled once, when something is done, used as a gate that then stays open.
+    func pass() {
+        wait()
+        signal()
     }
 }

@@ -12,12 +12,11 @@ enum XMLText {
     /// seven characters would otherwise come back changed.
     static func escape(_ text: String) -> String {
         // Most cells (ids, codes, dates, reasons with `_`) need nothing: one pass over the bytes,
-        // no copy. An `_` matters only before an `x` or `X`; U+FFFE and U+FFFF begin with 0xEF.
+        // no copy.
         var previousUnderscore = false
         if !text.utf8.contains(where: { b in
             defer { previousUnderscore = b == 0x5F }
-            return b < 0x20 || b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x27 || b == 0xEF
-                || (previousUnderscore && (b == 0x78 || b == 0x58))
+            return mayChange(b, afterUnderscore: previousUnderscore)
         }) {
             return text
         }
@@ -60,16 +59,22 @@ enum XMLText {
             var previousUnderscore = false
             var high: UInt8 = 0
             for b in bytes {
-                if b < 0x20 || b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x27 || b == 0xEF
-                    || (previousUnderscore && (b == 0x78 || b == 0x58)) {
-                    return .needsEscape
-                }
+                if mayChange(b, afterUnderscore: previousUnderscore) { return .needsEscape }
                 previousUnderscore = b == 0x5F
                 high |= b
             }
             xml.append(contentsOf: bytes)
             return high < 0x80 ? .ascii(count: bytes.count) : .copied
         }
+    }
+
+    /// Whether `escape` may change the text at the byte `b` (`afterUnderscore`: the byte before
+    /// it is `_`): markup, a control character, the lead byte of U+FFFE/U+FFFF (0xEF), or the `x`
+    /// of a possible `_xHHHH_`. False for every byte of a text `escape` returns unchanged.
+    @inline(__always)
+    private static func mayChange(_ b: UInt8, afterUnderscore: Bool) -> Bool {
+        b < 0x20 || b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x27 || b == 0xEF
+            || (afterUnderscore && (b == 0x78 || b == 0x58))
     }
 
     /// `_x` + four hex digits + `_` starting at `i`.

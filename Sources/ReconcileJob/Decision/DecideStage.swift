@@ -66,14 +66,14 @@ public final class DecideStage: Sendable {
             { db in defer { ordersCopied.signal() }; try db.execute(copies[1]) },
             { db in defer { grantsCopied.signal() }; try db.execute(copies[2]) },
             { db in try db.execute(crowdedKeys) },
-            { db in grantsCopied.wait(); grantsCopied.signal(); try db.execute(unknownGrants) },
+            { db in grantsCopied.pass(); try db.execute(unknownGrants) },
             { [self] db in
                 defer { tokenOrdersMade.signal() }
-                ordersCopied.wait()
+                ordersCopied.pass()
                 try prepareTokenOrders(db)
             },
             { db in
-                for made in [receiptsCopied, grantsCopied, tokenOrdersMade] { made.wait() }
+                for made in [receiptsCopied, grantsCopied, tokenOrdersMade] { made.pass() }
                 try db.execute(attribution)
             },
         ]
