@@ -10,14 +10,17 @@ struct LookupCommand: ParsableCommand {
         discussion: """
         Give the order ID of Apple's invoice e-mail (the customer forwards it; e.g. MK5TTTVWJH): Look Up \
         Order ID lists the order's transactions. Or --transaction ID: Get Transaction Info (production, \
-        then the sandbox). Every signed transaction of the answer is verified before it is believed. For \
-        each transaction one line says what to do: granted (nothing to do), compensate N × PRODUCT to user U, \
-        claw back a refunded grant, or ask the customer for their user id when we have no upload, order or \
-        grant for it. Reads only; needs the App Store Server API (IAP_ISSUER_ID, IAP_KEY_ID, \
-        IAP_PRIVATE_KEY_FILE, IAP_BUNDLE_IDS) and the database.
+        then the sandbox). Every signed transaction of the answer is verified before it is believed. Each \
+        is then decided as the night decides it, by the same rules on today's data (give the night's \
+        --as-of, --window-days and --account-token-namespace to ask about a past night): granted (nothing \
+        to do), compensate N × PRODUCT to user U (with the order), claw back a refunded or unproven grant, \
+        refunded, a restore, outside the window, or ask the customer for their user id when nothing of \
+        ours ties it to a user. When a night listed it, the line says which report and since when. Reads \
+        only; needs the App Store Server API (IAP_ISSUER_ID, IAP_KEY_ID, IAP_PRIVATE_KEY_FILE, \
+        IAP_BUNDLE_IDS) and the database with the job schema (a night or `iap-reconcile migrate` made it).
 
         Exit codes: 0 Apple answered (found or not found); 64 bad id; 75 Apple or the database \
-        unreachable; 78 credentials missing or refused.
+        unreachable; 78 credentials missing or refused, or no job schema yet.
         """ + "\n\n" + environmentHelp)
 
     @Argument(help: "The order ID on Apple's invoice e-mail.")

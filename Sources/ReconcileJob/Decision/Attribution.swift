@@ -16,7 +16,7 @@ extension DecideStage {
     /// Server API sweep learned a transaction), reads no order at all. Testing every order id
     /// against the UUID pattern took 0.55-0.98 s at 1M orders on the path before the `T` query.
     func prepareTokenOrders(_ db: PGConnection) throws {
-        try db.execute("DROP TABLE IF EXISTS token_orders; CREATE UNLOGGED TABLE token_orders (token text, order_id text) WITH (autovacuum_enabled = false)")
+        try db.execute("DROP TABLE IF EXISTS token_orders; CREATE \(newTable("token_orders", " (token text, order_id text)"))")
         if let namespace = settings.accountTokenNamespace {
             var orders: [String] = []
             try db.copyOut("""
@@ -33,7 +33,7 @@ extension DecideStage {
         try db.execute("""
             INSERT INTO token_orders SELECT token, order_id FROM (
                 SELECT lower(o.order_id) AS token, o.order_id FROM o
-                WHERE lower(o.order_id) IN (SELECT lower(t.app_account_token) FROM \(S).apple_transactions t
+                WHERE lower(o.order_id) IN (SELECT lower(t.app_account_token) FROM \(appleTransactions) t
                                             WHERE \(Self.attributedSources) AND t.app_account_token IS NOT NULL)
                 OFFSET 0  -- a fence: the pattern is tested on the few orders named, not on every order
             ) named
@@ -49,15 +49,15 @@ extension DecideStage {
     var attributionSQL: String {
         """
         DROP TABLE IF EXISTS who;
-        CREATE UNLOGGED TABLE who WITH (autovacuum_enabled = false) AS
+        CREATE \(newTable("who")) AS
         WITH needs AS (
             SELECT transaction_id, environment, original_transaction_id, lower(app_account_token) AS token, history_user_id
-            FROM \(S).apple_transactions t WHERE \(Self.attributedSources)
+            FROM \(appleTransactions) t WHERE \(Self.attributedSources)
         ), keys AS (
             SELECT DISTINCT original_transaction_id AS okey FROM needs
         ), family_ids AS (
             SELECT t.original_transaction_id AS okey, t.transaction_id AS tid
-            FROM \(S).apple_transactions t JOIN keys k ON k.okey = t.original_transaction_id
+            FROM \(appleTransactions) t JOIN keys k ON k.okey = t.original_transaction_id
             UNION SELECT okey, okey FROM keys
         ), family_user AS (
             SELECT DISTINCT ON (okey) okey, user_id FROM (

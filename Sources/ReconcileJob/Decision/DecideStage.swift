@@ -13,8 +13,36 @@ public final class DecideStage: Sendable {
     let settings: JobSettings
     let logger: Logger
     let runID: Int64
+    /// Where the stage's scratch tables live and which Apple transactions it reads: the night's,
+    /// or those of a few families for `lookup` (LookupFamilies.swift).
+    let scope: Scope
     var S: String { settings.jobSchema.quoted }
     var src: String { "\"\(settings.sourceSchema)\"" }
+
+    public enum Scope: Sendable {
+        /// The night: unlogged tables in the job schema, seen by the stage's other sessions
+        /// (NightTables.swift), over every Apple transaction the job learned.
+        case night
+        /// `lookup`: temporary tables of its one session over `pg_temp.lk_apple`, the Apple
+        /// transactions of the families it decides; the job schema is only read.
+        case lookup
+    }
+
+    /// `CREATE \(newTable("x"))`: a scratch table of the scope (with `columns`, e.g. `" (a text)"`).
+    func newTable(_ name: String, _ columns: String = "") -> String {
+        switch scope {
+        case .night: return "UNLOGGED TABLE \(name)\(columns) WITH (autovacuum_enabled = false)"
+        case .lookup: return "TEMPORARY TABLE \(name)\(columns)"
+        }
+    }
+
+    /// The Apple transactions the stage decides from.
+    var appleTransactions: String {
+        switch scope {
+        case .night: return "\(S).apple_transactions"
+        case .lookup: return "pg_temp.lk_apple"
+        }
+    }
 
     public struct Result {
         public var families = 0
@@ -26,10 +54,11 @@ public final class DecideStage: Sendable {
         public var grantBuckets: [String: Int] = [:]
     }
 
-    public init(settings: JobSettings, runID: Int64, logger: Logger) {
+    public init(settings: JobSettings, runID: Int64, logger: Logger, scope: Scope = .night) {
         self.settings = settings
         self.runID = runID
         self.logger = logger
+        self.scope = scope
     }
 
     // MARK: The stage

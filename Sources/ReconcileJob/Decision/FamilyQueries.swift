@@ -23,7 +23,7 @@ extension DecideStage {
     var transactionCTEs: String {
         """
         WITH owed AS MATERIALIZED (
-            SELECT t.transaction_id, t.environment, t.product_id FROM \(S).apple_transactions t
+            SELECT t.transaction_id, t.environment, t.product_id FROM \(appleTransactions) t
             WHERE NOT EXISTS (SELECT 1 FROM g WHERE g.transaction_id = t.transaction_id AND g.revoked_ms IS NULL
                               AND g.quantity >= greatest(t.quantity, 1))
         ), owed_links AS MATERIALIZED (
@@ -72,8 +72,8 @@ extension DecideStage {
                     AND tp.revocation_date_ms IS NULL AND g.revoked_ms IS NULL
                     AND g.quantity >= greatest(tp.quantity, 1)) AS covers_its_family
             FROM g
-            LEFT JOIN \(S).apple_transactions tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
-            LEFT JOIN \(S).apple_transactions ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
+            LEFT JOIN \(appleTransactions) tp ON tp.transaction_id = g.transaction_id AND tp.environment = 'production'
+            LEFT JOIN \(appleTransactions) ts ON ts.transaction_id = g.transaction_id AND ts.environment = 'sandbox'
         )
         """
     }
@@ -85,9 +85,9 @@ extension DecideStage {
     var unknownGrantsSQL: String {
         """
         DROP TABLE IF EXISTS unknown;
-        CREATE UNLOGGED TABLE unknown WITH (autovacuum_enabled = false) AS
+        CREATE \(newTable("unknown")) AS
             SELECT g.grant_id, g.transaction_id, g.order_id FROM g
-            WHERE NOT EXISTS (SELECT 1 FROM \(S).apple_transactions t
+            WHERE NOT EXISTS (SELECT 1 FROM \(appleTransactions) t
                               WHERE t.transaction_id = g.transaction_id AND t.environment IN ('production', 'sandbox'));
         ANALYZE unknown
         """
@@ -184,10 +184,10 @@ extension DecideStage {
         return """
         DROP TABLE IF EXISTS crowded_keys;
         \(transactionIndexed ? "SET enable_hashagg = off;" : "")
-        CREATE UNLOGGED TABLE crowded_keys WITH (autovacuum_enabled = false) AS
-            SELECT original_transaction_id AS k FROM \(S).apple_transactions WHERE original_transaction_id <> transaction_id
+        CREATE \(newTable("crowded_keys")) AS
+            SELECT original_transaction_id AS k FROM \(appleTransactions) WHERE original_transaction_id <> transaction_id
             UNION
-            SELECT transaction_id FROM \(S).apple_transactions WHERE environment <> 'production'
+            SELECT transaction_id FROM \(appleTransactions) WHERE environment <> 'production'
             UNION
             \(namedTwice);
         \(transactionIndexed ? "RESET enable_hashagg;" : "")
@@ -203,7 +203,7 @@ extension DecideStage {
         """
         \(transactionCTEs)
         SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
-        FROM \(S).apple_transactions t
+        FROM \(appleTransactions) t
         LEFT JOIN first_receipt f ON f.transaction_id = t.transaction_id AND f.environment = t.environment
         LEFT JOIN exact_by_transaction e1 ON e1.transaction_id = t.transaction_id
         LEFT JOIN exact_by_receipt e2 ON e2.transaction_id = t.transaction_id AND e2.environment = t.environment

@@ -44,7 +44,8 @@ extension SourceRelation {
     /// at 1M orders, where the planner chose the hash; without the index, key order would need a
     /// sort, 0.88 -> 1.17 s, so the planner chooses then).
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
-    func copySQL(source: String, jobSchema: JobSchema, keyIndexed: Bool = false) -> String {
+    func copySQL(source: String, jobSchema: JobSchema, keyIndexed: Bool = false,
+                 newTable: (String) -> String) -> String {
         guard let copy else { return "" }
         let checks = checks(jobSchema: jobSchema)
         let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" }.joined(separator: ",\n       ")
@@ -53,11 +54,11 @@ extension SourceRelation {
         return """
         DROP TABLE IF EXISTS \(copy), bad_\(copy), \(dk);
         \(keyIndexed ? "SET enable_hashagg = off;" : "")
-        CREATE UNLOGGED TABLE \(dk) WITH (autovacuum_enabled = false) AS
+        CREATE \(newTable(dk)) AS
             SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
         \(keyIndexed ? "RESET enable_hashagg;" : "")
         ANALYZE \(dk);
-        CREATE UNLOGGED TABLE \(copy) WITH (autovacuum_enabled = false) AS
+        CREATE \(newTable(copy)) AS
         SELECT y.*, (\(bad)) AS bad FROM (
             SELECT \(copyColumns), x.dup_key,
                    \(problems)
@@ -69,7 +70,7 @@ extension SourceRelation {
             ) x\(productJoin)
             OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
         ) y;
-        CREATE UNLOGGED TABLE bad_\(copy) WITH (autovacuum_enabled = false) AS SELECT * FROM \(copy) WITH NO DATA;
+        CREATE \(newTable("bad_\(copy)")) AS SELECT * FROM \(copy) WITH NO DATA;
         WITH moved AS (DELETE FROM \(copy) WHERE bad RETURNING *) INSERT INTO bad_\(copy) SELECT * FROM moved;
         SET default_statistics_target = 10;
         ANALYZE \(copy);
@@ -88,7 +89,8 @@ extension DecideStage {
         // The receipts first: the longest copy (its checks decode base64), so the other two share
         // the second core meanwhile.
         return [SourceRelation.receipts, .orders, .grants].map {
-            $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0))
+            $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0),
+                       newTable: { newTable($0) })
         }
     }
 

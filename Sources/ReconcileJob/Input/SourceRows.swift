@@ -157,12 +157,12 @@ extension DecideStage {
     var productsSQL: String {
         """
         DROP TABLE IF EXISTS p, known_products;
-        CREATE UNLOGGED TABLE p WITH (autovacuum_enabled = false) AS
+        CREATE \(newTable("p")) AS
             SELECT DISTINCT ON (product_id) product_id, product_type, \(listPriceColumns) FROM \(src).iap_products
             WHERE product_id IS NOT NULL
             ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
         DELETE FROM p WHERE product_type IS NULL OR product_type NOT IN \(SourceRelation.productTypes);
-        CREATE UNLOGGED TABLE known_products WITH (autovacuum_enabled = false) AS
+        CREATE \(newTable("known_products")) AS
             SELECT DISTINCT k.product_id, (p.product_id IS NOT NULL) AS valid
             FROM \(src).iap_products k LEFT JOIN p ON p.product_id = k.product_id
             WHERE k.product_id IS NOT NULL;

@@ -42,6 +42,9 @@ public struct LookupResult: Sendable, Encodable {
         public var user_id, order_id: String?
         public var grant_ids: [String]
         public var owed: Int?
+        /// The report the night lists it in, and the night that first did (while still open).
+        public var report: String?
+        public var first_seen: String?
     }
     /// `order` or `transaction`, and the id asked about.
     public var asked: String
@@ -112,93 +115,61 @@ public struct LookupRun {
             let db: PGConnection
             do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
             defer { db.close() }
-            let facts = OurFacts(db: db, settings: settings)
-            for s in verified.sorted(by: { ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID) }) {
-                let t = s.transaction
-                let ours = try Result { try facts.record(for: t, appAccountToken: s.appAccountToken) }
-                    .mapError { JobError.from($0, doing: "reading our data") }.get()
-                var v = Lookup.verdict(t, revokedAt: s.revocationDate ?? t.cancellationDate,
-                                       familyRevoke: s.revocationType == "FAMILY_REVOKE", ours: ours)
-                if v.kind == .unknownToUs, let since = facts.unattributedSince(t.transactionID) {
-                    v.text += " (listed in unattributed.csv since \(since))"
-                }
-                items.append(LookupResult.Item(
-                    transaction_id: t.transactionID, original_transaction_id: t.originalTransactionID, product_id: t.productID,
-                    environment: t.environment.rawValue, purchase_date: UTC.timestamp(t.purchaseDate), quantity: t.quantity,
-                    revocation_date: s.revocationDate.map(UTC.timestamp), verdict: v.kind.rawValue, text: v.text,
-                    user_id: v.userID, order_id: v.orderID, grant_ids: v.grantIDs, owed: v.owed))
-            }
+            items = try Result { try verdicts(verified, db: db) }.mapError { JobError.from($0, doing: "reading our data") }.get()
         }
         return LookupResult(asked: asked, id: id, apple: items.isEmpty ? "not_found" : "found", transactions: items)
     }
 }
 
-/// Our source relations' view of one transaction.
-struct OurFacts {
-    let db: PGConnection
-    let settings: JobSettings
-
-    /// The night a purchase no order, upload or grant ties to a user was first listed in
-    /// unattributed.csv, while it still is; nil otherwise (or before the job schema exists).
-    func unattributedSince(_ transactionID: String) -> String? {
-        guard let r = try? db.query("""
-            SELECT to_char(first_seen, 'YYYY-MM-DD') FROM \(settings.jobSchema.quoted).findings
-            WHERE finding_key = $1 AND closed_on IS NULL
-            """, ["unattributed|" + transactionID]), r.rowCount > 0 else { return nil }
-        return r.value(0, 0)
+extension LookupRun {
+    /// Each transaction's verdict by the night's rules on today's facts (LookupFamilies.swift),
+    /// with the night that first listed it when a night did and the finding is still open.
+    func verdicts(_ verified: [SignedTransaction], db: PGConnection) throws -> [LookupResult.Item] {
+        guard try db.query("SELECT to_regclass($1) IS NOT NULL", [settings.jobSchema.name + ".apple_transactions"])
+            .value(0, 0) == "t" else {
+            throw JobError(.configuration, "the job schema \(settings.jobSchema.name) does not exist yet: lookup decides as the "
+                + "night does, from what the nights learned; run `iap-reconcile migrate` (or a night) first")
+        }
+        var settings = settings
+        settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
+        let decided = try LookupFamilies(db: db, settings: settings).decide(verified)
+        let rules = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
+        var items: [LookupResult.Item] = []
+        let ordered = verified.sorted {
+            ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID)
+        }
+        for s in ordered {
+            let t = s.transaction
+            guard let (family, decision) = decided.family(of: t.transactionID, t.environment),
+                  let v = Lookup.verdict(transactionID: t.transactionID, environment: t.environment, in: family,
+                                         decision: decision,
+                                         inferredOrder: decided.inferred["compensate|\(t.transactionID)|\(t.environment.rawValue)"],
+                                         settings: rules)
+            else {
+                throw JobError(.internalCheck, "transaction \(t.transactionID) was not among the families decided for it")
+            }
+            let seen = try firstSeen(v.findingKeys, db: db)
+            var text = v.text
+            if let report = v.report, let seen {
+                text += " (listed in \(report.rawValue) since \(seen))"
+            }
+            items.append(LookupResult.Item(
+                transaction_id: t.transactionID, original_transaction_id: t.originalTransactionID, product_id: t.productID,
+                environment: t.environment.rawValue, purchase_date: UTC.timestamp(t.purchaseDate), quantity: t.quantity,
+                revocation_date: s.revocationDate.map(UTC.timestamp), verdict: v.kind.rawValue, text: text,
+                user_id: v.userID, order_id: v.orderID, grant_ids: v.grantIDs, owed: v.owed,
+                report: v.report?.rawValue, first_seen: seen))
+        }
+        return items
     }
 
-    func record(for t: AppleTransaction, appAccountToken: String?) throws -> OurRecord {
-        let src = "\"\(settings.sourceSchema)\""
-        var record = OurRecord()
-        let grants = try db.query("""
-            SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity,
-                   \(SourceRelation.epochMilliseconds("granted_at")), \(SourceRelation.epochMilliseconds("revoked_at"))
-            FROM \(src).iap_grants WHERE transaction_id = $1 AND grant_id IS NOT NULL AND user_id IS NOT NULL
-            ORDER BY granted_at, grant_id
-            """, [t.transactionID])
-        for r in 0..<grants.rowCount {
-            guard let g = grants.value(r, 0), let u = grants.value(r, 1), let p = grants.value(r, 3),
-                  let at = grants.value(r, 7).flatMap(Int64.init) else { continue }
-            record.grants.append(Grant(grantID: g, userID: u, orderID: grants.value(r, 2), productID: p,
-                                       transactionID: t.transactionID, originalTransactionID: grants.value(r, 5),
-                                       quantity: grants.value(r, 6).flatMap(Int.init) ?? 1, grantedAt: at,
-                                       revokedAt: grants.value(r, 8).flatMap(Int64.init)))
-        }
-        // Uploads that name it, and (once a night verified them) uploads whose answer showed it:
-        // the missed order of a receipt uploaded without its transaction id.
-        let job = settings.jobSchema.quoted
-        let learned = try db.query("SELECT to_regclass($1) IS NOT NULL", [settings.jobSchema.name + ".receipt_transactions"])
-            .value(0, 0) == "t"
-        let uploads = try db.query("""
-            SELECT user_id, order_id FROM \(src).iap_receipts
-            WHERE (transaction_id = $1\(learned ? " OR receipt_id IN (SELECT receipt_id FROM \(job).receipt_transactions WHERE transaction_id = $1)" : ""))
-              AND user_id IS NOT NULL
-            ORDER BY submitted_at, receipt_id
-            """, [t.transactionID])
-        var uploadOrders: [String] = []
-        for r in 0..<uploads.rowCount {
-            if let u = uploads.value(r, 0), !record.uploaders.contains(u) { record.uploaders.append(u) }
-            if let o = uploads.value(r, 1) { uploadOrders.append(o) }
-        }
-        let orders = try db.query("""
-            SELECT order_id, user_id, product_id, quantity, status, transaction_id, \(SourceRelation.epochMilliseconds("created_at"))
-            FROM \(src).iap_orders
-            WHERE (transaction_id = $1 OR order_id = ANY($2::text[]) OR lower(order_id) = lower($3))
-              AND order_id IS NOT NULL AND user_id IS NOT NULL
-            ORDER BY created_at, order_id
-            """, [t.transactionID, "{" + uploadOrders.map(Self.arrayItem).joined(separator: ",") + "}", appAccountToken ?? ""])
-        for r in 0..<orders.rowCount {
-            guard let o = orders.value(r, 0), let u = orders.value(r, 1), let p = orders.value(r, 2) else { continue }
-            record.orders.append(Order(orderID: o, userID: u, productID: p, quantity: orders.value(r, 3).flatMap(Int.init) ?? 1,
-                                       status: orders.value(r, 4) ?? "", transactionID: orders.value(r, 5),
-                                       createdAt: orders.value(r, 6).flatMap(Int64.init) ?? 0))
-        }
-        return record
-    }
-
-    /// One element of a Postgres text array literal, quoted.
-    static func arrayItem(_ s: String) -> String {
-        "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    /// The earliest night (UTC date) that listed one of these findings and has not closed it; nil
+    /// when no night has.
+    func firstSeen(_ keys: [String], db: PGConnection) throws -> String? {
+        guard !keys.isEmpty else { return nil }
+        return try db.query("""
+            SELECT to_char(min(first_seen), 'YYYY-MM-DD') FROM \(settings.jobSchema.quoted).findings
+            WHERE finding_key = ANY($1::text[]) AND closed_on IS NULL
+            """, [LookupFamilies.textArray(keys)]).value(0, 0)
     }
 }
