@@ -77,7 +77,14 @@ public struct JobSettings: Sendable {
         self.jobSchema = jobSchema
     }
 
-    var windowStart: EpochMillis { asOf - EpochMillis(windowDays) * 86_400_000 }
+    /// The night's parameters as the rules take them, and its windows (one formula:
+    /// `DecisionSettings.windowStart`).
+    public var decisionSettings: DecisionSettings {
+        DecisionSettings(asOf: asOf, windowDays: windowDays, refundWindowDays: refundWindowDays)
+    }
+
+    var windowStart: EpochMillis { decisionSettings.windowStart }
+    var refundWindowStart: EpochMillis { decisionSettings.refundWindowStart }
 
     /// Reads the `.p8` key when `IAP_ISSUER_ID`, `IAP_KEY_ID` and `IAP_PRIVATE_KEY_FILE` are set.
     /// Some but not all of them, a key file that cannot be read or is not a P-256 key, or no

@@ -40,6 +40,9 @@ public struct KnownTransaction: Sendable, Equatable {
     public var familyRevokedDate: EpochMillis?
     /// Apple's three-letter storefront code, when signed.
     public var storefront: String?
+    /// What Apple said of its refund, as learned (`learned(_:)` applies it to `transaction`'s
+    /// cancellation and `familyRevokedDate`).
+    public var revocation = Revocation()
 
     public init(transaction: AppleTransaction, productType: ProductType?, receiptID: String?, userID: String?,
                 exactOrder: OrderRef?, source: TransactionSource = .receipt, price: PriceFacts = PriceFacts(),
@@ -127,9 +130,29 @@ public struct DecisionSettings: Sendable, Equatable {
     public var asOf: EpochMillis
     /// `--window-days`: transactions purchased in `[asOf − windowDays, asOf]` are checked for compensation.
     public var windowDays: Int
+    /// `--refund-window-days`: refunds (and reversals) dated in `[asOf − refundWindowDays, asOf]`
+    /// are listed in refunds.csv, and close as `out_of_window` when they leave it.
+    public var refundWindowDays: Int
 
-    public init(asOf: EpochMillis, windowDays: Int = 30) {
+    public init(asOf: EpochMillis, windowDays: Int = 30, refundWindowDays: Int = 90) {
         self.asOf = asOf
         self.windowDays = windowDays
+        self.refundWindowDays = refundWindowDays
     }
+
+    /// The first instant of a window of `days` days ending at `asOf` (both ends included): the
+    /// one formula of every window of the night (compensation, refunds, the notification sweep).
+    public static func windowStart(asOf: EpochMillis, days: Int) -> EpochMillis {
+        asOf - EpochMillis(days) * 86_400_000
+    }
+
+    /// `asOf − windowDays`: the first purchase time a compensation looks at.
+    public var windowStart: EpochMillis { Self.windowStart(asOf: asOf, days: windowDays) }
+    /// `asOf − refundWindowDays`: the first refund or reversal time refunds.csv lists.
+    public var refundWindowStart: EpochMillis { Self.windowStart(asOf: asOf, days: refundWindowDays) }
+
+    /// A purchase in `[asOf − windowDays, asOf]`.
+    public func inWindow(_ t: EpochMillis) -> Bool { windowStart <= t && t <= asOf }
+    /// A refund or reversal in `[asOf − refundWindowDays, asOf]`.
+    public func inRefundWindow(_ t: EpochMillis) -> Bool { refundWindowStart <= t && t <= asOf }
 }

@@ -16,6 +16,8 @@ struct ServerAPINightTests {
         let dir: URL
         let out: URL
         var env: [String: String]
+        /// What `iap-sim seed` printed (its `scenarios:` census).
+        var seeded = ""
 
         var truth: URL { dir.appendingPathComponent("apple-truth.tsv") }
         var expected: URL { dir }
@@ -73,7 +75,7 @@ struct ServerAPINightTests {
             "IAP_API_URL_PRODUCTION": "http://127.0.0.1:\(sim.port)/production",
             "IAP_API_URL_SANDBOX": "http://127.0.0.1:\(sim.port)/sandbox",
         ]) { $1 })
-        return World(t: t, sim: sim, dir: dir, out: out, env: env)
+        return World(t: t, sim: sim, dir: dir, out: out, env: env, seeded: seeded.stdout + seeded.stderr)
     }
 
     @Test("with the API, the night matches the truth and the refund sweep asks Get Transaction Info for signed transactions")

@@ -86,7 +86,7 @@ extension DecideStage {
     /// refund (a verifyReceipt cancellation, or a signed revocation that is not FAMILY_REVOKE)
     /// whose revocation or reversal date lies in the refund window.
     var refundsSQL: String {
-        let from = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        let from = settings.refundWindowStart
         let window = "BETWEEN \(from) AND \(settings.asOf)"
         return """
         INSERT INTO \(S).current_findings (report, finding_key, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14)

@@ -134,7 +134,7 @@ public final class DecideStage: Sendable {
         // thread of their own (FindingWriter).
         let sink = try FindingSink(settings: settings)
         defer { sink.close() }
-        let decisions = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
+        let decisions = settings.decisionSettings
         let spool = try CompensationSpool(settings: settings)
         defer { spool.close() }
         let writer = FindingWriter(sink: sink, spool: spool)

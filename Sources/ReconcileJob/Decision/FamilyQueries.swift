@@ -4,6 +4,9 @@
 // floor"), and a window count over the family that marks the rows of quiet families
 // (FamilyStream.isQuiet). Most quiet families are not sent at all: `crowdedKeysSQL`.
 
+import Postgres
+import Reconciliation
+
 extension DecideStage {
     /// What the `T` rows are joined with (Postgres leaves out what a query does not name). Ties
     /// between receipts or orders go by byte order of their ids (`COLLATE "C"`, as every report
@@ -233,5 +236,52 @@ extension DecideStage {
                           ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
         ORDER BY gf.fkey COLLATE "C", gf.grant_id COLLATE "C"
         """
+    }
+
+    // MARK: The same statements one after another (lookup, the rule book's tests)
+
+    /// The working tables `run` makes side by side, made in order on one session from `sources`
+    /// (the source relations, or copies of some of their rows), but `crowded_keys`: the caller
+    /// makes it (`crowdedKeysSQL`, or `everyKeyCrowdedSQL` to have every family sent).
+    func prepareInOrder(_ db: PGConnection, sources: (SourceRelation) -> String) throws -> ProductCatalog {
+        try db.execute(productsSQL)
+        let products = try ProductCatalog.load(db)
+        for relation in [SourceRelation.receipts, .orders, .grants] {
+            try db.execute(relation.copySQL(source: sources(relation), jobSchema: settings.jobSchema,
+                                            newTable: { newTable($0) }))
+        }
+        try db.execute(unknownGrantsSQL)
+        try prepareTokenOrders(db)
+        try db.execute(attributionSQL)
+        try db.execute("DROP TABLE IF EXISTS unknown_facts")
+        try db.execute(unknownFactsSQL)
+        return products
+    }
+
+    /// `crowded_keys` holding every transaction id: the family queries then leave no family out.
+    var everyKeyCrowdedSQL: String {
+        """
+        DROP TABLE IF EXISTS crowded_keys;
+        CREATE \(newTable("crowded_keys")) AS
+            SELECT transaction_id AS k FROM \(appleTransactions) UNION SELECT transaction_id FROM g;
+        ANALYZE crowded_keys
+        """
+    }
+
+    /// Every family the `T` and `G` queries send, whole, by key (no quiet family is skipped
+    /// unread): for lookup's few families and the tests, never for a night.
+    func allFamilies(_ db: PGConnection, products: ProductCatalog) throws -> [String: Family] {
+        var families: [String: Family] = [:]
+        for sql in [transactionRowsSQL, grantRowsSQL] {
+            try db.copyOut("COPY (\(sql)) TO STDOUT") { line in
+                guard let row = FamilyRow(line), let key = row.key else { return }
+                if row.isTransaction, let t = row.transaction(products) {
+                    families[key, default: Family(key: key)].transactions.append(t)
+                } else if row.isGrant, let g = row.grant(products) {
+                    families[key, default: Family(key: key)].grants.append(g)
+                }
+            }
+        }
+        return families
     }
 }

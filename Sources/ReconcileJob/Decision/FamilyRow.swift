@@ -10,7 +10,7 @@ enum TransactionColumn: Int, CaseIterable {
     case key, kind, transactionID, settled, environment, productID, quantity, purchaseMs, originalPurchaseMs, expiresMs
     case cancellationMs, cancellationReason, isTrialPeriod, webOrderLineItemID, bundleID
     case receiptID, userID, orderID, orderUserID, orderProductID, orderCreatedMs
-    case source, applePrice, appleCurrency, familyRevokedMs, storefront
+    case source, applePrice, appleCurrency, revocationMs, revocationType, reversedMs, storefront
 
     /// The transaction is in production, neither refunded nor revoked, and one active grant of its
     /// own covers it (not `owed`): `settled` when it is its family's only one; with its key its own
@@ -18,7 +18,8 @@ enum TransactionColumn: Int, CaseIterable {
     static let standsCovered = "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
         + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL"
 
-    /// A refund stands unless a REFUND_REVERSED came at or after it.
+    /// A refund stands unless a REFUND_REVERSED came at or after it (`Revocation.isReversed`; the
+    /// `T` rows carry the facts and the core decides, refunds.csv and closed.csv use this).
     static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
 
     /// Over `t` (apple_transactions), `f` (first receipt), `e1`/`e2` (exact orders),
@@ -46,8 +47,8 @@ enum TransactionColumn: Int, CaseIterable {
         case .purchaseMs: return "t.purchase_date_ms::text"
         case .originalPurchaseMs: return "t.original_purchase_date_ms::text"
         case .expiresMs: return "t.expires_date_ms::text"
-        case .cancellationMs: return "CASE WHEN \(Self.reversed) THEN NULL ELSE t.cancellation_date_ms::text END"
-        case .cancellationReason: return "CASE WHEN \(Self.reversed) THEN NULL ELSE t.cancellation_reason END"
+        case .cancellationMs: return "t.cancellation_date_ms::text"
+        case .cancellationReason: return "t.cancellation_reason"
         case .isTrialPeriod: return "t.is_trial_period::text"
         case .webOrderLineItemID: return "t.web_order_line_item_id"
         case .bundleID: return "t.bundle_id"
@@ -60,8 +61,9 @@ enum TransactionColumn: Int, CaseIterable {
         case .source: return "t.source"
         case .applePrice: return "t.price_milliunits::text"
         case .appleCurrency: return "t.currency"
-        case .familyRevokedMs:
-            return "CASE WHEN t.revocation_type = 'FAMILY_REVOKE' AND NOT \(Self.reversed) THEN t.revocation_date_ms::text END"
+        case .revocationMs: return "t.revocation_date_ms::text"
+        case .revocationType: return "t.revocation_type"
+        case .reversedMs: return "t.reversed_date_ms::text"
         case .storefront: return "t.storefront"
         }
     }
@@ -165,8 +167,7 @@ struct FamilyRow {
             transactionID: tid, originalTransactionID: otid, productID: pid, quantity: qty, purchaseDate: pd,
             originalPurchaseDate: self[.originalPurchaseMs].flatMap { Int64($0) },
             expiresDate: self[.expiresMs].flatMap { Int64($0) },
-            cancellationDate: self[.cancellationMs].flatMap { Int64($0) },
-            cancellationReason: self[.cancellationReason], isTrialPeriod: self[.isTrialPeriod].map { $0 == "true" },
+            isTrialPeriod: self[.isTrialPeriod].map { $0 == "true" },
             webOrderLineItemID: self[.webOrderLineItemID], environment: env, bundleID: self[TransactionColumn.bundleID])
         var order: OrderRef?
         if let oid = self[TransactionColumn.orderID], let user = self[.orderUserID],
@@ -177,10 +178,15 @@ struct FamilyRow {
         if let m = self[.applePrice].flatMap({ Int64($0) }), let c = self[.appleCurrency] { price.apple = Money(milliunits: m, currency: c) }
         let product = products[pid]
         price.listUnit = product?.listUnit
+        // Apple's refund facts as learned; the core decides what stands (`KnownTransaction.learned`).
+        let revocation = Revocation(cancellationDate: self[.cancellationMs].flatMap { Int64($0) },
+                                    cancellationReason: self[.cancellationReason],
+                                    revocationDate: self[.revocationMs].flatMap { Int64($0) },
+                                    revocationType: self[.revocationType], reversedDate: self[.reversedMs].flatMap { Int64($0) })
         return KnownTransaction(transaction: t, productType: product?.type,
                                 receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order,
                                 source: self[.source].flatMap(TransactionSource.init(rawValue:)) ?? .receipt, price: price,
-                                familyRevokedDate: self[.familyRevokedMs].flatMap { Int64($0) }, storefront: self[.storefront])
+                                storefront: self[.storefront]).learned(revocation)
     }
 
     /// A `G` row as the core's `GrantFacts`, its product's type and list price from `products`;

@@ -9,7 +9,7 @@ extension DecideStage {
     /// the grant was taken back (revoked), Apple reversed the refund (refund_reversed), or else the
     /// source rows changed (input_changed). The key holds the id after its report's prefix.
     var closedBecauseSQL: String {
-        let refundStart = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        let refundStart = settings.refundWindowStart
         let id = "split_part(f.finding_key, '|', 2)"
         func apple(_ condition: String) -> String {
             "EXISTS (SELECT 1 FROM \(S).apple_transactions t WHERE t.transaction_id = \(id) AND \(condition))"

@@ -49,7 +49,7 @@ struct LookupFamilies {
 
     func decide(_ transactions: [SignedTransaction]) throws -> Decided {
         guard !transactions.isEmpty else { return Decided() }
-        let decisionSettings = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
+        let decisionSettings = settings.decisionSettings
         try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL search_path = pg_temp; SET LOCAL jit = off")
         defer { try? db.execute("ROLLBACK") }
         let seeds = Set(transactions.map(\.transaction.originalTransactionID))
@@ -93,33 +93,12 @@ struct LookupFamilies {
     private func pass(keys: Set<String>, fresh: [SignedTransaction], userProducts: Set<UserProduct>,
                       settings decisionSettings: DecisionSettings) throws -> Decided {
         try gatherRows(keys: keys, fresh: fresh, userProducts: userProducts)
-        try db.execute(stage.productsSQL)
-        let products = try ProductCatalog.load(db)
-        for relation in [SourceRelation.receipts, .orders, .grants] {
-            try db.execute(relation.copySQL(source: "pg_temp.lk_\(relation.rawValue)", jobSchema: settings.jobSchema,
-                                            newTable: { stage.newTable($0) }))
-        }
-        try db.execute(stage.unknownGrantsSQL)
-        try stage.prepareTokenOrders(db)
-        try db.execute(stage.attributionSQL)
+        let products = try stage.prepareInOrder(db, sources: { "pg_temp.lk_\($0.rawValue)" })
         // Every family is sent: the night leaves out only families it proves quiet, whose verdict
         // the rules give all the same.
-        try db.execute("""
-            CREATE TEMPORARY TABLE crowded_keys AS
-                SELECT transaction_id AS k FROM pg_temp.lk_apple UNION SELECT transaction_id FROM g
-            """)
-        try db.execute(stage.unknownFactsSQL)
+        try db.execute(stage.everyKeyCrowdedSQL)
         var decided = Decided()
-        for sql in [stage.transactionRowsSQL, stage.grantRowsSQL] {
-            try db.copyOut("COPY (\(sql)) TO STDOUT") { line in
-                guard let row = FamilyRow(line), let key = row.key else { return }
-                if row.isTransaction, let t = row.transaction(products) {
-                    decided.families[key, default: Family(key: key)].transactions.append(t)
-                } else if row.isGrant, let g = row.grant(products) {
-                    decided.families[key, default: Family(key: key)].grants.append(g)
-                }
-            }
-        }
+        decided.families = try stage.allFamilies(db, products: products)
         for (key, family) in decided.families {
             decided.decisions[key] = Decide.family(family, settings: decisionSettings)
         }

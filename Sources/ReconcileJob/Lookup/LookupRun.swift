@@ -133,7 +133,7 @@ extension LookupRun {
         var settings = settings
         settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
         let decided = try LookupFamilies(db: db, settings: settings).decide(verified)
-        let rules = DecisionSettings(asOf: settings.asOf, windowDays: settings.windowDays)
+        let rules = settings.decisionSettings
         var items: [LookupResult.Item] = []
         let ordered = verified.sorted {
             ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID)

@@ -56,7 +56,7 @@ struct ServerAPISweeps {
                     SELECT reached_ms FROM \(S).notification_sweeps WHERE notification_type = $1 AND environment = $2
                     """, [type, environment.rawValue])
                 let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
-                let first = settings.asOf - min(Int64(settings.refundWindowDays), maxDays) * 86_400_000
+                let first = DecisionSettings.windowStart(asOf: settings.asOf, days: min(settings.refundWindowDays, Int(maxDays)))
                 let start = max(stored ?? first, earliest)
                 // Nothing to ask when an earlier sweep already reached as_of (a rerun for a past date).
                 guard start < settings.asOf else { continue }

@@ -67,7 +67,7 @@ struct ReceiptSelection {
     var sweepSQL: String {
         let src = "\"\(settings.sourceSchema)\""
         let job = settings.jobSchema.quoted
-        let refundStart = settings.asOf - EpochMillis(settings.refundWindowDays) * 86_400_000
+        let refundStart = settings.refundWindowStart
         return """
         WITH holders AS (
             SELECT DISTINCT g.user_id FROM \(src).iap_grants g

@@ -61,8 +61,7 @@ enum Compensate {
 
     /// The window `[as_of − window_days, as_of]`, both ends included.
     static func isInWindow(_ purchaseDate: EpochMillis, settings: DecisionSettings) -> Bool {
-        let start = settings.asOf - EpochMillis(settings.windowDays) * millisPerDay
-        return start <= purchaseDate && purchaseDate <= settings.asOf
+        settings.inWindow(purchaseDate)
     }
 
     /// The reason a transaction is owed units, given every grant (active or revoked, any user) of
