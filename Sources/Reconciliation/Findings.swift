@@ -109,12 +109,20 @@ public struct CompensationRow: Sendable, Equatable {
         self.receiptID = receiptID
     }
 
+    /// compensate.csv's columns, described once (ReportFile.layout).
+    public static let layout: [RowColumn<CompensationRow>] = [
+        .init("order_id") { $0.orderID ?? "" }, .init("user_id") { $0.userID }, .init("product_id") { $0.productID },
+        .init("product_type") { $0.productType.rawValue }, .init("quantity", .integer) { String($0.quantity) },
+        .init("transaction_id") { $0.transactionID }, .init("original_transaction_id") { $0.originalTransactionID },
+        .init("purchase_date", .dateTime) { UTC.timestamp($0.purchaseDate) }, .init("environment") { $0.environment.rawValue },
+        .init("match") { $0.match.rawValue }, .init("reason") { $0.reason.rawValue }, .init("receipt_id") { $0.receiptID ?? "" },
+        .init("first_seen", .date, nil),
+        .init("amount", .money, money: .summed([MoneyTotal("owed")])) { $0.amount?.text ?? "" },
+        .init("currency", money: .currency) { $0.amount?.currency ?? "" }, .init("source") { $0.source.rawValue },
+    ]
+
     /// The cells in `ReportFile.compensate.columns` order, without `first_seen`.
-    public var cells: [String] {
-        [orderID ?? "", userID, productID, productType.rawValue, String(quantity), transactionID,
-         originalTransactionID, UTC.timestamp(purchaseDate), environment.rawValue, match.rawValue, reason.rawValue,
-         receiptID ?? "", amount?.text ?? "", amount?.currency ?? "", source.rawValue]
-    }
+    public var cells: [String] { RowColumn.cells(self, Self.layout) }
 
     /// One Apple transaction is owed at most once, whatever its order match.
     public var findingKey: String { "compensate|\(transactionID)|\(environment.rawValue)" }
@@ -149,11 +157,17 @@ public struct DuplicateGrantRow: Sendable, Equatable {
         self.grantedAt = grantedAt
     }
 
+    /// duplicate_grants.csv's columns, described once (ReportFile.layout).
+    public static let layout: [RowColumn<DuplicateGrantRow>] = [
+        .init("grant_id") { $0.grantID }, .init("user_id") { $0.userID }, .init("order_id") { $0.orderID ?? "" },
+        .init("product_id") { $0.productID }, .init("product_type") { $0.productType.rawValue },
+        .init("transaction_id") { $0.transactionID }, .init("original_transaction_id") { $0.originalTransactionID ?? "" },
+        .init("kind") { $0.kind.rawValue }, .init("kept_grant_id") { $0.keptGrantID },
+        .init("granted_at", .dateTime) { UTC.timestamp($0.grantedAt) }, .init("first_seen", .date, nil),
+    ]
+
     /// The cells in `ReportFile.duplicateGrants.columns` order, without `first_seen`.
-    public var cells: [String] {
-        [grantID, userID, orderID ?? "", productID, productType.rawValue, transactionID,
-         originalTransactionID ?? "", kind.rawValue, keptGrantID, UTC.timestamp(grantedAt)]
-    }
+    public var cells: [String] { RowColumn.cells(self, Self.layout) }
 
     public var findingKey: String { "duplicate|\(grantID)" }
 }
@@ -195,12 +209,21 @@ public struct ClawbackRow: Sendable, Equatable {
         self.cancellationReason = cancellationReason
     }
 
+    /// clawback.csv's columns, described once (ReportFile.layout).
+    public static let layout: [RowColumn<ClawbackRow>] = [
+        .init("grant_id") { $0.grantID }, .init("user_id") { $0.userID }, .init("order_id") { $0.orderID ?? "" },
+        .init("product_id") { $0.productID }, .init("product_type") { $0.productType.rawValue },
+        .init("quantity", .integer) { String($0.quantity) }, .init("transaction_id") { $0.transactionID },
+        .init("original_transaction_id") { $0.originalTransactionID ?? "" },
+        .init("granted_at", .dateTime) { UTC.timestamp($0.grantedAt) }, .init("reason") { $0.reason.rawValue },
+        .init("cancellation_date", .dateTime) { $0.cancellationDate.map(UTC.timestamp) ?? "" },
+        .init("cancellation_reason") { $0.cancellationReason ?? "" }, .init("first_seen", .date, nil),
+        .init("amount", .money, money: .summed([MoneyTotal("claw_back")])) { $0.amount?.text ?? "" },
+        .init("currency", money: .currency) { $0.amount?.currency ?? "" },
+    ]
+
     /// The cells in `ReportFile.clawback.columns` order, without `first_seen`.
-    public var cells: [String] {
-        [grantID, userID, orderID ?? "", productID, productType.rawValue, String(quantity), transactionID,
-         originalTransactionID ?? "", UTC.timestamp(grantedAt), reason.rawValue,
-         cancellationDate.map(UTC.timestamp) ?? "", cancellationReason ?? "", amount?.text ?? "", amount?.currency ?? ""]
-    }
+    public var cells: [String] { RowColumn.cells(self, Self.layout) }
 
     public var findingKey: String { "clawback|\(grantID)" }
 }
@@ -239,10 +262,17 @@ public struct UnattributedRow: Sendable, Equatable {
         self.storefront = storefront
     }
 
+    /// unattributed.csv's columns, described once (ReportFile.layout). Its amounts are listed,
+    /// not summed.
+    public static let layout: [RowColumn<UnattributedRow>] = [
+        .init("transaction_id") { $0.transactionID }, .init("product_id") { $0.productID },
+        .init("purchase_date", .dateTime) { UTC.timestamp($0.purchaseDate) }, .init("amount", .money) { $0.amount?.text ?? "" },
+        .init("currency") { $0.amount?.currency ?? "" }, .init("storefront") { $0.storefront ?? "" },
+        .init("first_seen", .date, nil),
+    ]
+
     /// The cells in `ReportFile.unattributed.columns` order, without `first_seen`.
-    public var cells: [String] {
-        [transactionID, productID, UTC.timestamp(purchaseDate), amount?.text ?? "", amount?.currency ?? "", storefront ?? ""]
-    }
+    public var cells: [String] { RowColumn.cells(self, Self.layout) }
 
     public var findingKey: String { "unattributed|\(transactionID)" }
 }

@@ -1,4 +1,7 @@
-// The report files of contract §6: names and columns, exactly as the contract lists them.
+// The report files of contract §6: names and columns, each column described once (name, the cell
+// a row gives it, how the workbook shows it, its part in the money totals). The CSV header, the
+// workbook's cell kinds, summary.json's money, the width of the findings table and the tally's
+// columns all follow from these descriptions (issue "One rule book").
 
 public enum ReportFile: String, CaseIterable, Sendable {
     case compensate = "compensate.csv"
@@ -14,34 +17,39 @@ public enum ReportFile: String, CaseIterable, Sendable {
     /// sheet's name in the workbook.
     public var name: String { String(rawValue.dropLast(4)) }
 
-    public var columns: [String] {
+    /// The file's columns, described once. The findings reports whose rows the core makes take
+    /// theirs from their row type (`CompensationRow.layout`…), where each column names its cell.
+    public var layout: ReportLayout {
         switch self {
-        case .compensate:
-            return ["order_id", "user_id", "product_id", "product_type", "quantity", "transaction_id",
-                    "original_transaction_id", "purchase_date", "environment", "match", "reason", "receipt_id",
-                    "first_seen", "amount", "currency", "source"]
-        case .duplicateGrants:
-            return ["grant_id", "user_id", "order_id", "product_id", "product_type", "transaction_id",
-                    "original_transaction_id", "kind", "kept_grant_id", "granted_at", "first_seen"]
-        case .clawback:
-            return ["grant_id", "user_id", "order_id", "product_id", "product_type", "quantity", "transaction_id",
-                    "original_transaction_id", "granted_at", "reason", "cancellation_date", "cancellation_reason",
-                    "first_seen", "amount", "currency"]
-        case .unresolved:
-            return ["receipt_id", "user_id", "order_id", "transaction_id", "attempts", "last_status", "last_error",
-                    "last_attempt_at"]
-        case .inputErrors:
-            return ["relation", "key", "column", "problem"]
+        case .compensate: return ReportLayout(CompensationRow.layout.map(\.column))
+        case .duplicateGrants: return ReportLayout(DuplicateGrantRow.layout.map(\.column))
+        case .clawback: return ReportLayout(ClawbackRow.layout.map(\.column))
+        case .unattributed: return ReportLayout(UnattributedRow.layout.map(\.column))
         case .refunds:
-            return ["transaction_id", "original_transaction_id", "user_id", "product_id", "product_type", "revocation_date",
-                    "revocation_reason", "revocation_type", "revocation_percentage", "amount", "refunded_amount", "currency",
-                    "state", "grant_ids", "first_seen"]
-        case .unattributed:
-            return ["transaction_id", "product_id", "purchase_date", "amount", "currency", "storefront", "first_seen"]
+            // Its rows are made in SQL (DecideStage.refundsSQL), in this order.
+            return ReportLayout([
+                .init("transaction_id"), .init("original_transaction_id"), .init("user_id"), .init("product_id"),
+                .init("product_type"), .init("revocation_date", .dateTime), .init("revocation_reason"),
+                .init("revocation_type"), .init("revocation_percentage"), .init("amount", .money),
+                .init("refunded_amount", .money, money: .summed([
+                    MoneyTotal("refunded", stateIsNot: "reversed"), MoneyTotal("refunded_still_granted", stateIs: "still_granted"),
+                ])),
+                .init("currency", money: .currency), .init("state"), .init("grant_ids"), .init("first_seen", .date),
+            ])
+        case .unresolved:
+            return ReportLayout([
+                .init("receipt_id"), .init("user_id"), .init("order_id"), .init("transaction_id"), .init("attempts", .integer),
+                .init("last_status"), .init("last_error"), .init("last_attempt_at", .dateTime),
+            ])
+        case .inputErrors:
+            return ReportLayout([.init("relation"), .init("key"), .init("column"), .init("problem")])
         case .closed:
-            return ["report", "finding_key", "first_seen", "closed_on", "closed_because"]
+            return ReportLayout([.init("report"), .init("finding_key"), .init("first_seen", .date), .init("closed_on", .date),
+                                 .init("closed_because")])
         }
     }
+
+    public var columns: [String] { layout.names }
 
     /// Where `first_seen` stands among the columns of a findings report (nil: the report has none).
     public var firstSeenIndex: Int? { isFindings ? columns.firstIndex(of: "first_seen") : nil }
@@ -51,6 +59,119 @@ public enum ReportFile: String, CaseIterable, Sendable {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
         case .unresolved, .inputErrors, .closed: return false
+        }
+    }
+
+    /// The cells of the widest findings report: `current_findings` has this many (`c1`…), as the
+    /// migration that made it says (a test compares them: a wider report needs a new migration).
+    public static var findingsCells: Int { allCases.filter(\.isFindings).map(\.layout.cells).max() ?? 0 }
+}
+
+/// How the workbook shows a column, decided by the description, never by guessing from values:
+/// a 16-digit `transaction_id` looks like a number and must stay text (Excel keeps 15
+/// significant digits, so 2000000847061981 would come back as 2000000847061980).
+public enum ColumnKind: Sendable, Equatable {
+    /// Ids, codes, names, messages: a text cell.
+    case text
+    /// Unit counts (`quantity`, `attempts`): a whole number, so a person can sum and sort them.
+    case integer
+    /// Money in currency units (`amount`, `refunded_amount`): a number, as the CSV's decimal.
+    case money
+    /// An ISO 8601 UTC time: a date-time serial number in the workbook's time zone.
+    case dateTime
+    /// A UTC calendar date (`first_seen`, `closed_on`): a date serial, not moved to the zone,
+    /// because the contract defines it as the UTC date and a date has no time to convert.
+    case date
+}
+
+/// A money column's part in summary.json's `money`, per currency.
+public enum MoneyRole: Sendable, Equatable {
+    /// The currency of the row's amounts.
+    case currency
+    /// An amount added to these totals (milliunits, exact).
+    case summed([MoneyTotal])
+}
+
+/// One of summary.json's money totals, and the rows it counts (by their `state` cell).
+public struct MoneyTotal: Sendable, Equatable {
+    public let name: String
+    public let stateIs: String?
+    public let stateIsNot: String?
+
+    public init(_ name: String, stateIs: String? = nil, stateIsNot: String? = nil) {
+        self.name = name
+        self.stateIs = stateIs
+        self.stateIsNot = stateIsNot
+    }
+
+    func counts(state: String?) -> Bool {
+        (stateIs.map { $0 == state } ?? true) && (stateIsNot.map { $0 != state } ?? true)
+    }
+}
+
+/// One column of a report.
+public struct ReportColumn: Sendable, Equatable {
+    public let name: String
+    public let kind: ColumnKind
+    public let money: MoneyRole?
+
+    public init(_ name: String, _ kind: ColumnKind = .text, money: MoneyRole? = nil) {
+        self.name = name
+        self.kind = kind
+        self.money = money
+    }
+}
+
+/// A report column with the cell a row of `Row` gives it; nil for `first_seen`, which the
+/// findings history fills.
+public struct RowColumn<Row>: Sendable {
+    public let column: ReportColumn
+    public let cell: (@Sendable (Row) -> String)?
+
+    public init(_ name: String, _ kind: ColumnKind = .text, money: MoneyRole? = nil, _ cell: (@Sendable (Row) -> String)?) {
+        column = ReportColumn(name, kind, money: money)
+        self.cell = cell
+    }
+
+    /// The cells of `row` in the columns' order, without the history's.
+    public static func cells(_ row: Row, _ layout: [RowColumn<Row>]) -> [String] {
+        var out: [String] = []
+        out.reserveCapacity(layout.count)
+        for c in layout { if let cell = c.cell { out.append(cell(row)) } }
+        return out
+    }
+}
+
+/// A report's columns in order, and what follows from them.
+public struct ReportLayout: Sendable, Equatable {
+    public var columns: [ReportColumn]
+
+    public init(_ columns: [ReportColumn]) { self.columns = columns }
+
+    /// The CSV header.
+    public var names: [String] { columns.map(\.name) }
+    /// The workbook's kind of each column.
+    public var kinds: [ColumnKind] { columns.map(\.kind) }
+    /// The row's cells as the findings table holds them: every column but `first_seen`.
+    public var cellNames: [String] { names.filter { $0 != "first_seen" } }
+    public var cells: Int { cellNames.count }
+
+    /// The place of `name` among the cells (0-based); nil when it is not one.
+    public func cellIndex(_ name: String) -> Int? { cellNames.firstIndex(of: name) }
+
+    /// The findings table's column holding `name` (`c1`…); nil when it is not one.
+    public func cellColumn(_ name: String) -> String? { cellIndex(name).map { "c\($0 + 1)" } }
+
+    /// The money totals of one CSV row (its cells in `names` order), added to `totals`
+    /// (currency → total → milliunits). An empty currency or amount adds nothing.
+    public func addMoney(_ cells: [String], to totals: inout [String: [String: Int64]]) {
+        guard let c = columns.firstIndex(where: { $0.money == .currency }), c < cells.count, !cells[c].isEmpty else { return }
+        let currency = cells[c]
+        let state = names.firstIndex(of: "state").flatMap { $0 < cells.count ? cells[$0] : nil }
+        for (i, column) in columns.enumerated() {
+            guard case .summed(let sums)? = column.money, i < cells.count, !cells[i].isEmpty,
+                  let m = Money.milliunits(Substring(cells[i])) else { continue }
+            for total in sums where total.counts(state: state) { totals[currency, default: [:]][total.name, default: 0] += m }
         }
     }
 }

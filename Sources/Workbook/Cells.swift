@@ -1,34 +1,8 @@
 import Foundation
 import Reconciliation
 
-/// How a report column is shown. Decided by the column's name, never by guessing from values:
-/// a 16-digit `transaction_id` looks like a number and must stay text (Excel keeps 15
-/// significant digits, so 2000000847061981 would come back as 2000000847061980).
-enum ColumnKind: Equatable {
-    /// Ids, codes, names, messages, and everything not named below: a text cell.
-    case text
-    /// Unit counts (`quantity`, `attempts`): a whole number, so a person can sum and sort them.
-    case integer
-    /// Money in currency units (`amount`, `refunded_amount`): a number, as the CSV's decimal.
-    case money
-    /// An ISO 8601 UTC time: a date-time serial number in the workbook's time zone.
-    case dateTime
-    /// A UTC calendar date (`first_seen`, `closed_on`): a date serial, not moved to the zone,
-    /// because the contract defines it as the UTC date and a date has no time to convert.
-    case date
-
-    static func of(column name: String) -> ColumnKind {
-        switch name {
-        case "quantity", "attempts": return .integer
-        case "amount", "refunded_amount": return .money
-        case "first_seen", "last_seen", "closed_on": return .date
-        case "purchase_date", "granted_at", "cancellation_date", "revocation_date", "last_attempt_at",
-             "expires_date", "original_purchase_date":
-            return .dateTime
-        default: return .text
-        }
-    }
-}
+// How a report column is shown (`ColumnKind`) is part of its description (Reconciliation's
+// `ReportFile.layout`).
 
 /// The cell formats of styles.xml, by their index in `cellXfs` (see `Parts.styles`).
 enum Style: Int, CaseIterable {

@@ -106,7 +106,7 @@ public enum Workbook {
                     let i = next.withLock { n -> Int in defer { n += 1 }; return n }
                     guard i < reports.count else { return }
                     let outcome = Result {
-                        try writeReport(csv: csvPaths[i], name: reports[i].name,
+                        try writeReport(csv: csvPaths[i], report: reports[i],
                                         zone: ZoneOffsets(timeZone), scratch: scratch, tag: "r\(i)",
                                         rowsPerSheet: dataRowsPerSheet)
                     }
@@ -168,20 +168,22 @@ public enum Workbook {
 
     /// One report's sheets: the first, then one more each time `rowsPerSheet` data rows are
     /// full, each starting with the header row.
-    private static func writeReport(csv: String, name: String, zone: ZoneOffsets, scratch: String, tag: String,
+    private static func writeReport(csv: String, report: ReportFile, zone: ZoneOffsets, scratch: String, tag: String,
                                     rowsPerSheet: Int) throws -> [SheetPart] {
         let records = try CSVRecords(path: csv)
         guard let columns = try records.next() else {
             throw Failure(path: csv, reason: "the report is empty: it has no header row")
         }
-        let kinds = columns.map(ColumnKind.of(column:))
+        // Each column's kind comes from the report's description (a column it does not describe is text).
+        let described = Dictionary(report.layout.columns.map { ($0.name, $0.kind) }, uniquingKeysWith: { a, _ in a })
+        let kinds = columns.map { described[$0] ?? .text }
         let header: [Cell] = zip(columns, kinds).map { column, kind in
             .text(kind == .dateTime ? "\(column) (\(zone.zone.identifier))" : column, .header)
         }
         var parts: [SheetPart] = []
         func newSheet() throws -> SheetBody {
             let n = parts.count + 1
-            let sheet = try SheetBody(name: n == 1 ? name : "\(name) (\(n))",
+            let sheet = try SheetBody(name: n == 1 ? report.name : "\(report.name) (\(n))",
                                       path: scratch + "/sheet-\(tag)-\(n).xml", frozenHeader: true)
             try sheet.append(header)
             return sheet

@@ -313,4 +313,75 @@ struct RuleBookTests {
         }
         #expect(reasons == Set(Closing.Reason.allCases), "reasons seen: \(reasons)")
     }
+
+    // MARK: A report column, described once
+
+    /// The columns of a table of the job schema, in order.
+    static func columns(_ db: PGConnection, _ table: String) throws -> [String] {
+        try db.query("""
+            SELECT column_name FROM information_schema.columns WHERE table_schema = 'recon' AND table_name = $1
+            ORDER BY ordinal_position
+            """, [table]).rows.compactMap { $0[0] }
+    }
+
+    @Test("the findings table and the spool, made by a migration, have the cells the reports' descriptions give")
+    func findingsTableFollowsTheDescriptions() throws {
+        let t = try TestDatabase("rule_cells")
+        defer { t.drop() }
+        try Migrations.apply(t.db, schema: try JobSchema("recon"))
+        let cells = (1...ReportFile.findingsCells).map { "c\($0)" }
+        #expect(try Self.columns(t.db, "current_findings") == ["report", "finding_key"] + cells,
+                "a report's description changed its cells: add a migration that changes current_findings")
+        #expect(try Self.columns(t.db, "compensation_spool").filter { $0.hasPrefix("c") && Int($0.dropFirst()) != nil } == cells)
+        for file in ReportFile.allCases where file.isFindings {
+            #expect(file.layout.cells <= ReportFile.findingsCells && file.layout.names.filter { $0 == "first_seen" }.count == 1)
+        }
+        // An install from before migration 10 made both tables at run time, with 13 cells and then
+        // two more: the migration keeps them and they end the same.
+        let old = try TestDatabase("rule_cells_old")
+        defer { old.drop() }
+        let schema = try JobSchema("recon")
+        try old.db.execute("""
+            CREATE SCHEMA recon;
+            CREATE UNLOGGED TABLE recon.current_findings (report text NOT NULL, finding_key text NOT NULL,
+                c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text, c9 text, c10 text, c11 text, c12 text, c13 text);
+            INSERT INTO recon.current_findings (report, finding_key, c1) VALUES ('compensate.csv', 'compensate|1|production', 'O1')
+            """)
+        try Migrations.apply(old.db, schema: schema)
+        #expect(try Self.columns(old.db, "current_findings") == ["report", "finding_key"] + cells)
+        #expect(try old.int("SELECT count(*) FROM recon.current_findings") == 1)
+    }
+
+    @Test("a test-only column added to one description is in the header, the workbook's kinds, the money totals and the tally")
+    func oneColumnOnePlace() throws {
+        let proceeds = ReportColumn("test_proceeds", .money, money: .summed([MoneyTotal("test_proceeds")]))
+        var layout = ReportFile.compensate.layout
+        let before = layout
+        layout.columns.insert(proceeds, at: 0)
+        #expect(layout.names == ["test_proceeds"] + before.names)
+        #expect(layout.kinds == [.money] + before.kinds)
+        // Money: the new column is summed per currency beside the old total.
+        var row = Array(repeating: "", count: layout.columns.count)
+        row[0] = "12.5"
+        row[layout.names.firstIndex(of: "amount")!] = "4.99"
+        row[layout.names.firstIndex(of: "currency")!] = "USD"
+        var totals: [String: [String: Int64]] = [:]
+        layout.addMoney(row, to: &totals)
+        #expect(totals == ["USD": ["test_proceeds": 12_500, "owed": 4_990]])
+        // The findings table needs one more cell: a migration (the test above fails until one is added).
+        #expect(layout.cells == before.cells + 1 && layout.cells > ReportFile.findingsCells)
+        // The tally reads `order_id` where the description now puts it.
+        var settings = JobSettings(asOf: 0, jobSchema: try JobSchema("recon"))
+        settings.windowDays = 30
+        let moved = Conservation.bucketSQL(.orders, settings: settings) { $0 == .compensate ? layout : $0.layout }.joins
+        let today = Conservation.bucketSQL(.orders, settings: settings).joins
+        #expect(today.contains("SELECT DISTINCT c1 AS k FROM \"recon\".current_findings WHERE report = 'compensate.csv'"), "\(today)")
+        #expect(moved.contains("SELECT DISTINCT c2 AS k FROM \"recon\".current_findings WHERE report = 'compensate.csv'"), "\(moved)")
+        // The rows the core makes give their cells in the description's order.
+        let row1 = CompensationRow(orderID: "O1", userID: "U1", productID: "p", productType: .consumable, quantity: 2,
+                                   transactionID: "t1", originalTransactionID: "t0", purchaseDate: 0, environment: .production,
+                                   match: .exact, reason: .paidNotGranted, receiptID: nil)
+        #expect(row1.cells.count == before.cells && row1.cells[before.cellIndex("user_id")!] == "U1"
+                && row1.cells[before.cellIndex("quantity")!] == "2")
+    }
 }

@@ -45,7 +45,9 @@ enum Conservation {
 
     /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Reads the decide
     /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
-    static func bucketSQL(_ relation: SourceRelation, settings: JobSettings) -> (case: String, joins: String) {
+    /// `layouts`: the reports' descriptions (a test hands in changed ones).
+    static func bucketSQL(_ relation: SourceRelation, settings: JobSettings,
+                          layouts: (ReportFile) -> ReportLayout = \.layout) -> (case: String, joins: String) {
         let S = settings.jobSchema.quoted
         let start = "to_timestamp(\(settings.windowStart) / 1000.0)"
         let end = "to_timestamp(\(settings.asOf) / 1000.0)"
@@ -54,6 +56,8 @@ enum Conservation {
         func distinct(_ column: String, _ from: String, _ alias: String, on: String) -> String {
             "LEFT JOIN (SELECT DISTINCT \(column) AS k FROM \(from)) \(alias) ON \(alias).k = x.\(on)"
         }
+        // The findings table's column of a report's cell, from the report's description.
+        func cell(_ report: ReportFile, _ name: String) -> String { layouts(report).cellColumn(name)! }
         func findings(_ report: ReportFile) -> String {
             "\(S).current_findings WHERE report = '\(report.rawValue)'"
         }
@@ -71,7 +75,7 @@ enum Conservation {
                      WHEN x.created_at >= \(start) AND x.created_at <= \(end) THEN 'open_other'
                 END
                 """, [
-                    distinct("c1", findings(.compensate), "rep", on: "order_id"),
+                    distinct(cell(.compensate, "order_id"), findings(.compensate), "rep", on: "order_id"),
                     // Only open orders reach these two, so their sets hold open orders only: a
                     // hash of the few open orders probed by the grants and receipts, instead of
                     // hashing a million of each (4.9-6.1 s -> 2.0 s at 1M rows).
@@ -100,8 +104,8 @@ enum Conservation {
                      WHEN x.revoked_at IS NULL AND NOT \(linked) THEN 'unverified'
                 END
                 """, [
-                    distinct("c1", findings(.clawback), "cb", on: "grant_id"),
-                    distinct("c1", findings(.duplicateGrants), "dg", on: "grant_id"),
+                    distinct(cell(.clawback, "grant_id"), findings(.clawback), "cb", on: "grant_id"),
+                    distinct(cell(.duplicateGrants, "grant_id"), findings(.duplicateGrants), "dg", on: "grant_id"),
                     distinct("transaction_id", "\(S).apple_transactions", "at", on: "transaction_id"),
                     distinct("transaction_id", "r", "rt", on: "transaction_id"),
                     distinct("order_id", "r", "ro", on: "order_id"),

@@ -117,7 +117,8 @@ final class FindingWriter: @unchecked Sendable {
 /// meanwhile (DecideStage).
 /// Nothing reads the table before the stage ends, and every run empties it first.
 final class FindingSink: @unchecked Sendable {
-    static let maxCells = 15
+    /// The findings table's cells (`c1`…): the widest findings report's, made by migration 10.
+    static let maxCells = ReportFile.findingsCells
     private let db: PGConnection
     private let schema: JobSchema
     private var pending: [[String?]] = []
@@ -129,14 +130,7 @@ final class FindingSink: @unchecked Sendable {
     }
 
     func begin() throws {
-        try db.execute("""
-            CREATE UNLOGGED TABLE IF NOT EXISTS \(schema.quoted).current_findings (
-                report text NOT NULL, finding_key text NOT NULL,
-                c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text, c9 text, c10 text,
-                c11 text, c12 text, c13 text);
-            ALTER TABLE \(schema.quoted).current_findings ADD COLUMN IF NOT EXISTS c14 text, ADD COLUMN IF NOT EXISTS c15 text;
-            TRUNCATE \(schema.quoted).current_findings;
-            """)
+        try db.execute("TRUNCATE \(schema.quoted).current_findings")  // made by migration 10
         // Its own query: in the same one, the statements above would join the transaction, and
         // with them their locks.
         try db.execute("BEGIN")

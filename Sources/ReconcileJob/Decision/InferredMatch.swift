@@ -20,14 +20,7 @@ final class CompensationSpool: @unchecked Sendable {
     init(settings: JobSettings) throws {
         schema = settings.jobSchema
         db = try JobDatabase.connect(settings)
-        let cells = (1...Self.cells).map { "c\($0) text" }.joined(separator: ", ")
-        try db.execute("""
-            CREATE UNLOGGED TABLE IF NOT EXISTS \(schema.quoted).compensation_spool (
-                kind text NOT NULL, user_id text, product_id text, purchase_ms bigint, transaction_id text,
-                environment text, exact_order_id text, \(cells));
-            ALTER TABLE \(schema.quoted).compensation_spool SET (autovacuum_enabled = false);
-            TRUNCATE \(schema.quoted).compensation_spool;
-            """)
+        try db.execute("TRUNCATE \(schema.quoted).compensation_spool")  // made by migration 10
     }
 
     /// A candidate with an exact order: its row goes to the sink now; its order is kept out of inference.
@@ -58,6 +51,10 @@ final class CompensationSpool: @unchecked Sendable {
 }
 
 extension DecideStage {
+    /// Where compensate.csv's `order_id` and `match` stand among its cells.
+    static let orderCell = ReportFile.compensate.layout.cellIndex("order_id")!
+    static let matchCell = ReportFile.compensate.layout.cellIndex("match")!
+
     /// Reads the spooled candidates with the open orders of their users and products, one
     /// (user, product) group after the other, and hands each candidate's row, with its order
     /// match, to `emit`. Open orders an exact match took are left out, as the rule says.
@@ -73,8 +70,8 @@ extension DecideStage {
                                              openOrders: orders)
             for (p, order) in zip(purchases, matched) {
                 var row = p.cells
-                row[0] = order?.orderID ?? ""
-                row[9] = (order == nil ? OrderMatch.none : OrderMatch.inferred).rawValue
+                row[Self.orderCell] = order?.orderID ?? ""
+                row[Self.matchCell] = (order == nil ? OrderMatch.none : OrderMatch.inferred).rawValue
                 try emit(p.key, row)
             }
         }

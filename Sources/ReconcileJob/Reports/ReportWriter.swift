@@ -180,14 +180,19 @@ struct ReportWriter {
             let ok = record.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, handle) == $0.count }
             if !ok { throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))") }
         }
-        try put(file.columns)
+        let layout = file.layout
+        try put(layout.names)
         var n = 0
         var perReason: [String: Int] = [:]
         let reasonIndex = Self.reasonColumn[file].flatMap { file.columns.firstIndex(of: $0) }
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
+            guard cells.count == layout.columns.count else {
+                throw JobError(.internalCheck, "a row of \(file.rawValue) has \(cells.count) cells where its description has "
+                    + "\(layout.columns.count) columns; no report was written")
+            }
             try put(cells)
-            money.add(file, cells)
+            money.add(layout, cells)
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
         }
@@ -211,23 +216,8 @@ struct MoneyTotals {
         }
     }
 
-    mutating func add(_ file: ReportFile, _ cells: [String]) {
-        func column(_ name: String) -> String? { file.columns.firstIndex(of: name).flatMap { $0 < cells.count ? cells[$0] : nil } }
-        func add(_ kind: String, amountColumn: String) {
-            guard let currency = column("currency"), !currency.isEmpty, let text = column(amountColumn), !text.isEmpty,
-                  let m = Money.milliunits(Substring(text)) else { return }
-            totals[currency, default: [:]][kind, default: 0] += m
-        }
-        switch file {
-        case .compensate: add("owed", amountColumn: "amount")
-        case .clawback: add("claw_back", amountColumn: "amount")
-        case .refunds:
-            let state = column("state")
-            if state != "reversed" { add("refunded", amountColumn: "refunded_amount") }
-            if state == "still_granted" { add("refunded_still_granted", amountColumn: "refunded_amount") }
-        default: break
-        }
-    }
+    /// One CSV row's money, as its report's description says (`ReportLayout.addMoney`).
+    mutating func add(_ layout: ReportLayout, _ cells: [String]) { layout.addMoney(cells, to: &totals) }
 }
 
 /// The short table printed at the end of a run.
