@@ -15,6 +15,10 @@
 # BENCH_ROUNDS=N (default 1): the floor and the job are measured N times, alternately, on the same
 # data (this machine's speed drifts by 10-20% within minutes); the figures are then the medians,
 # with min-max beside them, and every run's reports are checked against the truth.
+# BENCH_VS=DIR: the iap-reconcile of another build (e.g. main's release build, to compare a change
+# with it): each round also runs that job on the same data, the two in turn (this one first in odd
+# rounds, the other first in even ones), its reports checked too, and its figures and the ratio of
+# the two are printed after this build's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 start_everything
@@ -57,8 +61,19 @@ read -r orders receipts grants learned < "$work/sizes"
 # with COPY into /dev/null, one relation after the other: the four source relations and every
 # table in which the job keeps what it learned from Apple. A new such table belongs in this list.
 rounds=${BENCH_ROUNDS:-1}
+vs=${BENCH_VS:-}
+if [ -n "$vs" ] && [ ! -x "$vs/iap-reconcile" ]; then echo "BENCH_VS=$vs has no iap-reconcile"; exit 64; fi
 verdict="all six equal the generator's truth"
 : > "$work/rounds"
+: > "$work/vs-rounds"
+# job BINARY TIMEFILE ROUND: one timed run of the job, its reports checked against the truth.
+job() {
+  rm -rf "$work/reports"
+  measure "$2" "$1/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" --out "$work/reports"
+  for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
+    cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $3 ($1): $f"
+  done
+}
 for round in $(seq "$rounds"); do
   echo "== round $round of $rounds: the floor: COPY (SELECT * FROM t) TO STDOUT into /dev/null, each input relation once"
   floor_start=$(date +%s.%N)
@@ -74,18 +89,21 @@ for round in $(seq "$rounds"); do
     measure "$work/postgres.time" "$bin/iap-reconcile" run --database-only --no-progress --as-of "$as_of"
   fi
   echo "== round $round of $rounds: the job: iap-reconcile run --no-verify"
-  measure "$work/job.time" "$bin/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" --out "$work/reports"
-  for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
-    cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $round: $f"
-  done
+  if [ -n "$vs" ] && [ $((round % 2)) = 0 ]; then job "$vs" "$work/vs.time" "$round"; fi
+  job "$bin" "$work/job.time" "$round"
+  if [ -n "$vs" ] && [ $((round % 2)) = 1 ]; then job "$vs" "$work/vs.time" "$round"; fi
   echo "$floor $(cat "$work/job.time")" >> "$work/rounds"
   echo "   floor $floor s, job $(cut -d' ' -f1 "$work/job.time") s"
+  if [ -n "$vs" ]; then
+    echo "$floor $(cat "$work/vs.time")" >> "$work/vs-rounds"
+    echo "   the other build ($vs): job $(cut -d' ' -f1 "$work/vs.time") s"
+  fi
 done
 read -r pg_wall _ _ _ < "$work/postgres.time"
 rows=$((orders + receipts + grants + learned))
 python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$work/rounds" \
   "$(ls "$work/reports"/*/ | tr '\n' ' ')" "$(wc -l "$work/reports"/*/*.csv | tail -1 | awk '{print $1}')" \
-  "$(ls -d "$work/reports"/*/)" <<'PY' | tee "$work/result.txt"
+  "$(ls -d "$work/reports"/*/)" "$work/vs-rounds" <<'PY' | tee "$work/result.txt"
 import csv, os, statistics, sys
 o, r, g, t = map(int, sys.argv[1:5])
 pg = float(sys.argv[5])
@@ -113,5 +131,14 @@ print(f"ratio job / floor        {job / floor:.2f}  (target <= 3, issue 'The nig
 print(f"ratio job / postgres     {job / pg:.2f}")
 print(f"input rows per second    {rows / job:,.0f}")
 print(f"job peak RSS             {rss / 1024:.1f} MB  (target < 100 MB; findings {findings:,})")
+vs = [list(map(float, line.split())) for line in open(sys.argv[10]) if line.strip()]
+if vs:
+    vjobs, vcpu = [x[1] for x in vs], statistics.median([x[2] + x[3] for x in vs])
+    vratios = [j / x[0] for x, j in zip(vs, vjobs)]
+    print(f"other build: job         {statistics.median(vjobs):.2f} s{spread(vjobs)}  (job CPU {vcpu:.2f} s, "
+          f"peak RSS {max(x[4] for x in vs) / 1024:.1f} MB)")
+    print(f"other build: ratio       {statistics.median(vratios):.2f}; each round: {', '.join(f'{x:.2f}' for x in vratios)}")
+    pairs = [a / b for a, b in zip(jobs, vjobs)]
+    print(f"this / other, per round  {', '.join(f'{x:.3f}' for x in pairs)} (median {statistics.median(pairs):.3f})")
 PY
 echo "reports                  $verdict" | tee -a "$work/result.txt"
