@@ -12,9 +12,11 @@
 #             (iap-reconcile run --database-only): what Postgres itself needs for the rows the job reads
 # and prints their ratio (target <= 3), the rows per second, and the job's peak RSS (target < 100 MB)
 # next to the number of findings (rows of compensate, duplicate_grants, clawback, refunds, unattributed).
-# BENCH_ROUNDS=N (default 1): the floor and the job are measured N times, alternately, on the same
-# data (this machine's speed drifts by 10-20% within minutes); the figures are then the medians,
-# with min-max beside them, and every run's reports are checked against the truth.
+# BENCH_ROUNDS=N (default 1): N rounds on the same data, each the floor, the job, the floor again
+# (this machine's speed drifts by 10-20% within minutes); a round's ratio is its job over the mean
+# of the two floors around it, and the ratio printed is the median of the rounds' ratios, with
+# each round's and the spread beside it (the figure to quote: docs/benchmarks.md). Every run's
+# reports are checked against the truth.
 # BENCH_VS=DIR: the iap-reconcile of another build (e.g. main's release build, to compare a change
 # with it): each round also runs that job on the same data, the two in turn (this one first in odd
 # rounds, the other first in even ones), its reports checked too, and its figures and the ratio of
@@ -74,16 +76,24 @@ job() {
     cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $3 ($1): $f"
   done
 }
-for round in $(seq "$rounds"); do
-  echo "== round $round of $rounds: the floor: COPY (SELECT * FROM t) TO STDOUT into /dev/null, each input relation once"
-  floor_start=$(date +%s.%N)
+# floor: the seconds to read every input relation once, printed.
+floor() {
+  local start end
+  start=$(date +%s.%N)
   for t in public.iap_products public.iap_orders public.iap_receipts public.iap_grants \
            recon.apple_transactions recon.receipt_transactions recon.receipt_state \
            recon.notifications recon.history_customers; do
     psql -qX -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM $t) TO STDOUT" > /dev/null
   done
-  floor_end=$(date +%s.%N)
-  floor=$(python3 -c "print(f'{$floor_end - $floor_start:.2f}')")
+  end=$(date +%s.%N)
+  python3 -c "print(f'{$end - $start:.2f}')"
+}
+# Each round's floor is measured before and after its job(s), and the round's ratio divides by
+# their mean: the machine's speed drifts within minutes and does not slow the floor (one psql at a
+# time) and the job (both cores) alike, so a floor measured once, minutes away, says little.
+for round in $(seq "$rounds"); do
+  echo "== round $round of $rounds: the floor: COPY (SELECT * FROM t) TO STDOUT into /dev/null, each input relation once"
+  floor_before=$(floor)
   if [ "$round" = 1 ]; then
     echo "== postgres alone: the decide SQL, rows read and dropped"
     measure "$work/postgres.time" "$bin/iap-reconcile" run --database-only --no-progress --as-of "$as_of"
@@ -92,8 +102,11 @@ for round in $(seq "$rounds"); do
   if [ -n "$vs" ] && [ $((round % 2)) = 0 ]; then job "$vs" "$work/vs.time" "$round"; fi
   job "$bin" "$work/job.time" "$round"
   if [ -n "$vs" ] && [ $((round % 2)) = 1 ]; then job "$vs" "$work/vs.time" "$round"; fi
-  echo "$floor $(cat "$work/job.time")" >> "$work/rounds"
-  echo "   floor $floor s, job $(cut -d' ' -f1 "$work/job.time") s"
+  echo "== round $round of $rounds: the floor again, after the job"
+  floor_after=$(floor)
+  floor=$(python3 -c "print(f'{($floor_before + $floor_after) / 2:.2f}')")
+  echo "$floor $(cat "$work/job.time") $floor_before $floor_after" >> "$work/rounds"
+  echo "   floor $floor_before s before, $floor_after s after (mean $floor s), job $(cut -d' ' -f1 "$work/job.time") s"
   if [ -n "$vs" ]; then
     echo "$floor $(cat "$work/vs.time")" >> "$work/vs-rounds"
     echo "   the other build ($vs): job $(cut -d' ' -f1 "$work/vs.time") s"
@@ -126,8 +139,10 @@ print(f"report lines written     {lines:,}")
 print(f"floor (every input row read once with COPY) {floor:.2f} s{spread(floors)}")
 print(f"postgres alone           {pg:.2f} s  (the job's own decide SQL, rows dropped: a diagnostic)")
 print(f"job (run --no-verify)    {job:.2f} s{spread(jobs)}  (job CPU {cpu:.2f} s)")
-print(f"ratio job / floor        {job / floor:.2f}  (target <= 3, issue 'The night at Postgres's floor')"
-      + (f"; each round: {', '.join(f'{x:.2f}' for x in ratios)}" if len(ratios) > 1 else ""))
+print(f"floor before / after     " + ", ".join(f"{x[5]:.2f}/{x[6]:.2f}" for x in runs) + " s (each round's floor is their mean)")
+print(f"ratio job / floor        {statistics.median(ratios):.2f}  (the median of the rounds' ratios, each its job over the mean of"
+      f" the floors around it; target <= 3, issue 'The night at Postgres's floor')"
+      + (f"; each round: {', '.join(f'{x:.2f}' for x in ratios)}; spread {min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else ""))
 print(f"ratio job / postgres     {job / pg:.2f}")
 print(f"input rows per second    {rows / job:,.0f}")
 print(f"job peak RSS             {rss / 1024:.1f} MB  (target < 100 MB; findings {findings:,})")
