@@ -98,4 +98,25 @@ struct LookupAgreesTests {
         }
         #expect(kinds.contains("granted"), "\(kinds)")
     }
+
+    @Test("before the job schema is migrated (or when it is behind), lookup stops with 78 and says to migrate")
+    func needsTheMigratedSchema() throws {
+        let w = try ServerAPINightTests.world("lookup_schema", users: 60)
+        defer { w.stop() }
+        let truth = try String(contentsOf: w.truth, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let header = truth[0].split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        let row = truth.dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+            .first { $0[header.firstIndex(of: "environment")!] == "production" }!
+        let tid = row[header.firstIndex(of: "transaction_id")!]
+        let before = try w.run(["lookup", "--transaction", tid])
+        #expect(before.status == 78 && before.stderr.contains("not there yet") && before.stderr.contains("iap-reconcile migrate"),
+                "\(before.stderr)")
+        #expect(try w.run(["migrate"]).status == 0)
+        try w.t.db.execute("DELETE FROM recon.schema_migrations WHERE version = (SELECT max(version) FROM recon.schema_migrations)")
+        let behind = try w.run(["lookup", "--transaction", tid])
+        #expect(behind.status == 78 && behind.stderr.contains("at migration"), "\(behind.stderr)")
+        #expect(try w.run(["migrate"]).status == 0)
+        let after = try w.run(["lookup", "--transaction", tid, "--json"])
+        #expect(after.status == 0 && after.stdout.contains("\"verdict\""), "\(after.stderr)")
+    }
 }
