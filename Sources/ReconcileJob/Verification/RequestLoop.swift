@@ -92,12 +92,17 @@ struct RequestLoop<Client: AppStoreClient> {
                 }
             }
             if stopping != nil && inFlight.isEmpty { break }
-            var untilDue = waiting.min.map { Int(($0.due > now ? $0.due - now : 0) / 1_000_000) } ?? 100
-            if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
+            // A backoff or a budget that ends only matters when a request may go out then: with every
+            // slot taken (or stopping) the loop waits for an answer, never polls in a busy circle.
+            var untilDue = 100
+            if stopping == nil && inFlight.count < concurrency {
+                if let first = waiting.min { untilDue = min(untilDue, Int((first.due > now ? first.due - now : 0) / 1_000_000)) }
+                if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
+            }
             // The records of one wake-up go to the writer together: one hand-off, not one per answer.
             var answered: [AnswerRecord] = []
             var sendError: Error?
-            answers: for completion in http.poll(timeoutMs: min(100, untilDue)) {
+            answers: for completion in http.poll(timeoutMs: untilDue) {
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
                 var httpStatus: Int?
