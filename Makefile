@@ -5,7 +5,8 @@
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
 #   make bench-api     the job's rate budget for the App Store Server API (6,000 calls, simulator limit 200/s)
 #   make chaos         the promises under faults: crash loop, database gone, lying App Store, fuzzing,
-#                      secrets, privileges, load (CHAOS_ARGS=--quick: the CI form, a few minutes)
+#                      secrets, privileges, load, unreachable App Store hosts (CHAOS_ARGS=--quick: the
+#                      CI form, a few minutes)
 #   make fuzz-build    the answer parser's libFuzzer target (.build-fuzz/release/iap-fuzz)
 #   make screenshot    summary.html of the latest reports (make demo first) as a PNG, by headless Chromium (optional)
 #   make check-workbook  the latest reconciliation.xlsx opened by LibreOffice Calc: ids digit for digit, times in the zone (optional)

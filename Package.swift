@@ -108,6 +108,7 @@ let package = Package(
             swiftSettings: v6
         ),
         .testTarget(name: "SummaryPageTests", dependencies: ["SummaryPage"], swiftSettings: v6),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "CCurl"], swiftSettings: v6),
         // Reads a workbook back (unzip, parse the XML) for the workbook's tests and the end-to-end ones.
         .target(name: "XLSXReading", dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")],
                 path: "Tests/XLSXReading", swiftSettings: v6),

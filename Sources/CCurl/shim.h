@@ -24,6 +24,19 @@ static inline const char *ccurl_response_header(CURL *h, const char *name) {
     if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) return NULL;
     return header->value;
 }
+/* CURLOPT_QUICK_EXIT (libcurl >= 7.87): a transfer that ends while its host name is still being
+   looked up (its timeout passed, or the multi handle closes) leaves the lookup's thread to finish
+   alone. Without it, ending such a transfer waits for getaddrinfo to return, which with a DNS
+   server that does not answer is the resolver's own timeout (5 s and more) per lookup. With an
+   older libcurl this does nothing and the wait stays. */
+static inline CURLcode ccurl_easy_setopt_quick_exit(CURL *h) {
+#if LIBCURL_VERSION_NUM >= 0x075700
+    return curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
+#else
+    (void)h;
+    return CURLE_OK;
+#endif
+}
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode ccurl_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode ccurl_multi_setopt_socketfunction(CURLM *m, curl_socket_callback f) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f); }

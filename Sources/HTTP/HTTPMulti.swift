@@ -101,6 +101,9 @@ private final class Handle {
         ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, watcher) == CURLE_OK
         ok = ok && ccurl_easy_setopt_closesocket(easy, curlCloseSocketCallback) == CURLE_OK
         ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, watcher) == CURLE_OK
+        // A host name lookup still running when its transfer ends is left to finish alone: the loop
+        // never waits on a DNS server that does not answer.
+        ok = ok && ccurl_easy_setopt_quick_exit(easy) == CURLE_OK
         // Never CURLOPT_VERBOSE: request bodies carry the shared secret.
         guard ok else { return nil }
     }

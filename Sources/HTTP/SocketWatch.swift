@@ -15,9 +15,17 @@ internal import Glibc
 /// for again by the next transfer on it. The set follows lazily: a socket libcurl no longer
 /// wants stays in it until it signals (the peer closed an idle connection: it is taken out
 /// then) or is wanted again (nothing to change). That saves two `epoll_ctl` calls per request.
-/// Sockets are opened and closed through our callbacks (`CURLOPT_OPENSOCKETFUNCTION`,
-/// `CURLOPT_CLOSESOCKETFUNCTION`), so a number the kernel hands out again is never mistaken for
-/// the old socket still in the set.
+/// Only connections get that: they are opened and closed through our callbacks
+/// (`CURLOPT_OPENSOCKETFUNCTION`, `CURLOPT_CLOSESOCKETFUNCTION`), so a number the kernel hands
+/// out again is never mistaken for the old socket still in the set.
+///
+/// Every other socket libcurl asks us to watch is one it made and closes itself, unseen: the
+/// threaded resolver's socketpair, one per host name lookup, which wakes libcurl when the lookup
+/// ends. Such a socket is taken out of the set as soon as libcurl no longer wants it, and its
+/// registration is always written to the kernel. Kept lazily, its number came back with the next
+/// lookup's socketpair, looked registered, and was never added: the lookup's end went unseen and
+/// every request to a host that does not resolve (which fails in milliseconds) waited for the
+/// connection timeout instead.
 ///
 /// Concurrency: belongs to its `HTTPMulti`, on the thread that owns it; libcurl calls the
 /// callbacks below only from inside that thread's calls into the multi handle.
@@ -27,6 +35,8 @@ final class SocketWatch {
     private var registered: [Int32: UInt32] = [:]
     /// Sockets libcurl wants watched now.
     private var wanted: Set<Int32> = []
+    /// Sockets opened through `opened` and not yet `closing`: the connections, kept lazily.
+    private var connections: Set<Int32> = []
     /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`, on the monotonic clock
     /// in milliseconds; nil: no timer.
     var timerDue: UInt64?
@@ -46,31 +56,40 @@ final class SocketWatch {
 
     /// libcurl's `CURLMOPT_SOCKETFUNCTION`: start, change or stop watching `fd`.
     func watch(_ fd: Int32, what: Int32) {
+        let connection = connections.contains(fd)
         if what == CURL_POLL_REMOVE {
-            wanted.remove(fd)   // stays in the set until it signals or is closed
+            wanted.remove(fd)
+            // A connection stays in the set until it signals or is closed; any other socket goes
+            // now, while its number is still its own (libcurl closes it right after, unseen).
+            if !connection, registered.removeValue(forKey: fd) != nil { _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil) }
             return
         }
         wanted.insert(fd)
         let mask = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
         let old = registered.updateValue(mask, forKey: fd)
-        guard old != mask else { return }
+        if connection && old == mask { return }
         var event = epoll_event()
         event.events = mask
         event.data.fd = fd
-        _ = epoll_ctl(epoll, old == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+        // Not a connection: the kernel's set is the truth (the number may be a new socket's).
+        if epoll_ctl(epoll, old == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) != 0 {
+            _ = epoll_ctl(epoll, errno == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+        }
     }
 
-    /// A socket libcurl just opened: whatever had this number before is gone (closing a socket
-    /// takes it out of the epoll set).
+    /// A connection libcurl just opened: whatever had this number before is gone (closing a
+    /// socket takes it out of the epoll set).
     func opened(_ fd: Int32) {
         registered.removeValue(forKey: fd)
         wanted.remove(fd)
+        connections.insert(fd)
     }
 
-    /// A socket libcurl is about to close.
+    /// A connection libcurl is about to close.
     func closing(_ fd: Int32) {
         registered.removeValue(forKey: fd)
         wanted.remove(fd)
+        connections.remove(fd)
     }
 
     /// libcurl's `CURLMOPT_TIMERFUNCTION`: -1 deletes the timer, 0 means at once.

@@ -3,7 +3,7 @@
 
 Starts its own PostgreSQL cluster (TCP on 127.0.0.1 with password authentication, so that the
 job runs as a least-privileged role with a password, as in production) and the App Store
-simulator, both from the release build, and runs six scenarios:
+simulator, both from the release build, and runs these scenarios:
 
   crash-loop    SIGKILL at random points of every stage, restart until one run completes;
                 compare with an uninterrupted run
@@ -13,6 +13,9 @@ simulator, both from the release build, and runs six scenarios:
   secrets       the shared secret and the database password searched for everywhere
   privileges    a least-privileged role runs the night; missing privileges end in exit 78
   load          a slow tail (p99 2 s) and 5% connection resets on the bench-verify data set
+  host-unresolvable, host-refuses, host-tls-fails, host-silent, host-resets
+                an App Store that cannot be reached (for verifyReceipt, the Server API sweeps and
+                lookup): exit 75 within --timeout-ms + 15 s and 5 CPU-seconds, nothing believed
 
 Each scenario prints one line, PASS or FAIL and its figures; the script exits 1 when any fails.
 `--quick` is the CI form (smaller data, fewer kills, fewer fuzz inputs). `--seed` makes the
@@ -25,6 +28,7 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -185,11 +189,14 @@ class Job:
     def __init__(self, args, env, work):
         self.err = os.path.join(work, f"job-{time.monotonic_ns()}.err")
         Job.outputs.append(self.err)
+        self.started = time.monotonic()
         self.proc = subprocess.Popen([f"{BIN}/iap-reconcile", *args], env=env, stdout=open(self.err + ".out", "w"),
                                      stderr=open(self.err, "w"))
         Job.outputs.append(self.err + ".out")
         self.status = None
         self.maxrss_kb = 0
+        self.seconds = 0.0  # wall time from start to exit
+        self.cpu = 0.0      # user + system CPU seconds of the job (its threads included)
 
     def stderr(self):
         return open(self.err, errors="replace").read()
@@ -199,7 +206,9 @@ class Job:
         while True:
             pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
             if pid:
+                self.seconds = time.monotonic() - self.started
                 self.maxrss_kb = usage.ru_maxrss
+                self.cpu = usage.ru_utime + usage.ru_stime
                 self.status = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                 self.proc.returncode = self.status
                 return self.status
@@ -593,8 +602,193 @@ def load(cluster, quick):
     return figures
 
 
+# MARK: - an App Store that cannot be reached
+
+class DeadHost:
+    """A loopback App Store that fails in one way, in a thread of this script.
+
+    silent: accepts every connection and never answers (the request times out);
+    resets: reads the request, sends the status line, headers and the start of a body, then resets
+            the connection (RST): an answer cut in the middle;
+    tls:    answers the TLS handshake with plain text (the client's handshake fails)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.port = self.sock.getsockname()[1]
+        self.held = []
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def base(self):
+        return f"{'https' if self.kind == 'tls' else 'http'}://127.0.0.1:{self.port}"
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # stopped
+            self.connections += 1
+            if self.kind == "silent":
+                self.held.append(conn)
+            else:
+                threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        try:
+            conn.settimeout(5)
+            if self.kind == "tls":
+                conn.recv(4096)  # the ClientHello
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                return
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+                         b'{"status":0,"receipt":{"bundle_id":"' + BUNDLE.encode() + b'","in_app":[')
+            time.sleep(0.01)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close sends RST
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def stop(self):
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+# Every unreachable-host scenario shares two databases: "unreach" (nothing is ever believed there, so
+# each scenario finds the same receipts unresolved) and "unreach_api" (its receipts answered by the
+# simulator once, so that its runs ask only the Server API).
+_unreachable = {}
+DEAD_TIMEOUT_MS = 1000
+
+
+def unreachable_setup(cluster, quick):
+    if _unreachable:
+        return _unreachable
+    work, _, refunds = cluster.new_database("unreach", 400 if quick else 1500)
+    # The receipts the night asks about (contract, 'Which receipts are verified'; its few input errors included).
+    candidates = int(cluster.psql(f"""SELECT count(*) FROM iap_receipts r
+        WHERE r.submitted_at BETWEEN timestamptz '{AS_OF}' - interval '30 days' AND timestamptz '{AS_OF}'
+          AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
+                   SELECT 1 FROM iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))""",
+                                  "unreach"))
+    api_work, _, api_refunds = cluster.new_database("unreach_api", 200, seed=43)
+    key = os.path.join(api_work, "key.p8")
+    subprocess.run([f"{BIN}/iap-sim", "keygen", "--out", key], check=True, capture_output=True)
+    sim = Simulator(api_work, "--refunds", api_refunds)
+    warm = Job(run_args(os.path.join(api_work, "reports")), job_env(cluster, "unreach_api", sim), api_work)
+    if warm.wait() != 0:
+        sim.stop()
+        fail(f"the Server API database's first night (without the API) failed: {warm.stderr()[-300:]}")
+    _unreachable.update(work=work, candidates=candidates, api_work=api_work, sim=sim, key=key,
+                        api_env={"IAP_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a", "IAP_KEY_ID": "CHAOSKEY01",
+                                 "IAP_PRIVATE_KEY_FILE": key})
+    return _unreachable
+
+
+def unreachable_host(cluster, quick, kind):
+    """verifyReceipt, the Server API sweeps and lookup against a host that never gives an HTTP answer:
+    each exits 75 with one line naming the host and curl's reason, within --timeout-ms + 15 s and 5
+    CPU-seconds; nothing is believed and every receipt is left for the next night."""
+    s = unreachable_setup(cluster, quick)
+    host = DeadHost(kind) if kind in ("silent", "resets", "tls") else None
+    if kind == "unresolvable":
+        base, names = "https://apple.invalid", "apple.invalid"
+    elif kind == "refuses":
+        port = free_port()
+        base, names = f"http://127.0.0.1:{port}", f"127.0.0.1:{port}"
+    else:
+        base, names = host.base(), f"127.0.0.1:{host.port}"
+    limit_s, limit_cpu = DEAD_TIMEOUT_MS / 1000 + 15, 5.0
+    timeout = ["--timeout-ms", str(DEAD_TIMEOUT_MS)]
+    results, problems = [], []
+
+    def measured(label, job, contains):
+        job.wait(timeout=limit_s * 4)
+        line = [l for l in job.stderr().splitlines() if l.startswith("iap-reconcile:")]
+        figures = f"{label}={job.status if job.status is not None else 'killed'} {job.seconds:.1f}s {job.cpu:.2f}cpu"
+        results.append(figures)
+        if job.status is None:
+            problems.append(f"{label} still running after {limit_s * 4:.0f} s: killed")
+        elif job.status != 75 or len(line) != 1 or names not in line[0] or contains not in line[0]:
+            problems.append(f"{label}: expected exit 75 with one line naming {names}, got {job.status}: "
+                            f"{job.stderr()[-300:]!r}")
+        elif job.seconds > limit_s or job.cpu > limit_cpu:
+            problems.append(f"{label} took {job.seconds:.1f} s and {job.cpu:.2f} CPU-s "
+                            f"(at most {limit_s:.0f} s and {limit_cpu:.0f} CPU-s)")
+        return line[0] if line else ""
+
+    try:
+        # 1. verifyReceipt: production and the sandbox both at the dead host.
+        out = os.path.join(s["work"], "reports")
+        env = job_env(cluster, "unreach", None, IAP_VERIFY_URL_PRODUCTION=base + "/verifyReceipt",
+                      IAP_VERIFY_URL_SANDBOX=base + "/verifyReceipt")
+        measured("verify_receipt", Job(["run", "--as-of", AS_OF, "--out", out, "--progress", "never", *timeout],
+                                       env, s["work"]), "the App Store is unreachable")
+        requests = int(cluster.psql("SELECT count(*) FROM recon.verify_attempts WHERE run_id = "
+                                    "(SELECT max(run_id) FROM recon.verify_attempts)", "unreach") or 0)
+        believed = int(cluster.psql("SELECT count(*) FROM recon.receipt_state WHERE definitive", "unreach"))
+        waiting = int(cluster.psql("SELECT count(*) FROM recon.receipt_state WHERE next_eligible_at > now()", "unreach"))
+        results.append(f"(receipts={s['candidates']} requests={requests} believed={believed} held_back={waiting})")
+        if believed or waiting:
+            problems.append(f"{believed} receipts believed and {waiting} held back from the next night")
+        if os.path.exists(os.path.join(out, DAY)):
+            problems.append("a report folder was written")
+        # 2. The Server API's sweeps (notification and transaction history) at the dead host; verifyReceipt
+        # at the simulator, which has nothing left to answer.
+        api = dict(s["api_env"], IAP_API_URL_PRODUCTION=base, IAP_API_URL_SANDBOX=base)
+        measured("server_api", Job(["run", "--as-of", AS_OF, "--out", os.path.join(s["api_work"], "reports"),
+                                    "--progress", "never", "--sweep-limit", "0", *timeout],
+                                   job_env(cluster, "unreach_api", s["sim"], **api), s["api_work"]),
+                 "the App Store Server API is unreachable")
+        # 3. lookup, one request at a time.
+        measured("lookup", Job(["lookup", "--transaction", "2000000000000001", *timeout],
+                               job_env(cluster, "unreach_api", None, **api), s["api_work"]),
+                 "the App Store Server API is unreachable")
+    finally:
+        if host:
+            host.stop()
+    figures = " ".join(results)
+    if problems:
+        fail(figures + ": " + "; ".join(problems))
+    return figures
+
+
+def host_unresolvable(cluster, quick):
+    return unreachable_host(cluster, quick, "unresolvable")
+
+
+def host_refuses(cluster, quick):
+    return unreachable_host(cluster, quick, "refuses")
+
+
+def host_tls_fails(cluster, quick):
+    return unreachable_host(cluster, quick, "tls")
+
+
+def host_silent(cluster, quick):
+    return unreachable_host(cluster, quick, "silent")
+
+
+def host_resets(cluster, quick):
+    return unreachable_host(cluster, quick, "resets")
+
+
 SCENARIOS = [("crash-loop", crash_loop), ("database-gone", database_gone), ("app-store-lies", app_store_lies),
-             ("secrets", secrets), ("privileges", privileges), ("load", load)]
+             ("secrets", secrets), ("privileges", privileges), ("load", load),
+             ("host-unresolvable", host_unresolvable), ("host-refuses", host_refuses), ("host-tls-fails", host_tls_fails),
+             ("host-silent", host_silent), ("host-resets", host_resets)]
 
 
 def main():
@@ -625,6 +819,8 @@ def main():
                 failed += 1
                 print(f"FAIL {name:15} {time.monotonic() - t:6.1f}s  {e}", flush=True)
     finally:
+        if _unreachable:
+            _unreachable["sim"].stop()
         cluster.destroy()
     total = sum(1 for n, _ in SCENARIOS if not a.only or n in a.only.split(","))
     print(f"{'quick' if a.quick else 'full'} run, seed {a.seed}, {time.monotonic() - started:.0f} s")

@@ -77,7 +77,7 @@ public struct LookupRun {
             throw JobError(.configuration, "lookup asks the App Store Server API: set IAP_ISSUER_ID, IAP_KEY_ID and "
                 + "IAP_PRIVATE_KEY_FILE (an In-App Purchase key of App Store Connect), and IAP_BUNDLE_IDS")
         }
-        let caller = ServerAPICaller(api: api, settings: settings)
+        var caller = ServerAPICaller(api: api, settings: settings)
         var signed: [String] = []
         let asked: String, id: String
         switch target {

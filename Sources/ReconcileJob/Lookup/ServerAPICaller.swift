@@ -5,7 +5,9 @@ import Reconciliation
 
 /// One Server API request at a time, for `lookup`: a fresh token per request, the retry classes
 /// of contract §3b (back off and retry; a 429 waits until its `Retry-After`), 401 → exit 78,
-/// unreachable after the attempts → exit 75.
+/// unreachable after the attempts → exit 75. One request at a time is a first wave of one: when
+/// the first request fails in transport, with no HTTP answer, the host is unreachable (exit 75 at
+/// once, `OutageBreaker`).
 ///
 /// Concurrency: owns its `HTTPMulti` inside `get`, on the calling thread.
 struct ServerAPICaller {
@@ -15,6 +17,8 @@ struct ServerAPICaller {
     let policy: RetryPolicy
     /// The longest a 429 may make `lookup` wait before it gives up (exit 75).
     static let maxWaitMs: Int64 = 60_000
+    /// Over every request of the lookup (production, then the sandbox).
+    private var breaker = OutageBreaker(wave: 1)
 
     init(api: ServerAPISettings, settings: JobSettings) {
         self.api = api
@@ -25,7 +29,7 @@ struct ServerAPICaller {
     }
 
     /// The body of a 200, or nil for 4040010 (Apple knows no such transaction there).
-    func get(_ endpoint: ServerAPIEndpoint, _ path: String, in environment: AppStoreEnvironment) throws -> [UInt8]? {
+    mutating func get(_ endpoint: ServerAPIEndpoint, _ path: String, in environment: AppStoreEnvironment) throws -> [UInt8]? {
         let http = HTTPMulti()
         defer { http.close() }
         var lastProblem = ""
@@ -33,6 +37,8 @@ struct ServerAPICaller {
         while attempt < attempts {
             attempt += 1
             let now = Int64(Date().timeIntervalSince1970)
+            let first = breaker.firstRequests == 0
+            breaker.sent(first: first)
             try http.add(HTTPRequest(tag: attempt, method: .get, url: api.baseURL(environment) + path,
                                      headers: ["Authorization: Bearer " + api.jwt.token(now: now)],
                                      timeoutMs: timeoutMs, wantedHeaders: ["Retry-After"]))
@@ -41,7 +47,11 @@ struct ServerAPICaller {
             switch completion!.outcome {
             case .failure(_, let message, _):
                 lastProblem = message
+                breaker.failed(first: first, reason: message)
+                let verdict = breaker.verdict(moreFirstRequests: false)
+                if verdict != .goOn { throw JobError(.temporary, breaker.message(verdict, service: ServerAPIClient.service)) }
             case .response(let status, let body):
+                breaker.answered()
                 switch ServerAPI.classify(httpStatus: status, body: body, retryAfter: completion!.headers["Retry-After"]) {
                 case .ok(let body):
                     return body

@@ -23,8 +23,9 @@ protocol Conversation: AnyObject {
 /// Runs conversations concurrently on one libcurl multi handle, within the job's rate budget per
 /// endpoint, each conversation one page at a time (a page's token or revision comes from the page
 /// before). Retries with full-jitter backoff; a 429 holds the endpoint until its Retry-After; a
-/// 401 stops everything (exit 78). Runs on the calling thread, which owns the handle and the
-/// conversations' database connection.
+/// 401 stops everything (exit 78); a host that does not answer at all stops it too (exit 75, see
+/// `OutageBreaker`). Runs on the calling thread, which owns the handle and the conversations'
+/// database connection.
 struct Pager {
     let concurrency: Int
     let policy: RetryPolicy
@@ -53,12 +54,15 @@ struct Pager {
         var budget = RateBudget(rates: rates)
         var ready = Deque(conversations.indices)
         var waiting = Heap<Waiting>()
-        var inFlight: [Int: Int] = [:]
+        /// Requests in flight: the conversation, and whether this is the first request it sent.
+        var inFlight: [Int: (index: Int, first: Bool)] = [:]
         var attempts = [Int](repeating: 0, count: conversations.count)
         var tag = 0
         var rng = SystemRandomNumberGenerator()
-        var sawResponse = false
-        var lastTransportError = ""
+        var breaker = OutageBreaker(wave: concurrency)
+        // Conversations that sent their first request: the others are still to come.
+        var started = [Bool](repeating: false, count: conversations.count)
+        var startedCount = 0
 
         func retry(_ i: Int, problem: String) {
             attempts[i] += 1
@@ -94,8 +98,10 @@ struct Pager {
                     deferred.append(i)
                     break
                 }
-                inFlight[tag] = i
+                inFlight[tag] = (i, !started[i])
                 counts.requests[c.rateKey.endpoint.rawValue, default: 0] += 1
+                breaker.sent(first: !started[i])
+                if !started[i] { started[i] = true; startedCount += 1 }
             }
             for i in deferred { ready.append(i) }
             if inFlight.isEmpty {
@@ -108,14 +114,14 @@ struct Pager {
             var untilDue = 100
             if let first = waiting.min { untilDue = min(untilDue, Int((first.due > now ? first.due - now : 0) / 1_000_000)) }
             for completion in http.poll(timeoutMs: max(1, untilDue)) {
-                guard let i = inFlight.removeValue(forKey: completion.tag) else { continue }
+                guard let (i, first) = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let c = conversations[i]
                 switch completion.outcome {
                 case .failure(_, let message, _):
-                    lastTransportError = message
+                    breaker.failed(first: first, reason: message)
                     retry(i, problem: message)
                 case .response(let status, let body):
-                    sawResponse = true
+                    breaker.answered()
                     switch ServerAPI.classify(httpStatus: status, body: body, retryAfter: completion.headers["Retry-After"]) {
                     case .ok(let body):
                         do {
@@ -150,9 +156,12 @@ struct Pager {
                     }
                 }
             }
+            // Conversations in flight are dropped with the multi handle; none advanced its position.
+            let verdict = breaker.verdict(moreFirstRequests: startedCount < conversations.count)
+            if verdict != .goOn { throw JobError(.temporary, breaker.message(verdict, service: ServerAPIClient.service)) }
         }
-        if counts.requests.values.reduce(0, +) > 0 && !sawResponse {
-            throw JobError(.temporary, "the App Store Server API is unreachable (\(lastTransportError)): run again later")
+        if counts.requests.values.reduce(0, +) > 0 && breaker.answers == 0 {
+            throw JobError(.temporary, breaker.message(.unreachable, service: ServerAPIClient.service))
         }
     }
 }

@@ -13,11 +13,14 @@ protocol AppStoreClient: Sendable {
     func rateKey(for job: VerifyJob) -> RateBudget.Key?
     /// A 429's `Retry-After` in this completion, as a UNIX time in milliseconds.
     func retryAfter(_ completion: HTTPCompletion) -> Int64?
+    /// What the exit-75 line calls the other end when it does not answer.
+    static var service: String { get }
 }
 
 extension AppStoreClient {
     func rateKey(for job: VerifyJob) -> RateBudget.Key? { nil }
     func retryAfter(_ completion: HTTPCompletion) -> Int64? { nil }
+    static var service: String { "the App Store" }
 }
 
 /// The legacy verifyReceipt protocol (contract §3).

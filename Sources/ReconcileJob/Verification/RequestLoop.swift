@@ -7,7 +7,9 @@ import Reconciliation
 
 /// The request loop: keeps `concurrency` requests in flight on one libcurl multi handle, applies
 /// the retry policy to every answer, and hands a record of each to the writer. Generic over the
-/// protocol (`AppStoreClient`): it never looks inside a request or an answer body.
+/// protocol (`AppStoreClient`): it never looks inside a request or an answer body. An App Store
+/// that does not answer at all ends it early (`OutageBreaker`): exit 75 once the first wave of
+/// requests failed in transport, or two waves in a row after it had answered.
 ///
 /// Concurrency: runs on the thread that calls `run`, which owns the multi handle (`HTTPMulti` is
 /// not `Sendable`) and every job in flight; it talks to the reader and the writer only through
@@ -38,8 +40,7 @@ struct RequestLoop<Client: AppStoreClient> {
         var stopping: JobError?
         var inputDone = false
         var rng = SystemRandomNumberGenerator()
-        var sawResponse = false
-        var lastTransportError = ""
+        var breaker = OutageBreaker(wave: concurrency)
         var budget = RateBudget(rates: rates)
         // A job the budget did not admit yet (one at most: the loop stops pulling until it goes).
         var held: (job: VerifyJob, due: UInt64)?
@@ -61,6 +62,7 @@ struct RequestLoop<Client: AppStoreClient> {
             try http.add(client.request(for: job, tag: nextTag))
             inFlight[nextTag] = job
             counts.requests += 1
+            breaker.sent(first: job.sends == 1)
         }
 
         while true {
@@ -92,21 +94,26 @@ struct RequestLoop<Client: AppStoreClient> {
                 }
             }
             if stopping != nil && inFlight.isEmpty { break }
-            var untilDue = waiting.min.map { Int(($0.due > now ? $0.due - now : 0) / 1_000_000) } ?? 100
-            if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
+            // A backoff or a budget that ends only matters when a request may go out then: with every
+            // slot taken (or stopping) the loop waits for an answer, never polls in a busy circle.
+            var untilDue = 100
+            if stopping == nil && inFlight.count < concurrency {
+                if let first = waiting.min { untilDue = min(untilDue, Int((first.due > now ? first.due - now : 0) / 1_000_000)) }
+                if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
+            }
             // The records of one wake-up go to the writer together: one hand-off, not one per answer.
             var answered: [AnswerRecord] = []
             var sendError: Error?
-            answers: for completion in http.poll(timeoutMs: min(100, untilDue)) {
+            answers: for completion in http.poll(timeoutMs: untilDue) {
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
                 var httpStatus: Int?
                 switch completion.outcome {
                 case .response(let status, _):
                     httpStatus = status
-                    sawResponse = true
+                    breaker.answered()
                 case .failure(_, let message, _):
-                    lastTransportError = message
+                    breaker.failed(first: job.sends == 1, reason: message)
                 }
                 var answer = client.answer(to: completion.outcome, for: job)
                 if let until = client.retryAfter(completion), let key = client.rateKey(for: job) {
@@ -159,11 +166,16 @@ struct RequestLoop<Client: AppStoreClient> {
                 throw JobError(.failure, "recording App Store answers failed; verification stopped")
             }
             if let sendError { throw sendError }
+            // The failures above are stored (a receipt whose request failed stays eligible: nothing
+            // was believed); the requests still in flight are dropped with the multi handle.
+            if stopping == nil {
+                let verdict = breaker.verdict(moreFirstRequests: !inputDone || held != nil)
+                if verdict != .goOn { throw JobError(.temporary, breaker.message(verdict, service: Client.service)) }
+            }
         }
         if let stopping { throw stopping }
-        if counts.requests > 0 && !sawResponse {
-            throw JobError(.temporary, "the App Store is unreachable (\(lastTransportError)); "
-                + "\(counts.unresolved) receipts stay unresolved: run again later")
+        if counts.requests > 0 && breaker.answers == 0 {
+            throw JobError(.temporary, breaker.message(.unreachable, service: Client.service))
         }
     }
 

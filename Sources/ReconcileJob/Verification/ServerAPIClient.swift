@@ -32,6 +32,7 @@ struct ServerAPIClient: AppStoreClient {
     let verifier: SignedDataVerifier
     let bundleIDs: Set<String>?
     let timeoutMs: Int
+    static let service = "the App Store Server API"
 
     init(api: ServerAPISettings, settings: JobSettings) {
         self.api = api
