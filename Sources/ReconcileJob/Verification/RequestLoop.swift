@@ -41,6 +41,8 @@ struct RequestLoop<Client: AppStoreClient> {
         var inputDone = false
         var rng = SystemRandomNumberGenerator()
         var breaker = OutageBreaker(wave: concurrency)
+        /// Requests this loop sent (`counts` may carry an earlier loop's).
+        var sentHere = 0
         var budget = RateBudget(rates: rates)
         // A job the budget did not admit yet (one at most: the loop stops pulling until it goes).
         var held: (job: VerifyJob, due: UInt64)?
@@ -62,13 +64,20 @@ struct RequestLoop<Client: AppStoreClient> {
             try http.add(client.request(for: job, tag: nextTag))
             inFlight[nextTag] = job
             counts.requests += 1
+            sentHere += 1
             breaker.sent(first: job.sends == 1)
         }
+
+        // Until the host has answered once, one wave of requests at most goes out: each failure
+        // of the first wave would otherwise free a slot for one more request to a host that may
+        // be gone (up to twice the wave when the failures come one by one, as a slow resolver
+        // makes them), before the breaker has seen the whole wave fail.
+        func mayWiden() -> Bool { breaker.answers > 0 || sentHere < concurrency }
 
         while true {
             let now = Self.monotonicNanos()
             if stopping == nil {
-                while inFlight.count < concurrency {
+                while inFlight.count < concurrency && mayWiden() {
                     if let h = held {
                         if h.due > now { break }
                         held = nil
@@ -85,7 +94,7 @@ struct RequestLoop<Client: AppStoreClient> {
             }
             if inFlight.isEmpty && held == nil {
                 if stopping != nil || (inputDone && waiting.isEmpty) { break }
-                if !inputDone && waiting.isEmpty {
+                if !inputDone && waiting.isEmpty && mayWiden() {
                     // Nothing to do until the reader delivers.
                     if let job = input.pop(timeoutMs: 200) {
                         _ = try sendIfAdmitted(job, now: Self.monotonicNanos())
@@ -169,12 +178,14 @@ struct RequestLoop<Client: AppStoreClient> {
             // The failures above are stored (a receipt whose request failed stays eligible: nothing
             // was believed); the requests still in flight are dropped with the multi handle.
             if stopping == nil {
-                let verdict = breaker.verdict(moreFirstRequests: !inputDone || held != nil)
+                var verdict = breaker.verdict(moreFirstRequests: !inputDone || held != nil)
+                // A whole wave went out and failed (retries among it), and no more may go: unreachable.
+                if verdict == .goOn && !mayWiden() && inFlight.isEmpty { verdict = .unreachable }
                 if verdict != .goOn { throw JobError(.temporary, breaker.message(verdict, service: Client.service)) }
             }
         }
         if let stopping { throw stopping }
-        if counts.requests > 0 && breaker.answers == 0 {
+        if sentHere > 0 && breaker.answers == 0 {
             throw JobError(.temporary, breaker.message(.unreachable, service: Client.service))
         }
     }
