@@ -3,6 +3,7 @@
 #   make test          unit + integration + end-to-end tests against a real Postgres and the simulator
 #   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
+#   make bench-sk2     StoreKit 2 uploads verified offline against the ES256 floor (swift-crypto on every core)
 #   make bench-api     the job's rate budget for the App Store Server API (6,000 calls, simulator limit 200/s)
 #   make chaos         the promises under faults: crash loop, database gone, lying App Store, fuzzing,
 #                      secrets, privileges, load, unreachable App Store hosts (CHAOS_ARGS=--quick: the
@@ -26,7 +27,7 @@ ifneq ($(shell id -u),0)
 export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
 endif
 
-.PHONY: demo test bench bench-verify bench-api chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
+.PHONY: demo test bench bench-verify bench-sk2 bench-api chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -66,6 +67,9 @@ bench: release
 
 bench-verify: release
 	@scripts/bench-verify.sh
+
+bench-sk2: release
+	@scripts/bench-sk2.sh
 
 bench-api: release
 	@scripts/bench-api.sh

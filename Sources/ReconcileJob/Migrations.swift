@@ -251,6 +251,9 @@ enum Migrations {
             c11 text, c12 text, c13 text, c14 text, c15 text);
         ALTER TABLE {S}.compensation_spool SET (autovacuum_enabled = false);
         """),
+        (11, "answers recorded as sets (record_answers; the per-answer function kept as record_answers_each)", """
+        \(RecordAnswers.setSQL)
+        """),
     ]
 
     /// Creates the schema if needed and applies what is missing. Returns the versions applied.

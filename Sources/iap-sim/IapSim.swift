@@ -24,7 +24,7 @@ struct IapSim: ParsableCommand {
           IAP_VERIFY_URL_SANDBOX=http://127.0.0.1:$(cat /tmp/sim.port)/sandbox/verifyReceipt \\
           IAP_BUNDLE_IDS=com.example.game iap-reconcile run --as-of 2026-11-21T03:00:00Z
         """,
-        subcommands: [Serve.self, Seed.self, Keygen.self]
+        subcommands: [Serve.self, Seed.self, Keygen.self, ES256FloorCommand.self]
     )
 }
 
@@ -228,3 +228,29 @@ func readRefunds(_ path: String) throws -> [String: SimRefund] {
         throw ValidationError("cannot read refund list \(path): \(error.localizedDescription)")
     }
 }
+
+/// `make bench-sk2`'s floor: swift-crypto's ES256 verification rate on every core.
+struct ES256FloorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "es256-floor",
+        abstract: "Measure how many ES256 signatures swift-crypto verifies per second on every core (make bench-sk2's floor).",
+        discussion: "Prints `es256 verifications/s R cpu_per_1000 C threads T`: one P-256 signature over 1,100 bytes "
+            + "(a signed transaction's signing input) checked again and again on T threads.")
+
+    @Option(help: "How long to measure, in seconds.")
+    var seconds: Double = 3
+
+    @Option(help: "Threads (default: the machine's cores).")
+    var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    func validate() throws {
+        guard seconds > 0, seconds <= 60 else { throw ValidationError("--seconds must be above 0 and at most 60") }
+        guard threads >= 1, threads <= 256 else { throw ValidationError("--threads must be 1 to 256") }
+    }
+
+    func run() throws {
+        let r = try ES256Floor.measure(seconds: seconds, threads: threads)
+        print(String(format: "es256 verifications/s %.0f cpu_per_1000 %.4f threads %d", r.perSecond, r.cpuPerThousand, r.threads))
+    }
+}
+

@@ -36,36 +36,32 @@ enum RecordAnswers {
                       THEN EXCLUDED.source ELSE t.source END,
         """
 
-    /// `record_answers(jsonb)`: applies a batch of App Store answers in one round trip; `p` is a
-    /// JSON array (see `AnswerRecord`). Migration 1 creates it, migrations 3, 5 and 6 replace it with
-    /// the same text: plpgsql resolves columns only when it runs, so a fresh schema gets the
-    /// current function at once and an older one gets it with its new columns.
-    static let sql = """
-        CREATE OR REPLACE FUNCTION {S}.record_answers(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
-        DECLARE
-            a jsonb;
-        BEGIN
-            FOR a IN SELECT * FROM jsonb_array_elements(p) LOOP
-                INSERT INTO {S}.verify_attempts
-                    (receipt_id, attempt, run_id, at, environment, http_status, status, answer_class, problem, elapsed_ms, sweep)
-                VALUES (a->>'r', (a->>'n')::int, (a->>'run')::bigint, to_timestamp((a->>'at')::bigint / 1000.0),
-                        a->>'env', (a->>'http')::int, (a->>'st')::int, a->>'cls', a->>'err', (a->>'ms')::int,
-                        coalesce((a->>'sweep')::boolean, false))
-                ON CONFLICT (receipt_id, attempt) DO NOTHING;
+    // The parts of one answer's statements, over `a` (the answer, a JSON object: `AnswerRecord`):
+    // the per-answer function (`sql`) and the one for sets (`setSQL`) say them alike.
 
-                IF (a->>'state')::boolean THEN
-                    INSERT INTO {S}.receipt_state AS s
-                        (receipt_id, attempts, failed_runs, runs_21002, last_run_id, last_class, last_status, last_error,
+    static let attemptColumns = "(receipt_id, attempt, run_id, at, environment, http_status, status, answer_class, problem, elapsed_ms, sweep)"
+    static let attemptValues = """
+        a->>'r', (a->>'n')::int, (a->>'run')::bigint, to_timestamp((a->>'at')::bigint / 1000.0),
+                        a->>'env', (a->>'http')::int, (a->>'st')::int, a->>'cls', a->>'err', (a->>'ms')::int,
+                        coalesce((a->>'sweep')::boolean, false)
+        """
+    static let stateColumns = """
+        (receipt_id, attempts, failed_runs, runs_21002, last_run_id, last_class, last_status, last_error,
                          last_attempt_at, next_eligible_at, definitive, verdict, environment, bundle_id, last_swept_at,
                          start_environment, kind, rejection)
-                    VALUES (a->>'r', (a->>'n')::int, coalesce((a->>'failed_runs')::int, 0),
+        """
+    static let stateValues = """
+        a->>'r', (a->>'n')::int, coalesce((a->>'failed_runs')::int, 0),
                             coalesce((a->>'runs_21002')::int, 0), (a->>'run')::bigint, a->>'cls',
                             (a->>'st')::int, a->>'err', to_timestamp((a->>'at')::bigint / 1000.0),
                             to_timestamp((a->>'next')::bigint / 1000.0), coalesce((a->>'final')::boolean, false),
                             a->>'verdict', a->>'env', a->>'bundle',
                             CASE WHEN (a->>'sweep')::boolean THEN to_timestamp((a->>'at')::bigint / 1000.0) END,
-                            a->>'start', coalesce(a->>'kind', 'receipt'), a->>'rej')
-                    ON CONFLICT (receipt_id) DO UPDATE SET
+                            a->>'start', coalesce(a->>'kind', 'receipt'), a->>'rej'
+        """
+    /// How an answer merges with the receipt's state: ends with the conflict target and SET list.
+    static let mergeState = """
+        ON CONFLICT (receipt_id) DO UPDATE SET
                         attempts = greatest(s.attempts, EXCLUDED.attempts),
                         failed_runs = greatest(s.failed_runs, EXCLUDED.failed_runs),
                         runs_21002 = greatest(s.runs_21002, EXCLUDED.runs_21002),
@@ -85,22 +81,54 @@ enum RecordAnswers {
                         start_environment = coalesce(EXCLUDED.start_environment, s.start_environment),
                         kind = EXCLUDED.kind,
                         rejection = CASE WHEN s.definitive THEN s.rejection ELSE EXCLUDED.rejection END;
-                END IF;
-
-                IF jsonb_array_length(coalesce(a->'txs', '[]'::jsonb)) > 0 THEN
-                    INSERT INTO {S}.apple_transactions AS t
-                        (transaction_id, environment, original_transaction_id, product_id, quantity, purchase_date_ms,
+        """
+    static let transactionColumns = """
+        (transaction_id, environment, original_transaction_id, product_id, quantity, purchase_date_ms,
                          original_purchase_date_ms, expires_date_ms, cancellation_date_ms, cancellation_reason,
                          is_trial_period, web_order_line_item_id, bundle_id, price_milliunits, currency, storefront,
                          app_account_token, type, in_app_ownership_type, transaction_reason, revocation_date_ms,
                          revocation_reason, revocation_type, revocation_percentage, signed_date_ms, source)
-                    SELECT x.tid, a->>'env', x.otid, x.pid, x.q, x.pd, x.opd, x.exp, x.cd, x.cr, x.trial, x.wol, x.bundle,
+        """
+    static let transactionValues = """
+        x.tid, a->>'env', x.otid, x.pid, x.q, x.pd, x.opd, x.exp, x.cd, x.cr, x.trial, x.wol, x.bundle,
                            x.price, x.cur, x.sf, x.aat, x.type, x.own, x.reason, x.rvd, x.rvr, x.rvt, x.rvp, x.sd,
                            coalesce(a->>'kind', 'receipt')
-                    FROM jsonb_to_recordset(a->'txs') AS x(tid text, otid text, pid text, q int, pd bigint, opd bigint,
+        """
+    static let transactionRecordset = """
+        jsonb_to_recordset(a->'txs') AS x(tid text, otid text, pid text, q int, pd bigint, opd bigint,
                          exp bigint, cd bigint, cr text, trial boolean, wol text, bundle text, price bigint, cur text,
                          sf text, aat text, type text, own text, reason text, rvd bigint, rvr int, rvt text, rvp int,
                          sd bigint)
+        """
+
+    /// `record_answers(jsonb)`: applies a batch of App Store answers in one round trip; `p` is a
+    /// JSON array (see `AnswerRecord`). Migration 1 creates it, migrations 3, 5 and 6 replace it with
+    /// the same text: plpgsql resolves columns only when it runs, so a fresh schema gets the
+    /// current function at once and an older one gets it with its new columns. Migration 11 keeps
+    /// it as `record_answers_each` and puts `setSQL` in its place.
+    static let sql = """
+        CREATE OR REPLACE FUNCTION {S}.record_answers(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
+        DECLARE
+            a jsonb;
+        BEGIN
+            FOR a IN SELECT * FROM jsonb_array_elements(p) LOOP
+                INSERT INTO {S}.verify_attempts
+                    \(attemptColumns)
+                VALUES (\(attemptValues))
+                ON CONFLICT (receipt_id, attempt) DO NOTHING;
+
+                IF (a->>'state')::boolean THEN
+                    INSERT INTO {S}.receipt_state AS s
+                        \(stateColumns)
+                    VALUES (\(stateValues))
+                    \(mergeState)
+                END IF;
+
+                IF jsonb_array_length(coalesce(a->'txs', '[]'::jsonb)) > 0 THEN
+                    INSERT INTO {S}.apple_transactions AS t
+                        \(transactionColumns)
+                    SELECT \(transactionValues)
+                    FROM \(transactionRecordset)
                     ON CONFLICT (transaction_id, environment) DO UPDATE SET
                         \(mergeLearned)
                         updated_at = now();
@@ -113,4 +141,58 @@ enum RecordAnswers {
         $fn$;
         """
 
+    /// Migration 11's `record_answers(jsonb)`: the same merges, applied to the batch as sets (one
+    /// statement per table instead of several per answer: issue 33, StoreKit 2 uploads at the
+    /// ES256 floor). The answers whose receipt, or one of whose transactions, comes twice in the
+    /// batch go through `record_answers_each` in their order, as before; they touch no key the
+    /// others touch, so the two parts may go in either order.
+    static let setSQL = """
+        ALTER FUNCTION {S}.record_answers(jsonb) RENAME TO record_answers_each;
+        CREATE FUNCTION {S}.record_answers(p jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
+        DECLARE
+            repeated bigint[];
+        BEGIN
+            WITH e AS (SELECT a, ord FROM jsonb_array_elements(p) WITH ORDINALITY AS e(a, ord)),
+            tx AS (SELECT e.ord, x.tid, e.a->>'env' AS env FROM e, jsonb_to_recordset(coalesce(e.a->'txs', '[]'::jsonb)) AS x(tid text))
+            SELECT coalesce(array_agg(DISTINCT ord), '{}') INTO repeated FROM (
+                SELECT ord FROM e WHERE a->>'r' IN (SELECT a->>'r' FROM e GROUP BY 1 HAVING count(*) > 1)
+                UNION ALL
+                SELECT ord FROM tx WHERE (tid, env) IN (SELECT tid, env FROM tx GROUP BY 1, 2 HAVING count(*) > 1)
+            ) r;
+
+            INSERT INTO {S}.verify_attempts
+                \(attemptColumns)
+            SELECT \(attemptValues)
+            FROM jsonb_array_elements(p) WITH ORDINALITY AS e(a, ord) WHERE ord <> ALL (repeated)
+            ON CONFLICT (receipt_id, attempt) DO NOTHING;
+
+            INSERT INTO {S}.receipt_state AS s
+                \(stateColumns)
+            SELECT \(stateValues)
+            FROM jsonb_array_elements(p) WITH ORDINALITY AS e(a, ord)
+            WHERE ord <> ALL (repeated) AND (a->>'state')::boolean
+            \(mergeState)
+
+            INSERT INTO {S}.apple_transactions AS t
+                \(transactionColumns)
+            SELECT \(transactionValues)
+            FROM jsonb_array_elements(p) WITH ORDINALITY AS e(a, ord), \(transactionRecordset)
+            WHERE ord <> ALL (repeated)
+            ON CONFLICT (transaction_id, environment) DO UPDATE SET
+                \(mergeLearned)
+                updated_at = now();
+            INSERT INTO {S}.receipt_transactions (receipt_id, transaction_id, environment)
+            SELECT a->>'r', x.tid, a->>'env'
+            FROM jsonb_array_elements(p) WITH ORDINALITY AS e(a, ord), jsonb_to_recordset(a->'txs') AS x(tid text)
+            WHERE ord <> ALL (repeated)
+            ON CONFLICT DO NOTHING;
+
+            IF cardinality(repeated) > 0 THEN
+                PERFORM {S}.record_answers_each((SELECT jsonb_agg(a ORDER BY ord)
+                                                 FROM jsonb_array_elements(p) WITH ORDINALITY AS e(a, ord)
+                                                 WHERE ord = ANY (repeated)));
+            END IF;
+        END
+        $fn$;
+        """
 }

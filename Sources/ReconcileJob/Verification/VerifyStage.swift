@@ -75,6 +75,28 @@ public final class VerifyStage {
         let writer = AnswerWriter(queue: records, settings: settings)
         writer.start()
         let signed = SignedUploads(settings: settings, runID: runID)
+        // StoreKit 2 uploads need no request: the reader hands them to a verifier on each core
+        // (the signature check is the stage's CPU; on the reader's thread alone it used half of
+        // one core while Postgres waited: issue 33), each record going to the writer at once.
+        let uploads = BlockingQueue<VerifyJob>(capacity: 4096)
+        let verifiers = DispatchGroup()
+        for _ in 0..<max(1, ProcessInfo.processInfo.activeProcessorCount) {
+            verifiers.enter()
+            let verifier = Thread {
+                defer { verifiers.leave() }
+                while true {
+                    guard let job = uploads.pop(timeoutMs: 200) else {
+                        if uploads.isClosedAndEmpty { return }
+                        continue
+                    }
+                    // nil: the writer has stopped; so does the reader, on its next push.
+                    guard signed.verify(job, records: records) != nil else { uploads.close(); return }
+                    progress.tick()
+                }
+            }
+            verifier.stackSize = 1 << 20
+            verifier.start()
+        }
 
         let outcome = ReaderOutcome()
         let reader = Thread { [settings, candidateSQL = selection.candidateSQL, sweep] in
@@ -84,11 +106,10 @@ public final class VerifyStage {
                 try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
                     if var job = ReceiptSelection.job(fromCopyLine: line, sweep: false) {
                         outcome.read.add(1, ordering: .relaxed)
-                        // A StoreKit 2 upload needs no request: verified here, recorded at once.
+                        // A StoreKit 2 upload needs no request: to a verifier.
                         if SignedDataVerifier.isJWS(job.receiptData) {
                             job.signed = true
-                            guard signed.verify(job, records: records) != nil else { return }
-                            progress.tick()
+                            guard uploads.push(job) else { return }
                         } else {
                             guard input.push(job) else { return }
                         }
@@ -97,6 +118,7 @@ public final class VerifyStage {
             } catch {
                 outcome.failure.withLock { $0 = error }
             }
+            uploads.close()
             progress.setTotal(outcome.read.load(ordering: .relaxed) + swept.count)
             for job in sweep { guard input.push(job) else { break } }
             input.close()
@@ -111,7 +133,9 @@ public final class VerifyStage {
         var loopError: Error?
         do {
             try loop.run(input: input, records: records, counts: &counts)
-            // The loop ends once the reader closed its queue: every upload has been read.
+            // The loop ends once the reader closed its queue: every upload has been read; the
+            // verifiers end once they checked the last.
+            verifiers.wait()
             try signed.finish(records: records, db: db, settings: settings)
             if let api = settings.serverAPI, !apiSweep.isEmpty {
                 try sweepWithServerAPI(apiSweep, api: api, signed: signed, policy: policy, records: records,
@@ -121,6 +145,8 @@ public final class VerifyStage {
             loopError = error
         }
         input.close()
+        uploads.close()
+        verifiers.wait()
         records.close()
         writer.waitUntilDone()
         progress.finish()

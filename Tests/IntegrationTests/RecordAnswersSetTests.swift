@@ -1,0 +1,98 @@
+import Foundation
+import Postgres
+@testable import ReconcileJob
+import Testing
+
+/// Issue 33: `record_answers` applies a batch as sets (migration 11). Its merges must be the
+/// per-answer function's (`record_answers_each`), several answers for one receipt or one
+/// transaction in a batch included: the same seeded batches applied both ways to two schemas
+/// leave the same rows.
+@Suite("Answers recorded as sets", .serialized, .enabled(if: Harness.hasDatabase))
+struct RecordAnswersSetTests {
+    /// A small seeded generator (the same batches every run).
+    struct Draw {
+        var state: UInt64
+        mutating func next(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+        mutating func maybe<T>(_ value: T) -> T? { next(3) == 0 ? nil : value }
+    }
+
+    static func record(_ d: inout Draw, attempt: Int) -> [String: Any] {
+        let final = d.next(2) == 0
+        var r: [String: Any] = [
+            "r": "R\(d.next(25))", "n": attempt, "run": 1, "at": 1_790_000_000_000 + d.next(100_000),
+            "env": d.next(4) == 0 ? "sandbox" : "production", "cls": ["ok", "retry", "reject"][d.next(3)],
+            "ms": d.next(90), "sweep": d.next(5) == 0, "final": final, "state": d.next(8) != 0,
+            "failed_runs": d.next(3), "runs_21002": d.next(2), "kind": d.next(3) == 0 ? "signed_transaction" : "receipt",
+        ]
+        r["http"] = d.maybe(200)
+        r["st"] = d.maybe([0, 21002, 21003, 21007][d.next(4)])
+        r["err"] = d.maybe("transport \(d.next(9))")
+        r["next"] = d.maybe(1_790_000_100_000 + d.next(1000))
+        r["verdict"] = d.maybe(["valid", "invalid_receipt", "wrong_bundle"][d.next(3)])
+        r["bundle"] = d.maybe("com.example.game")
+        r["start"] = d.maybe(["production", "sandbox"][d.next(2)])
+        r["rej"] = d.maybe("bad_signature")
+        if d.next(3) != 0 {
+            // An answer names a transaction once (AnswerRecord's list has one entry per id).
+            let first = d.next(18)
+            r["txs"] = (0..<(1 + d.next(2))).map { k -> [String: Any] in
+                let tid = "T\((first + k) % 18)"
+                var t: [String: Any] = ["tid": tid, "otid": "T\(d.next(4))", "pid": "p\(d.next(3))", "q": 1 + d.next(2),
+                                        "pd": 1_789_000_000_000 + d.next(50_000)]
+                t["cd"] = d.next(4) == 0 ? 1_789_100_000_000 + d.next(1000) : nil
+                t["cr"] = t["cd"] == nil ? nil : "0"
+                t["price"] = d.maybe(990 + d.next(9))
+                t["cur"] = t["price"] == nil ? nil : "USD"
+                t["aat"] = d.maybe("a1b2c3d4-0000-4000-8000-00000000000\(d.next(9))")
+                t["rvd"] = d.next(5) == 0 ? 1_789_200_000_000 + d.next(1000) : nil
+                t["rvt"] = t["rvd"] == nil ? nil : ["REFUND_FULL", "FAMILY_REVOKE"][d.next(2)]
+                t["sd"] = d.maybe(1_789_300_000_000 + d.next(1000))
+                t["wol"] = d.maybe("W\(d.next(5))")
+                return t
+            }
+        }
+        return r
+    }
+
+    /// A table's rows as JSON text, sorted, without the columns `now()` fills.
+    static func rows(_ db: PGConnection, _ schema: String, _ table: String) throws -> [String] {
+        try db.query("""
+            SELECT (to_jsonb(x) - 'updated_at' - 'first_learned_at' - 'learned_at')::text FROM \(schema).\(table) x ORDER BY 1
+            """).rows.compactMap { $0[0] }
+    }
+
+    @Test("seeded batches with repeated receipts and transactions: the set function leaves the per-answer function's rows")
+    func setsEqualEach() throws {
+        let t = try TestDatabase("answer_sets")
+        defer { t.drop() }
+        try Migrations.apply(t.db, schema: try JobSchema("ra"))
+        try Migrations.apply(t.db, schema: try JobSchema("rb"))
+        var d = Draw(state: 11)
+        var attempts: [String: Int] = [:]
+        var repeatedBatches = 0
+        for _ in 0..<120 {
+            let batch = (0..<(1 + d.next(14))).map { _ -> [String: Any] in
+                var r = Self.record(&d, attempt: 0)
+                let receipt = r["r"] as! String
+                attempts[receipt, default: 0] += d.next(4) == 0 ? 0 : 1  // now and then the same attempt again
+                r["n"] = max(1, attempts[receipt] ?? 1)
+                return r
+            }
+            if Set(batch.map { $0["r"] as! String }).count < batch.count { repeatedBatches += 1 }
+            let json = String(decoding: try JSONSerialization.data(withJSONObject: batch), as: UTF8.self)
+            try t.db.query("SELECT ra.record_answers($1::jsonb)", [json])
+            try t.db.query("SELECT rb.record_answers_each($1::jsonb)", [json])
+        }
+        #expect(repeatedBatches >= 20, "too few batches with a receipt twice: \(repeatedBatches)")
+        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
+            let a = try Self.rows(t.db, "ra", table), b = try Self.rows(t.db, "rb", table)
+            let difference = zip(a, b).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
+            #expect(a.count > 10 && a == b, "\(table): \(a.count) rows as sets, \(b.count) one by one; first difference: \(difference)")
+        }
+        // Apple's facts merged over several answers: some transaction learned twice in a batch.
+        #expect(try t.int("SELECT count(*) FROM ra.apple_transactions WHERE cancellation_date_ms IS NOT NULL") > 0)
+    }
+}
