@@ -109,9 +109,13 @@ enum SourceRelation: String, CaseIterable, Sendable {
 
     /// SQL predicate: the text is non-empty standard base64 (an app receipt; whitespace allowed, as
     /// clients send it) or a JWS in compact form (a StoreKit 2 signed transaction). The two forms
-    /// are disjoint: base64 has no dot, a JWS has no `+`, `/` or `=`.
+    /// are disjoint: base64 has no dot, a JWS has two. So a text with a dot is asked the JWS
+    /// question alone, one without the base64 one: `is_base64` of a JWS missed its fast pattern
+    /// and translated the whole text twice (6.5 of Postgres's 11.3 CPU s verifying 53,794 signed
+    /// uploads: issue 33), and a dot is found at memchr's speed (the same time on receipts).
     static func decodable(_ column: String, schema: JobSchema) -> String {
-        "(coalesce(\(schema.quoted).is_base64(\(column)), false) OR \(schema.quoted).is_jws(\(column)))"
+        "(CASE WHEN strpos(\(column), '.') > 0 THEN \(schema.quoted).is_jws(\(column)) "
+            + "ELSE coalesce(\(schema.quoted).is_base64(\(column)), false) END)"
     }
 
     /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are
