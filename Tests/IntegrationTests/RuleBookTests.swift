@@ -236,9 +236,9 @@ struct RuleBookTests {
         let stillGranted = night.filter { $0.value == "still_granted" }.keys.sorted()
         #expect(stillGranted.count >= 4, "\(night)")
         try n.db.query("UPDATE iap_grants SET revoked_at = now() WHERE transaction_id = ANY($1::text[])",
-                       [LookupFamilies.textArray(Array(stillGranted.prefix(2)))])
+                       [textArrayLiteral(Array(stillGranted.prefix(2)))])
         try n.db.query("DELETE FROM iap_grants WHERE transaction_id = ANY($1::text[])",
-                       [LookupFamilies.textArray(Array(stillGranted.dropFirst(2).prefix(2)))])
+                       [textArrayLiteral(Array(stillGranted.dropFirst(2).prefix(2)))])
         // The night's statement on the changed data, in a transaction rolled back.
         let (stage, _) = try n.stage()
         try n.db.execute("BEGIN; DELETE FROM recon.current_findings; \(stage.refundsSQL)")

@@ -33,9 +33,17 @@ struct LookupFamilies {
     struct Decided {
         var families: [String: Family] = [:]
         var decisions: [String: FamilyDecision] = [:]
-        /// The inferred order of each compensation without an exact order, by its finding key
-        /// (`compensate|tid|environment`); absent: `none`.
+        /// The inferred order of each compensation without an exact order, by transaction id and
+        /// environment; absent: `none`.
         var inferred: [String: OrderRef] = [:]
+
+        static func key(_ transactionID: String, _ environment: AppStoreEnvironment) -> String {
+            transactionID + "|" + environment.rawValue
+        }
+
+        func inferredOrder(_ transactionID: String, _ environment: AppStoreEnvironment) -> OrderRef? {
+            inferred[Self.key(transactionID, environment)]
+        }
 
         func family(of transactionID: String, _ environment: AppStoreEnvironment) -> (Family, FamilyDecision)? {
             for (key, family) in families where family.transactions.contains(where: {
@@ -76,7 +84,7 @@ struct LookupFamilies {
                                              purchases: purchases.map(\.transaction.purchaseDate), openOrders: open)
             for (c, order) in zip(purchases, matched) {
                 guard let order else { continue }
-                decided.inferred[Decide.matchOrders([c], openOrders: [])[0].findingKey] =
+                decided.inferred[Decided.key(c.transaction.transactionID, c.transaction.environment)] =
                     OrderRef(orderID: order.orderID, userID: order.userID, productID: order.productID, createdAt: order.createdAt)
             }
         }
@@ -112,7 +120,7 @@ struct LookupFamilies {
     private func gatherRows(keys: Set<String>, fresh: [SignedTransaction], userProducts: Set<UserProduct>) throws {
         // Parameters travel in INSERTs (CREATE TABLE AS takes none).
         try db.execute("CREATE TEMPORARY TABLE lk_keys (k text PRIMARY KEY)")
-        try db.query("INSERT INTO lk_keys SELECT DISTINCT unnest($1::text[])", [Self.textArray(keys.sorted())])
+        try db.query("INSERT INTO lk_keys SELECT DISTINCT unnest($1::text[])", [textArrayLiteral(keys.sorted())])
         try db.execute("""
             CREATE TEMPORARY TABLE lk_apple (LIKE \(S).apple_transactions INCLUDING DEFAULTS);
             INSERT INTO lk_apple SELECT * FROM \(S).apple_transactions WHERE original_transaction_id IN (SELECT k FROM lk_keys);
@@ -127,7 +135,7 @@ struct LookupFamilies {
         let users = userProducts.sorted { ($0.user, $0.product) < ($1.user, $1.product) }
         try db.execute("CREATE TEMPORARY TABLE lk_user_products (user_id text, product_id text)")
         try db.query("INSERT INTO lk_user_products SELECT * FROM unnest($1::text[], $2::text[])",
-                     [Self.textArray(users.map(\.user)), Self.textArray(users.map(\.product))])
+                     [textArrayLiteral(users.map(\.user)), textArrayLiteral(users.map(\.product))])
         try db.execute("""
             CREATE TEMPORARY TABLE lk_ids AS SELECT transaction_id AS id FROM lk_apple UNION SELECT k FROM lk_keys;
             CREATE TEMPORARY TABLE lk_iap_grants AS SELECT * FROM \(src).iap_grants WHERE grant_id IN (
@@ -149,7 +157,7 @@ struct LookupFamilies {
                    OR (user_id, product_id) IN (SELECT user_id, product_id FROM lk_user_products)
                 UNION SELECT order_id FROM lk_iap_receipts
                 UNION SELECT unnest($1::text[]))
-            """, [Self.textArray(tokenOrders)])
+            """, [textArrayLiteral(tokenOrders)])
     }
 
     /// With `--account-token-namespace`: the orders whose name-based token one of `lk_apple`'s
@@ -208,7 +216,7 @@ struct LookupFamilies {
                                                          WHERE a.transaction_id IN (SELECT id FROM user_ids))))
                OR t.transaction_id IN (SELECT transaction_id FROM order_receipts)
                OR lower(t.app_account_token) = ANY($5::text[])
-            """, [up.user, up.product, String(from), String(settings.asOf), Self.textArray(tokens)])
+            """, [up.user, up.product, String(from), String(settings.asOf), textArrayLiteral(tokens)])
         return Set(result.rows.compactMap { $0[0] })
     }
 
@@ -223,11 +231,5 @@ struct LookupFamilies {
             return Order(orderID: id, userID: up.user, productID: up.product, quantity: row[1].flatMap { Int($0) } ?? 1,
                          status: "open", transactionID: nil, createdAt: at)
         }
-    }
-
-    /// A Postgres text array literal.
-    static func textArray(_ items: [String]) -> String {
-        "{" + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
     }
 }

@@ -150,7 +150,7 @@ extension LookupRun {
             guard let (family, decision) = decided.family(of: t.transactionID, t.environment),
                   let v = Lookup.verdict(transactionID: t.transactionID, environment: t.environment, in: family,
                                          decision: decision,
-                                         inferredOrder: decided.inferred["compensate|\(t.transactionID)|\(t.environment.rawValue)"],
+                                         inferredOrder: decided.inferredOrder(t.transactionID, t.environment),
                                          settings: rules)
             else {
                 throw JobError(.internalCheck, "transaction \(t.transactionID) was not among the families decided for it")
@@ -177,6 +177,6 @@ extension LookupRun {
         return try db.query("""
             SELECT to_char(min(first_seen), 'YYYY-MM-DD') FROM \(settings.jobSchema.quoted).findings
             WHERE finding_key = ANY($1::text[]) AND closed_on IS NULL
-            """, [LookupFamilies.textArray(keys)]).value(0, 0)
+            """, [textArrayLiteral(keys)]).value(0, 0)
     }
 }
