@@ -1,3 +1,5 @@
+internal import Glibc
+
 /// Splits one COPY text-format line into fields, undoing its escapes. nil is `\N`.
 public enum CopyText {
     public static func fields(_ line: UnsafeBufferPointer<UInt8>) -> [String?] {
@@ -5,17 +7,14 @@ public enum CopyText {
         out.reserveCapacity(16)
         let n = line.count
         var start = 0
+        guard let base = line.baseAddress else { return [String(decoding: line, as: UTF8.self)] }
         while true {
-            // One field: up to the next tab. Most fields have no escape and become a String
+            // One field: up to the next tab (memchr: the fields the job reads are up to a few KB,
+            // a StoreKit 2 upload's JWS). Most fields have no escape and become a String
             // straight from the buffer; the rest are unescaped byte by byte.
-            var end = start
-            var escaped = false
-            while end < n, line[end] != 9 {
-                if line[end] == 92 { escaped = true }
-                end += 1
-            }
+            let end = memchr(base + start, 9, n - start).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) } ?? n
             let field = UnsafeBufferPointer(rebasing: line[start..<end])
-            if !escaped {
+            if memchr(base + start, 92, end - start) == nil {
                 out.append(String(decoding: field, as: UTF8.self))
             } else if field.count == 2, field[1] == 78 {
                 out.append(nil)
@@ -55,5 +54,63 @@ public enum CopyText {
             i += 1
         }
         return isNull ? nil : String(decoding: current, as: UTF8.self)
+    }
+}
+
+/// Builds COPY text-format rows field by field into one byte buffer (`PGCopyWriter.write`):
+/// no array of strings per row. Text is escaped as `PGCopyWriter.row` escapes it; nil is `\N`.
+public struct CopyTextEncoder {
+    public private(set) var bytes: [UInt8] = []
+    private var fieldsInRow = 0
+
+    public init(capacity: Int = 1 << 16) { bytes.reserveCapacity(capacity) }
+
+    private mutating func separate() {
+        if fieldsInRow > 0 { bytes.append(9) }
+        fieldsInRow += 1
+    }
+
+    private mutating func null() { bytes.append(92); bytes.append(78) }
+
+    public mutating func field(_ value: String?) {
+        separate()
+        guard var value else { return null() }
+        value.withUTF8 { text in
+            guard text.contains(where: { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 }) else {
+                bytes.append(contentsOf: text)
+                return
+            }
+            for byte in text {
+                switch byte {
+                case 92: bytes.append(92); bytes.append(92)
+                case 9: bytes.append(92); bytes.append(116)
+                case 10: bytes.append(92); bytes.append(110)
+                case 13: bytes.append(92); bytes.append(114)
+                default: bytes.append(byte)
+                }
+            }
+        }
+    }
+
+    public mutating func field<I: BinaryInteger>(_ value: I?) {
+        separate()
+        guard let value else { return null() }
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    public mutating func field(_ value: Bool?) {
+        separate()
+        guard let value else { return null() }
+        bytes.append(value ? 116 : 102)
+    }
+
+    public mutating func endRow() {
+        bytes.append(10)
+        fieldsInRow = 0
+    }
+
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        fieldsInRow = 0
     }
 }

@@ -3,6 +3,8 @@
 // signature. Everything from outside goes through the strict JSON scanner (JSONScanner.swift):
 // a repeated key, invalid UTF-8 or a value of the wrong type is a named problem, never a guess.
 
+internal import Glibc
+
 /// Strict base64 decoding. Foundation's decoder is not used: it takes padding in base64url,
 /// skips nothing or everything depending on options, and says nothing about where the text
 /// stops being base64. Here exactly one text encodes each byte string (unused low bits must be
@@ -155,24 +157,35 @@ struct CompactJWS {
     static let maxLength = 1 << 20
 
     /// Whether `text` has the shape of a compact JWS: three non-empty base64url segments joined by
-    /// two dots, nothing else. Cheap (one pass, no allocation); says nothing of the content.
+    /// two dots, nothing else: exactly the job schema's `is_jws(text)` (migration 5), whose
+    /// regular expression the candidate query no longer runs on every upload (issue 33; a test
+    /// keeps the two equal on hostile texts). Its length is not limited here: `parse` refuses a
+    /// JWS over `maxLength` as malformed. One branch-free pass over the bytes, and memchr for the
+    /// dots; says nothing of the content.
     static func looksLikeJWS(_ text: String) -> Bool {
-        var dots = 0
-        var segmentLength = 0
-        var count = 0
-        for c in text.utf8 {
-            count += 1
-            if c == UInt8(ascii: ".") {
-                guard segmentLength > 0 else { return false }
-                dots += 1
-                segmentLength = 0
-            } else if isURLByte(c) {
-                segmentLength += 1
-            } else {
-                return false
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
+            // The dots: exactly two, neither first nor last nor side by side.
+            guard let one = memchr(base, Int32(UInt8(ascii: ".")), bytes.count) else { return false }
+            let first = UnsafeRawPointer(one) - UnsafeRawPointer(base)
+            guard first > 0, first + 1 < bytes.count,
+                  let two = memchr(base + first + 1, Int32(UInt8(ascii: ".")), bytes.count - first - 1) else { return false }
+            let second = UnsafeRawPointer(two) - UnsafeRawPointer(base)
+            guard second > first + 1, second + 1 < bytes.count,
+                  memchr(base + second + 1, Int32(UInt8(ascii: ".")), bytes.count - second - 1) == nil else { return false }
+            // Every other byte in the alphabet: or-ed together, no branch per byte.
+            return urlClass.withUnsafeBufferPointer { table in
+                var bad: UInt8 = 0
+                for b in bytes { bad |= table[Int(b)] }
+                return bad == 0
             }
         }
-        return dots == 2 && segmentLength > 0 && count <= maxLength
+    }
+
+    /// 0 for the bytes a compact JWS may hold (the base64url alphabet and the dot), 1 for any other.
+    private static let urlClass: [UInt8] = (0..<256).map { c in
+        isURLByte(UInt8(c)) || c == Int(UInt8(ascii: ".")) ? 0 : 1
     }
 
     @inline(__always)
@@ -196,9 +209,11 @@ struct CompactJWS {
         guard !bytes.isEmpty else { throw SignedDataRejection.malformed("JWS is empty") }
         guard bytes.count <= maxLength else { throw SignedDataRejection.malformed("JWS is longer than \(maxLength) bytes") }
         var dots: [Int] = []
-        for i in 0..<bytes.count where bytes[i] == UInt8(ascii: ".") {
-            dots.append(i)
-            if dots.count > 2 { break }
+        var from = 0
+        while dots.count <= 2, from < bytes.count, let dot = memchr(bytes.baseAddress! + from, Int32(UInt8(ascii: ".")), bytes.count - from) {
+            let at = UnsafeRawPointer(dot) - UnsafeRawPointer(bytes.baseAddress!)
+            dots.append(at)
+            from = at + 1
         }
         guard dots.count == 2 else {
             let count = dots.count > 2 ? "more than 3" : String(dots.count + 1)

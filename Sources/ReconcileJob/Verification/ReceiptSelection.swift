@@ -1,3 +1,4 @@
+import Foundation
 import AppStore
 import Postgres
 import Reconciliation
@@ -35,12 +36,15 @@ struct ReceiptSelection {
     /// not settled at upload (status 0/21006 with an active grant), not an input error (decodable
     /// data, user and time present). One row per receipt_id (a duplicated key keeps its first row
     /// by submitted_at).
-    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool) -> String {
+    /// `dataFormLater`: `receipt_data`'s form is left to the caller (`candidateSQL`).
+    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool,
+                                      dataFormLater: Bool = false) -> String {
         let src = "\"\(settings.sourceSchema)\""
         let job = settings.jobSchema.quoted
         return """
         SELECT \(select)
-        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema,
+                                                 dataFormLater: dataFormLater)) r
         LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
         WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
           AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
@@ -51,14 +55,37 @@ struct ReceiptSelection {
         """
     }
 
-    /// The receipts this run sends: the unresolved ones whose wait between runs has passed.
+    /// The receipts this run sends or verifies offline: the unresolved ones whose wait between
+    /// runs has passed, in `submitted_at` order. Sorted on the toast pointers (the sort holds a few
+    /// bytes a row and ends before the first row goes out: 0.17 s instead of 1.4 s on 57,650
+    /// receipts), each receipt's data then read out of TOAST once (`|| ''`: the form check and
+    /// the output share the copy; the old query decompressed it three times) and checked: an app
+    /// receipt must be base64 (`is_base64`), a text with a dot is left to the reader, which
+    /// drops any that is not a JWS in form (`isCandidate`). The same rows as
+    /// `unresolvedReceiptsSQL` (a test compares them). `OFFSET 0` keeps each subquery whole, so
+    /// the copy is made once, after the sort, and the order passes through.
     var candidateSQL: String {
-        Self.unresolvedReceiptsSQL(
+        let sorted = Self.unresolvedReceiptsSQL(
             select: """
-                r.receipt_id, r.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-                       coalesce(s.runs_21002, 0), s.start_environment
+                r.receipt_id, r.receipt_data, coalesce(s.attempts, 0) AS attempts, coalesce(s.failed_runs, 0) AS failed_runs,
+                       coalesce(s.runs_21002, 0) AS runs_21002, s.start_environment
                 """,
-            settings: settings, eligibleNow: true) + "\nORDER BY r.submitted_at, r.receipt_id"
+            settings: settings, eligibleNow: true, dataFormLater: true)
+        return """
+            SELECT c.receipt_id, c.data, c.attempts, c.failed_runs, c.runs_21002, c.start_environment
+            FROM (SELECT o.receipt_id, o.receipt_data || '' AS data, o.attempts, o.failed_runs, o.runs_21002, o.start_environment
+                  FROM (\(sorted)
+                        ORDER BY r.submitted_at, r.receipt_id OFFSET 0) o
+                  OFFSET 0) c
+            WHERE \(SourceRelation.appReceiptOrDotted("c.data", schema: settings.jobSchema))
+            """
+    }
+
+    /// A row of `candidateSQL` the run takes: every app receipt it returns, and a text with a dot
+    /// only when it is a JWS in form (`is_jws`, which the query leaves to this check; the others
+    /// are input errors, listed in `input_errors.csv` and never verified).
+    static func isCandidate(_ receiptData: String) -> Bool {
+        !isSignedUpload(receiptData) || SignedDataVerifier.isJWS(receiptData)
     }
 
     /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
@@ -116,6 +143,18 @@ struct ReceiptSelection {
             if let job = Self.job(fromCopyLine: line, sweep: true) { jobs.append(job) }
         }
         return jobs
+    }
+
+    /// Whether a candidate's data is a StoreKit 2 upload (a JWS) rather than an app receipt: base64
+    /// has no dot, and a candidate with a dot is a JWS in form (`isCandidate`), so a dot found at
+    /// memchr's speed is enough (a second scan of every byte was 7.7% of the job's CPU verifying
+    /// 53,794 signed uploads: issue 33). The verifier reads the JWS strictly anyway.
+    static func isSignedUpload(_ receiptData: String) -> Bool {
+        var data = receiptData
+        return data.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, Int32(UInt8(ascii: ".")), bytes.count) != nil
+        }
     }
 
     static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {

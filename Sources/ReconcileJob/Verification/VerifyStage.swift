@@ -104,10 +104,11 @@ public final class VerifyStage {
                 let rdb = try JobDatabase.connect(settings)
                 defer { rdb.close() }
                 try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
-                    if var job = ReceiptSelection.job(fromCopyLine: line, sweep: false) {
+                    if var job = ReceiptSelection.job(fromCopyLine: line, sweep: false),
+                       ReceiptSelection.isCandidate(job.receiptData) {
                         outcome.read.add(1, ordering: .relaxed)
                         // A StoreKit 2 upload needs no request: to a verifier.
-                        if SignedDataVerifier.isJWS(job.receiptData) {
+                        if ReceiptSelection.isSignedUpload(job.receiptData) {
                             job.signed = true
                             guard uploads.push(job) else { return }
                         } else {

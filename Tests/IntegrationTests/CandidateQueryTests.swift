@@ -1,0 +1,66 @@
+@testable import AppStore
+import Foundation
+import Postgres
+@testable import ReconcileJob
+import Testing
+
+/// Issue 33: the verify stage's candidate query sorts before reading the data, reads each
+/// receipt's data once, and leaves the JWS form of a dotted text to the reader
+/// (`ReceiptSelection.isCandidate`, `CompactJWS.looksLikeJWS`). Together they must select what
+/// contract §2 selects (`unresolvedReceiptsSQL`), in the same order, hostile data included.
+@Suite("The candidate query", .serialized, .enabled(if: Harness.hasDatabase))
+struct CandidateQueryTests {
+    /// Texts at the edges of both forms: the job's check must say what `is_jws` says of each.
+    static let hostile: [String] = {
+        let seg = "eyJhbGciOiJFUzI1NiJ9"
+        var texts = ["", ".", "..", "...", "a.b.c", "a.b", "a.b.c.d", "a..c", ".b.c", "a.b.", "a.b.c=", "a+b.c.d",
+                     "a.b .c", " a.b.c", "a.b.c ", "a.b.c\n", "a/b.c.d", "é.b.c", "a.b.ç", "a.b.c\u{2024}",
+                     "a\u{FF0E}b.c", "-._.-", "\(seg).\(seg).\(seg)", "MIIT" + String(repeating: "A", count: 100),
+                     "ewogICJzdGF0dXMiOiAwCn0=", "a.b.c😀", "A.B.C\t", "a.b.c\\", "a%b.c.d", "a_b.c-d.e_f"]
+        texts.append(String(repeating: "A", count: (1 << 20) + 5) + ".b.c")  // longer than the verifier reads: still a JWS in form
+        return texts
+    }()
+
+    @Test("the reader's JWS form is is_jws's, on hostile texts")
+    func formEqualsSQL() throws {
+        let t = try TestDatabase("jws_form")
+        defer { t.drop() }
+        try Migrations.apply(t.db, schema: try JobSchema("recon"))
+        var differ: [String] = []
+        for text in Self.hostile {
+            let sql = try t.scalar("SELECT recon.is_jws($1)", [text]) == "t"
+            if sql != SignedDataVerifier.isJWS(text) { differ.append(String(text.prefix(40))) }
+        }
+        #expect(differ.isEmpty, "is_jws and the reader disagree on \(differ)")
+    }
+
+    @Test("candidate rows the reader keeps are §2's unresolved receipts, in submitted_at order")
+    func candidatesEqualSelection() throws {
+        let t = try TestDatabase("candidates")
+        defer { t.drop() }
+        let seeded = try runTool("iap-sim", ["seed", "--users", "80", "--seed", "5", "--as-of", NightTests.asOf,
+                                             "--bundle", NightTests.bundle, "--storekit2-share", "0.5",
+                                             "--pki", try Harness.scratchDirectory("candidates-pki").path],
+                                 environment: t.environment())
+        #expect(seeded.status == 0, "iap-sim seed: \(seeded.stderr)")
+        try Migrations.apply(t.db, schema: try JobSchema("recon"))
+        // Hostile uploads among the generated ones, at one time (the receipt_id breaks the tie).
+        for (i, text) in Self.hostile.enumerated() {
+            try t.db.query("""
+                INSERT INTO iap_receipts (receipt_id, user_id, receipt_data, submitted_at)
+                VALUES ($1, 'u-hostile', $2, '2026-11-20 10:00:00+00')
+                """, ["hostile-\(i)", text])
+        }
+        try t.db.execute("UPDATE iap_receipts SET verify_status = NULL WHERE receipt_data LIKE '%.%'")
+        let settings = JobSettings(asOf: 1_795_230_000_000, jobSchema: try JobSchema("recon"))
+        let selection = ReceiptSelection(settings: settings)
+        let kept = try t.db.query(selection.candidateSQL).rows.filter { ReceiptSelection.isCandidate($0[1] ?? "") }
+            .map { $0[0] ?? "" }
+        let expected = try t.db.query(ReceiptSelection.unresolvedReceiptsSQL(
+            select: "r.receipt_id", settings: settings, eligibleNow: true) + " ORDER BY r.submitted_at, r.receipt_id")
+            .rows.map { $0[0] ?? "" }
+        #expect(expected.count > 30, "too few receipts to compare: \(expected.count)")
+        #expect(expected.contains("hostile-\(Self.hostile.count - 1)") && !expected.contains("hostile-0"))
+        #expect(kept == expected, "the reader keeps \(kept.count) rows, §2 selects \(expected.count)")
+    }
+}
