@@ -95,4 +95,51 @@ struct RecordAnswersSetTests {
         // Apple's facts merged over several answers: some transaction learned twice in a batch.
         #expect(try t.int("SELECT count(*) FROM ra.apple_transactions WHERE cancellation_date_ms IS NOT NULL") > 0)
     }
+
+    @Test("seeded batches staged with COPY (migration 12, the writer's grouping): the per-answer function's rows")
+    func stagedEqualsEach() throws {
+        let t = try TestDatabase("answer_staged")
+        defer { t.drop() }
+        let a = try JobSchema("sa"), b = try JobSchema("sb")
+        try Migrations.apply(t.db, schema: a)
+        try Migrations.apply(t.db, schema: b)
+        try StagedAnswers.prepare(t.db, schema: a)
+        var d = Draw(state: 23)
+        var attempts: [String: Int] = [:]
+        var encoder = CopyTextEncoder()
+        var split = 0, groups = 0
+        for _ in 0..<120 {
+            let batch = (0..<(1 + d.next(14))).map { _ -> [String: Any] in
+                var r = Self.record(&d, attempt: 0)
+                let receipt = r["r"] as! String
+                attempts[receipt, default: 0] += d.next(4) == 0 ? 0 : 1
+                r["n"] = max(1, attempts[receipt] ?? 1)
+                // Text the COPY format must escape, now and then.
+                if d.next(6) == 0 { r["err"] = "tab\there, new\nline, back\\slash, \r" }
+                return r
+            }
+            let json = try JSONSerialization.data(withJSONObject: batch)
+            let records = try JSONDecoder().decode([AnswerRecord].self, from: json)
+            let parts = StagedAnswers.groups(records, size: 6)
+            if parts.count > 1 { split += 1 }
+            #expect(parts.flatMap { Array($0) } == records, "the groups keep every record, in order")
+            for part in parts {
+                #expect(Set(part.map(\.r)).count == part.count, "a receipt twice in one group")
+                try StagedAnswers.record(part, db: t.db, schema: a, encoder: &encoder)
+                groups += 1
+                if groups % 5 == 0 { try StagedAnswers.vacuum(t.db) }
+            }
+            try t.db.query("SELECT sb.record_answers_each($1::jsonb)", [String(decoding: json, as: UTF8.self)])
+        }
+        #expect(split >= 20, "too few batches split into groups: \(split)")
+        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
+            let x = try Self.rows(t.db, "sa", table), y = try Self.rows(t.db, "sb", table)
+            let difference = zip(x, y).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
+            #expect(x.count > 10 && x == y, "\(table): \(x.count) rows staged, \(y.count) one by one; first difference: \(difference)")
+        }
+        #expect(try t.int("SELECT count(*) FROM sa.verify_attempts WHERE problem LIKE 'tab\there%'") > 0)
+        // Emptied after each group: nothing staged is left to be merged twice.
+        #expect(try t.int("SELECT count(*) FROM pg_temp.staged_answers") == 0)
+        #expect(try t.int("SELECT count(*) FROM pg_temp.staged_transactions") == 0)
+    }
 }

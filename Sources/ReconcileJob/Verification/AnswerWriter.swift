@@ -4,11 +4,11 @@ import Postgres
 import Synchronization
 
 /// Commits answer records in small groups on its own connection and thread: a kill loses at most
-/// what was in flight and the last group. Each group is one call of `record_answers(jsonb)`.
+/// what was in flight and the last group. Each group is one transaction (`StagedAnswers`).
 final class AnswerWriter: Sendable {
-    /// Records per round trip, at most: `record_answers` applies them as sets (migration 11), so a
-    /// larger group costs Postgres less per record; the writer takes what has queued, so at the
-    /// App Store's pace groups stay small and each answer is committed soon after it arrives.
+    /// Records per transaction, at most: they are merged as sets (migration 12), so a larger group
+    /// costs Postgres less per record; the writer takes what has queued, so at the App Store's
+    /// pace groups stay small and each answer is committed soon after it arrives.
     static let groupSize = 512
 
     private let queue: BlockingQueue<AnswerRecord>
@@ -30,19 +30,19 @@ final class AnswerWriter: Sendable {
             do {
                 let db = try JobDatabase.connect(settings)
                 defer { db.close() }
-                let sql = "SELECT \(settings.jobSchema.quoted).record_answers($1::jsonb)"
+                try StagedAnswers.prepare(db, schema: settings.jobSchema)
+                var encoder = CopyTextEncoder()
+                var groups = 0
                 while true {
                     let batch = queue.popAll(timeoutMs: 200)
                     if batch.isEmpty {
                         if queue.isClosedAndEmpty { break }
                         continue
                     }
-                    var start = 0
-                    while start < batch.count {
-                        let end = min(batch.count, start + Self.groupSize)
-                        let json = AnswerRecord.jsonArray(batch[start..<end])
-                        try db.query(sql, [String(decoding: json, as: UTF8.self)])
-                        start = end
+                    for group in StagedAnswers.groups(batch, size: Self.groupSize) {
+                        try StagedAnswers.record(group, db: db, schema: settings.jobSchema, encoder: &encoder)
+                        groups += 1
+                        if groups % StagedAnswers.groupsBetweenVacuums == 0 { try StagedAnswers.vacuum(db) }
                     }
                 }
             } catch {
