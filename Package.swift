@@ -65,6 +65,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                // The migrations' checksums (schema_migrations.checksum).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: v6
         ),
