@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore", "XLSXReading"],
-            swiftSettings: v6
+            resources: [.copy("Fixtures")], swiftSettings: v6
         ),
     ]
 )
