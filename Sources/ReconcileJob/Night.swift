@@ -67,7 +67,7 @@ public final class Night {
             logger.warning("""
                 the job schema's migration \(version) has no checksum, and none of the texts version \(version) has had \
                 in this build's history matches what the database holds (its functions); going on: see \
-                `iap-reconcile migrate --status` and docs/contract.md, 'What the job writes'
+                `iap-reconcile migrate --status` and docs/contract.md, 'Migrations and their checksums'
                 """)
         }
         summary.stageSeconds["migrate"] = clock.lap()

@@ -280,12 +280,13 @@ struct Migrate: ParsableCommand {
         discussion: """
             Before it applies anything, it compares the checksum recorded for each applied migration with \
             this build's: a schema migrated by a different build stops it (and run, verify, lookup) with exit 78, \
-            untouched. Rows recorded before there were checksums get theirs (docs/contract.md, 'What the job writes').
+            untouched. Rows recorded before there were checksums get theirs (docs/contract.md, 'Migrations and \
+            their checksums').
+
             With --status it changes nothing: it prints each migration, applied or pending, with its applied_at, \
             checksum and whether that is this build's text (matches, earlier, DIFFERENT, NOT-IN-BUILD, backfill, \
             UNKNOWN, pending) on stdout, and exits 0.
-
-            """ + environmentHelp)
+            """ + "\n\n" + environmentHelp)
 
     @Flag(help: "List the applied and pending migrations with their checksums (stdout); change nothing.")
     var status = false

@@ -30,7 +30,7 @@ public enum MigrationStatus {
                 (state, detail) = ("backfill", "no checksum recorded yet: the next migrate or run records \(text.checksum)")
             case .unknown?, nil:
                 (state, detail) = ("UNKNOWN", "no checksum, and none of the texts this version has had matches the database "
-                    + "(docs/contract.md, 'What the job writes')")
+                    + "(docs/contract.md, 'Migrations and their checksums')")
             }
             rows.append(([String(row.version), row.appliedAt, row.checksum ?? "-", state, row.name], detail))
         }

@@ -59,7 +59,7 @@ struct SchemaCheck {
             }
             return "the job schema was migrated by a different build (version \(row.version): \(what)); "
                 + "\(schema.name).schema_migrations and the schema were left as they are: run the build that migrated it, "
-                + "or see `iap-reconcile migrate --status` and docs/contract.md, 'What the job writes'"
+                + "or see `iap-reconcile migrate --status` and docs/contract.md, 'Migrations and their checksums'"
         }
         return nil
     }
