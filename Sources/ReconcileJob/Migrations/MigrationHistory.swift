@@ -15,10 +15,11 @@ struct ShippedText: Sendable {
 
 extension Migrations {
     /// Every text each version had in this repository's history, oldest first, up to commit
-    /// 8f8d6a6, the last build that rendered migrations from Swift constants (RecordAnswers.sql,
-    /// LearnTransactions.sql): the last of each list is the frozen text. Rendered once from every
-    /// commit (the renderer was checked against the Swift build of 8f8d6a6, text for text). A
-    /// database recorded before checksums existed is matched against these (SchemaCheck.backfill).
+    /// 8f8d6a6, the last build that rendered migrations from Swift constants (RecordAnswers.sql
+    /// and .setSQL, LearnTransactions.sql): the last of each list is the frozen text. Rendered
+    /// once from every commit (the renderer was checked against the Swift build of 8f8d6a6, text
+    /// for text). A database recorded before checksums existed is matched against these
+    /// (SchemaCheck.backfill).
     /// Closed: a changed text is a new migration, never another entry here.
     static let history: [Int: [ShippedText]] = [
         1: [
