@@ -65,6 +65,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                // The migrations' checksums (schema_migrations.checksum).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: v6
         ),
@@ -125,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore", "XLSXReading"],
-            swiftSettings: v6
+            resources: [.copy("Fixtures")], swiftSettings: v6
         ),
     ]
 )

@@ -67,6 +67,7 @@ let environmentHelp = """
       78  configuration: App Store status 21004 (shared secret) or 21000,
           DATABASE_URL malformed, the database refused the user, password
           or database name, a privilege is missing, or no signed transaction
-          verifies against the roots (IAP_ROOT_CERTIFICATES)
+          verifies against the roots (IAP_ROOT_CERTIFICATES), or the job schema
+          was migrated by a different build (migrate --status shows which)
       1   anything else
     """

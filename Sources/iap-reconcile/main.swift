@@ -277,12 +277,33 @@ struct Verify: ParsableCommand {
 struct Migrate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create or update the job's own schema (run does this first).",
-        discussion: environmentHelp)
+        discussion: """
+            Before it applies anything, it compares the checksum recorded for each applied migration with \
+            this build's: a schema migrated by a different build stops it (and run, verify, lookup) with exit 78, \
+            untouched. Rows recorded before there were checksums get theirs (docs/contract.md, 'Migrations and \
+            their checksums').
+
+            With --status it changes nothing: it prints each migration, applied or pending, with its applied_at, \
+            checksum and whether that is this build's text (matches, earlier, DIFFERENT, NOT-IN-BUILD, backfill, \
+            UNKNOWN, pending) on stdout, and exits 0.
+            """ + "\n\n" + environmentHelp)
+
+    @Flag(help: "List the applied and pending migrations with their checksums (stdout); change nothing.")
+    var status = false
 
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try execute(settings: common.settings(), logger: common.logger(), stages: .migrateOnly, command: "migrate")
+        guard status else {
+            try execute(settings: common.settings(), logger: common.logger(), stages: .migrateOnly, command: "migrate")
+            return
+        }
+        do {
+            print(try MigrationStatus.report(settings: common.settings()))
+        } catch let error as JobError {
+            FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
+            throw ExitCode(error.code.rawValue)
+        }
     }
 }
 

@@ -30,9 +30,11 @@ struct NightTests {
         }
     }
 
-    static func world(_ label: String, users: Int = 600, seedArguments: [String] = [], simArguments: [String] = [])
-        throws -> World {
+    /// `prepare`: what the database holds before the source data is loaded (an older job schema).
+    static func world(_ label: String, users: Int = 600, seedArguments: [String] = [], simArguments: [String] = [],
+                      prepare: (TestDatabase) throws -> Void = { _ in }) throws -> World {
         let t = try TestDatabase(label)
+        do { try prepare(t) } catch { t.drop(); throw error }
         let expected = try Harness.scratchDirectory("\(label)-expected")
         let refunds = expected.appendingPathComponent("refund-list.csv")
         // A quarter of the users upload StoreKit 2 signed transactions, signed by this test PKI.

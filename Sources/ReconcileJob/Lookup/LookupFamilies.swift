@@ -125,7 +125,7 @@ struct LookupFamilies {
             CREATE TEMPORARY TABLE lk_apple (LIKE \(S).apple_transactions INCLUDING DEFAULTS);
             INSERT INTO lk_apple SELECT * FROM \(S).apple_transactions WHERE original_transaction_id IN (SELECT k FROM lk_keys);
             ALTER TABLE lk_apple ADD PRIMARY KEY (transaction_id, environment);
-            \(LearnTransactions.sql.replacingOccurrences(of: "{S}.apple_transactions", with: "pg_temp.lk_apple")
+            \(Migrations.learnTransactions.replacingOccurrences(of: "{S}.apple_transactions", with: "pg_temp.lk_apple")
                 .replacingOccurrences(of: "{S}.learn_transactions", with: "pg_temp.learn_transactions")
                 .replacingOccurrences(of: "{S}", with: S))
             """)

@@ -125,16 +125,14 @@ extension LookupRun {
     /// Each transaction's verdict by the night's rules on today's facts (LookupFamilies.swift),
     /// with the night that first listed it when a night did and the finding is still open.
     func verdicts(_ verified: [SignedTransaction], db: PGConnection) throws -> [LookupResult.Item] {
-        // The night's statements read the job schema as its latest migration left it.
-        let latest = Migrations.all.last?.version ?? 0
-        let migrated = try db.query("SELECT to_regclass($1) IS NOT NULL", [settings.jobSchema.name + ".schema_migrations"])
-            .value(0, 0) == "t"
-            ? Int(try db.query("SELECT coalesce(max(version), 0) FROM \(settings.jobSchema.quoted).schema_migrations")
-                .value(0, 0) ?? "") ?? 0
-            : 0
-        guard migrated >= latest else {
+        // The night's statements read the job schema as its latest migration left it, and as
+        // this build's migrations made it (rows without a checksum yet: the next night fills them).
+        let check = try SchemaCheck.read(db, schema: settings.jobSchema)
+        if let refusal = check.refusal { throw JobError(.configuration, refusal) }
+        guard check.pending.isEmpty else {
+            let migrated = check.rows.map(\.version).max() ?? 0
             throw JobError(.configuration, "the job schema \(settings.jobSchema.name) is "
-                + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(latest)")
+                + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(Migrations.latest)")
                 + ": lookup decides as the night does, from what the nights learned; run `iap-reconcile migrate` (or a night) first")
         }
         var settings = settings

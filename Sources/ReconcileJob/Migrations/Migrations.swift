@@ -1,0 +1,165 @@
+import Crypto
+import Foundation
+import Postgres
+
+/// One numbered migration of the job schema. Its text is frozen once shipped (one file each in
+/// this folder, literal SQL): a change to what it made is a new migration, never an edit.
+struct Migration: Sendable {
+    let version: Int
+    let name: String
+    /// The SQL, `{S}` standing for the job schema's quoted name.
+    let sql: String
+    /// sha256 of `sql` as written here (`{S}` unreplaced), lower-case hex: what
+    /// `schema_migrations.checksum` records for a database that got this text.
+    let checksum: String
+
+    init(_ version: Int, _ name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        checksum = Migrations.sha256(sql)
+    }
+}
+
+/// The job's own schema, created by numbered migrations. Applied in order, each in its own
+/// transaction, recorded in `{S}.schema_migrations` with its checksum; an advisory transaction
+/// lock keeps two processes from migrating at once. Before anything is applied the recorded
+/// checksums are compared with this build's (`SchemaCheck`): a database migrated by a different
+/// build stops the job (exit 78) and is left as it is.
+enum Migrations {
+    static let all: [Migration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12]
+
+    static var latest: Int { all.last?.version ?? 0 }
+
+    static func migration(_ version: Int) -> Migration? {
+        all.indices.contains(version - 1) && all[version - 1].version == version ? all[version - 1] : nil
+    }
+
+    /// What `apply` did: the versions it applied, and the recorded versions whose text could not
+    /// be told (no checksum, and none of the texts the version has had matches the database).
+    struct Outcome {
+        var applied: [Int] = []
+        var unknownTexts: [Int] = []
+    }
+
+    /// Creates the schema if needed, checks what is recorded (a different build's migration: exit
+    /// 78, nothing touched), fills in the checksums of rows recorded before there were any
+    /// (`SchemaCheck.backfill`), and applies what is missing.
+    @discardableResult
+    static func apply(_ db: PGConnection, schema: JobSchema) throws -> Outcome {
+        // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there:
+        // ask first, so a nightly role without it works once the schema exists.
+        let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema.name]).rowCount > 0
+        if !exists { try db.execute("CREATE SCHEMA \(schema.quoted)") }
+        // The checksum column came after the table: a database of an earlier build gains it here.
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS \(schema.quoted).schema_migrations (
+                version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text);
+            ALTER TABLE \(schema.quoted).schema_migrations ADD COLUMN IF NOT EXISTS checksum text
+            """)
+        var outcome = Outcome()
+        try db.transaction {
+            try lock(db, schema)
+            let check = try SchemaCheck.read(db, schema: schema)
+            if let problem = check.refusal { throw JobError(.configuration, problem) }
+            for (version, text) in check.backfill {
+                try db.query("UPDATE \(schema.quoted).schema_migrations SET checksum = $1 WHERE version = $2 AND checksum IS NULL",
+                             [text.checksum, String(version)])
+            }
+            outcome.unknownTexts = check.unknownTexts
+        }
+        for migration in all {
+            try db.transaction {
+                try lock(db, schema)
+                let present = try db.query("SELECT 1 FROM \(schema.quoted).schema_migrations WHERE version = $1",
+                                           [String(migration.version)])
+                guard present.rowCount == 0 else { return }
+                try db.execute(migration.sql.replacingSchema(schema.quoted))
+                try db.query("INSERT INTO \(schema.quoted).schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                             [String(migration.version), migration.name, migration.checksum])
+                outcome.applied.append(migration.version)
+            }
+        }
+        return outcome
+    }
+
+    private static func lock(_ db: PGConnection, _ schema: JobSchema) throws {
+        _ = try db.query("SELECT pg_advisory_xact_lock(hashtext($1))", ["iap-reconcile migrate " + schema.name])
+    }
+
+    static func sha256(_ text: String) -> String {
+        SHA256.hash(data: Array(text.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// The functions a text creates, in order: each one's name and body, the text between its
+    /// `$fn$` quotes (what Postgres keeps as `pg_proc.prosrc`, `{S}` for the schema).
+    static func functions(in sql: String) -> [(name: String, body: String)] {
+        let parts = sql.components(separatedBy: "$fn$")
+        return stride(from: 1, to: parts.count, by: 2).compactMap { i in
+            guard let r = parts[i - 1].range(of: "FUNCTION {S}.", options: .backwards) else { return nil }
+            return (String(parts[i - 1][r.upperBound...].prefix { $0 != "(" }), parts[i])
+        }
+    }
+
+    /// `learn_transactions(jsonb)` as the migrations made it: `lookup` runs it on its own
+    /// temporary copy of the learned transactions, so that it merges as the nights do.
+    static let learnTransactions = definition(of: "learn_transactions")!
+
+    /// The statement that creates function `name` in the latest migration that defines it, `{S}`
+    /// unreplaced: what the job schema runs (lookup makes a temporary copy of learn_transactions).
+    static func definition(of name: String) -> String? {
+        for migration in all.reversed() {
+            let sql = migration.sql
+            guard let start = ["CREATE OR REPLACE FUNCTION {S}.\(name)(", "CREATE FUNCTION {S}.\(name)("]
+                .compactMap({ sql.range(of: $0, options: .backwards) }).max(by: { $0.lowerBound < $1.lowerBound }),
+                  let open = sql.range(of: "$fn$", range: start.upperBound..<sql.endIndex),
+                  let close = sql.range(of: "$fn$;", range: open.upperBound..<sql.endIndex)
+            else { continue }
+            return String(sql[start.lowerBound..<close.upperBound])
+        }
+        return nil
+    }
+
+    /// The functions a text replaces in place (`CREATE OR REPLACE`): an earlier body of theirs is gone.
+    static func replacedFunctions(in sql: String) -> Set<String> {
+        var names: Set<String> = []
+        var rest = Substring(sql)
+        while let r = rest.range(of: "CREATE OR REPLACE FUNCTION {S}.") {
+            names.insert(String(rest[r.upperBound...].prefix { $0 != "(" }))
+            rest = rest[r.upperBound...]
+        }
+        return names
+    }
+}
+
+/// A schema name the job may splice into SQL: checked to be a plain identifier, then quoted.
+public struct JobSchema: Sendable {
+    public let name: String
+    public var quoted: String { "\"\(name)\"" }
+
+    public init(_ name: String) throws {
+        let ok = !name.isEmpty && name.count <= 63 && name.utf8.allSatisfy { c in
+            (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c == 95
+        } && !(name.utf8.first! >= 48 && name.utf8.first! <= 57)
+        guard ok else {
+            throw JobError(.usage, "schema name '\(name)' is not a plain identifier (lower-case letters, digits, _)")
+        }
+        self.name = name
+    }
+}
+
+extension String {
+    func replacingSchema(_ quoted: String) -> String {
+        var out = ""
+        var rest = Substring(self)
+        while let r = rest.firstRange(of: "{S}") {
+            out += rest[..<r.lowerBound]
+            out += quoted
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}
