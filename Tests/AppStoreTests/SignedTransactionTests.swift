@@ -319,6 +319,39 @@ struct SignedTransactionTests {
         }
     }
 
+    @Test func aRememberedHeaderDecidesWhatReadingItDecides() throws {
+        // The header memo skips reading a header whose bytes it has seen: every verdict must be
+        // the one a verifier without memo or cache gives, whatever came before, and a header one
+        // byte away from a remembered one is read (and refused) on its own.
+        let genuine = pki.signTransaction(Self.payload())
+        let head = String(genuine.prefix { $0 != "." })
+        let rest = String(genuine.dropFirst(head.count))
+        var flipped = Array(head.utf8)
+        flipped[flipped.count / 2] = flipped[flipped.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let stranger = try TestPKI.stranger(now: Self.now)
+        let old = try expiredLeaf()
+        var texts = [genuine, pki.tampered(genuine, payload: Self.payload { $0.quantity = 300 }),
+                     String(decoding: flipped, as: UTF8.self) + rest, String(head.dropLast()) + rest,
+                     head + "!" + rest, stranger.signTransaction(Self.payload()),
+                     old.signTransaction(Self.payload { $0.signedDate = Self.nowMs - 10 * Self.day }),
+                     old.signTransaction(Self.payload { $0.signedDate = Self.nowMs - 60 * Self.day }),
+                     CompactJWSTestText.withHeader(header(alg: "ES384"), of: genuine)]
+        // More headers than the memo keeps (each a leaf of its own).
+        for _ in 0..<10 { texts.append(try pki.reissuingLeaf(now: Self.now, .init()).signTransaction(Self.payload())) }
+        let plain = SignedDataVerifier(roots: [pki.root], cacheCapacity: 0)
+        let expected = texts.map { plain.verifyTransaction($0, bundleIDs: nil) }
+        let remembering = SignedDataVerifier(roots: [pki.root])
+        for order in [Array(texts.indices), texts.indices.reversed(), texts.indices.map { ($0 * 7) % texts.count }] {
+            for _ in 0..<2 {
+                for i in order {
+                    #expect(remembering.verifyTransaction(texts[i], bundleIDs: nil) == expected[i], "text \(i)")
+                }
+            }
+        }
+        #expect((try? expected[0].get()) != nil)
+        #expect(expected[1] == .failure(.badSignature))
+    }
+
     // MARK: Bundle
 
     @Test func bundles() throws {
@@ -332,5 +365,14 @@ struct SignedTransactionTests {
         #expect((try? verifier.verifyTransaction(jws, bundleIDs: [Self.bundle, "com.example.other"]).get()) != nil)
         #expect((try? verifier.verifyTransaction(jws, bundleIDs: nil).get()) != nil)
         #expect((try? verifier.verifyTransaction(jws, bundleIDs: []).get()) != nil)
+    }
+}
+
+/// A JWS with its header replaced (the signature no longer matches, which is not what is tested).
+enum CompactJWSTestText {
+    static func withHeader(_ json: String, of jws: String) -> String {
+        let header = Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return header + String(jws.drop { $0 != "." })
     }
 }

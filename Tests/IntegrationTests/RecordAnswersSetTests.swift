@@ -138,6 +138,13 @@ struct RecordAnswersSetTests {
             #expect(x.count > 10 && x == y, "\(table): \(x.count) rows staged, \(y.count) one by one; first difference: \(difference)")
         }
         #expect(try t.int("SELECT count(*) FROM sa.verify_attempts WHERE problem LIKE 'tab\there%'") > 0)
+        // An upload verified offline sent no request: its state is stored, no attempt.
+        var offline = try JSONDecoder().decode([AnswerRecord].self, from: try JSONSerialization.data(
+            withJSONObject: [Self.record(&d, attempt: 1).merging(["r": "offline-1", "state": true]) { $1 }]))
+        offline[0].asked = false
+        try StagedAnswers.record(offline[0...], db: t.db, schema: a, encoder: &encoder)
+        #expect(try t.int("SELECT count(*) FROM sa.receipt_state WHERE receipt_id = 'offline-1'") == 1)
+        #expect(try t.int("SELECT count(*) FROM sa.verify_attempts WHERE receipt_id = 'offline-1'") == 0)
         // Emptied after each group: nothing staged is left to be merged twice.
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_answers") == 0)
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_transactions") == 0)

@@ -7,6 +7,7 @@
 // the chain's validity periods, and each JWS still gets the exact date check at its own
 // `signedDate` and its own signature check.
 
+internal import Glibc
 import Synchronization
 
 /// The DER bytes of x5c[0] and x5c[1]. Hashed as raw bytes (an array's element-wise hash would
@@ -63,4 +64,50 @@ final class ChainCache: Sendable {
     }
 
     var count: Int { state.withLock { $0.entries.count } }
+}
+
+/// The JWS headers seen lately, with the certificates they hold and, once judged, their chain's
+/// verdict. Apple signs with a handful of leaf certificates, so nearly every upload repeats the
+/// header of one before it: about 3.3 KB of base64url, two thirds of the JWS. A header whose bytes
+/// equal a remembered one (compared with memcmp) is not decoded, scanned or hashed again: the same
+/// bytes were read strictly once and gave these certificates (issue 33: base64 and JSON of the
+/// header, decoding `x5c` and hashing the chain key were about 5% of the job's CPU per upload).
+/// Only headers that parsed are remembered; at most `capacity` (the oldest leaves first), so
+/// hostile uploads with ever new headers cost one comparison each and no memory.
+final class HeaderMemo: Sendable {
+    struct Entry: Sendable {
+        let header: [UInt8]
+        let certificates: [[UInt8]]
+        var chain: ChainCacheEntry?
+    }
+
+    let capacity: Int
+    private let entries = Mutex<[Entry]>([])
+
+    init(capacity: Int = 8) { self.capacity = capacity }
+
+    func find(_ header: UnsafeBufferPointer<UInt8>) -> Entry? {
+        guard capacity > 0 else { return nil }
+        let seen = entries.withLock { $0 }
+        return seen.first { entry in
+            entry.header.count == header.count && entry.header.withUnsafeBufferPointer {
+                memcmp($0.baseAddress!, header.baseAddress!, header.count) == 0
+            }
+        }
+    }
+
+    func remember(_ header: [UInt8], certificates: [[UInt8]]) {
+        guard capacity > 0 else { return }
+        entries.withLock { list in
+            guard !list.contains(where: { $0.header == header }) else { return }
+            list.append(Entry(header: header, certificates: certificates))
+            if list.count > capacity { list.removeFirst() }
+        }
+    }
+
+    func remember(_ chain: ChainCacheEntry, forHeader header: [UInt8]) {
+        entries.withLock { list in
+            if let i = list.firstIndex(where: { $0.header == header }) { list[i].chain = chain }
+        }
+    }
 }

@@ -3,6 +3,7 @@
 // signature. Everything from outside goes through the strict JSON scanner (JSONScanner.swift):
 // a repeated key, invalid UTF-8 or a value of the wrong type is a named problem, never a guess.
 
+import Crypto
 internal import Glibc
 
 /// Strict base64 decoding. Foundation's decoder is not used: it takes padding in base64url,
@@ -149,8 +150,13 @@ struct CompactJWS {
     var payload: [UInt8]
     /// r‖s, 64 bytes.
     var signature: [UInt8]
-    /// The ASCII bytes `header.payload` that the signature covers.
-    var signingInput: [UInt8]
+    /// SHA-256 of the ASCII bytes `header.payload` that the signature covers.
+    var signingDigest: SHA256.Digest
+    /// The header's base64url bytes when they were decoded here (not remembered yet, or no
+    /// memo): the key under which `HeaderMemo` keeps the chain's verdict once it is judged.
+    var header: [UInt8]?
+    /// The chain's verdict, when the memo had this header and its verdict.
+    var knownChain: ChainCacheEntry?
 
     /// The largest JWS accepted. Apple's are about 4 KB (three certificates and a payload of a
     /// few hundred bytes); the limit only keeps a hostile upload from costing memory.
@@ -200,12 +206,12 @@ struct CompactJWS {
     /// Splits and decodes `jws`, checks the header (alg ES256, x5c of three base64 DER blobs, no
     /// `crit`) and the signature's length. The payload is returned as bytes, unparsed. Throws only
     /// `SignedDataRejection.malformed`.
-    static func parse(_ jws: String) throws -> CompactJWS {
+    static func parse(_ jws: String, memo: HeaderMemo? = nil) throws -> CompactJWS {
         var text = jws
-        return try text.withUTF8 { try parse($0) }
+        return try text.withUTF8 { try parse($0, memo: memo) }
     }
 
-    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> CompactJWS {
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, memo: HeaderMemo?) throws -> CompactJWS {
         guard !bytes.isEmpty else { throw SignedDataRejection.malformed("JWS is empty") }
         guard bytes.count <= maxLength else { throw SignedDataRejection.malformed("JWS is longer than \(maxLength) bytes") }
         var dots: [Int] = []
@@ -228,16 +234,28 @@ struct CompactJWS {
             case .failure(let problem): throw SignedDataRejection.malformed("\(name) is not base64url (\(problem.text))")
             }
         }
-        let header = try decoded("header", 0, dots[0])
+        // A header seen before (the same bytes) parsed then: its certificates are known.
+        let known = memo?.find(segment(0, dots[0]))
+        let certificates: [[UInt8]]
+        var headerBytes: [UInt8]?
+        if let known {
+            certificates = known.certificates
+            if known.chain == nil { headerBytes = known.header }
+        } else {
+            let header = try decoded("header", 0, dots[0])
+            certificates = try header.withUnsafeBufferPointer { try readHeader($0) }
+            headerBytes = Array(segment(0, dots[0]))
+        }
         let payload = try decoded("payload", dots[0] + 1, dots[1])
         let signature = try decoded("signature", dots[1] + 1, bytes.count)
-        let certificates = try header.withUnsafeBufferPointer { try readHeader($0) }
         guard signature.count == 64 else {
             let der = signature.first == 0x30 ? ", DER-encoded?" : ""
             throw SignedDataRejection.malformed("signature is not 64-byte r‖s (\(signature.count) bytes\(der))")
         }
+        if known == nil, let headerBytes { memo?.remember(headerBytes, certificates: certificates) }
         return CompactJWS(certificates: certificates, payload: payload, signature: signature,
-                          signingInput: Array(segment(0, dots[1])))
+                          signingDigest: SHA256.hash(data: UnsafeRawBufferPointer(segment(0, dots[1]))),
+                          header: headerBytes, knownChain: known?.chain)
     }
 
     /// `{"alg":"ES256","x5c":["…","…","…"]}`; other members are allowed (Apple may add `kid`),

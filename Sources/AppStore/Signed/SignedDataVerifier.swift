@@ -22,12 +22,14 @@ public struct SignedDataVerifier: Sendable {
     public let roots: [Certificate]
     private let store: CertificateStore
     private let cache: ChainCache
+    private let headers: HeaderMemo
 
     /// `cacheCapacity`: how many (leaf, intermediate) verdicts are kept (0: none, for measuring).
     public init(roots: [Certificate], cacheCapacity: Int = 64) {
         self.roots = roots
         self.store = CertificateStore(roots)
         self.cache = ChainCache(capacity: cacheCapacity)
+        self.headers = HeaderMemo(capacity: cacheCapacity > 0 ? 8 : 0)
     }
 
     /// Three non-empty base64url segments joined by dots and nothing else: how the job tells a
@@ -74,7 +76,7 @@ public struct SignedDataVerifier: Sendable {
     /// valid `signedDate`) into a value and throws `Garbage` naming a field it refuses.
     func verify<T>(_ jws: String, read: (JSONDocument, EpochMillis) throws -> T) -> Result<Verified<T>, SignedDataRejection> {
         do {
-            let parts = try CompactJWS.parse(jws)
+            let parts = try CompactJWS.parse(jws, memo: headers)
             let (signedDate, value) = try parts.payload.withUnsafeBufferPointer { buffer throws -> (EpochMillis, T) in
                 let doc: JSONDocument
                 do {
@@ -91,7 +93,7 @@ public struct SignedDataVerifier: Sendable {
             }
             let key = try leafKey(parts, signedDate: signedDate)
             guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parts.signature),
-                  key.isValidSignature(signature, for: parts.signingInput)
+                  key.isValidSignature(signature, for: parts.signingDigest)
             else { throw SignedDataRejection.badSignature }
             return .success(Verified(value: value, payload: parts.payload, signedDate: signedDate))
         } catch let rejection as SignedDataRejection {
@@ -104,7 +106,8 @@ public struct SignedDataVerifier: Sendable {
     /// The leaf's key when the chain is good at `signedDate`; otherwise throws the rejection.
     private func leafKey(_ jws: CompactJWS, signedDate: EpochMillis) throws -> P256.Signing.PublicKey {
         let key = ChainKey(leaf: jws.certificates[0], intermediate: jws.certificates[1])
-        if let entry = cache.entry(key) {
+        if let entry = jws.knownChain ?? cache.entry(key) {
+            if jws.knownChain == nil, let header = jws.header { headers.remember(entry, forHeader: header) }
             if entry.rootDER != jws.certificates[2] { _ = try certificate(jws, 2) }
             switch entry.verdict {
             case .rejected(let rejection):
@@ -124,7 +127,9 @@ public struct SignedDataVerifier: Sendable {
         _ = try certificate(jws, 2)
         let verdict = ChainValidation.judge(leaf: leaf, intermediate: intermediate, roots: roots, store: store,
                                             signedDate: signedDate)
-        cache.store(ChainCacheEntry(verdict: verdict, rootDER: jws.certificates[2]), for: key)
+        let entry = ChainCacheEntry(verdict: verdict, rootDER: jws.certificates[2])
+        cache.store(entry, for: key)
+        if let header = jws.header { headers.remember(entry, forHeader: header) }
         switch verdict {
         case .rejected(let rejection):
             throw rejection

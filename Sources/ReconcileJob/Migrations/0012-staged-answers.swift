@@ -5,13 +5,15 @@ extension Migrations {
     static let v12 = Migration(12, "answers staged with COPY and merged as sets (record_staged_answers)", sql: #"""
         -- Issue 33: the answer writer copies each group of answers into two temporary tables
         -- (answer_staging() makes them in its session), merges them with one statement per
-        -- table, the merges of record_answers (migrations 1-11) over columns instead of JSON. The
+        -- table, the merges of record_answers (migrations 1-11) over columns instead of JSON, except
+        -- that verify_attempts gets requests only (the contract's definition: an upload verified
+        -- offline is not one; `asked`). The
         -- writer never puts two answers for one receipt, or two for one transaction, in a group
         -- (StagedAnswers.groups), so applying a group as sets is applying it in order.
         CREATE FUNCTION {S}.answer_staging() RETURNS void LANGUAGE plpgsql AS $fn$
         BEGIN
             CREATE TEMP TABLE IF NOT EXISTS staged_answers (
-                r text NOT NULL, n int NOT NULL, run bigint NOT NULL, at bigint NOT NULL, env text NOT NULL,
+                r text NOT NULL, asked boolean NOT NULL, n int NOT NULL, run bigint NOT NULL, at bigint NOT NULL, env text NOT NULL,
                 http int, st int, cls text NOT NULL, err text, ms int, sweep boolean NOT NULL,
                 state boolean NOT NULL, failed_runs int NOT NULL, runs_21002 int NOT NULL, next bigint,
                 final boolean NOT NULL, verdict text, bundle text, start text, kind text, rej text
@@ -32,6 +34,8 @@ extension Migrations {
                 (receipt_id, attempt, run_id, at, environment, http_status, status, answer_class, problem, elapsed_ms, sweep)
             SELECT a.r, a.n, a.run, to_timestamp(a.at / 1000.0), a.env, a.http, a.st, a.cls, a.err, a.ms, a.sweep
             FROM pg_temp.staged_answers a
+            -- requests only: a StoreKit 2 upload verified offline sent none (its verdict is in receipt_state)
+            WHERE a.asked
             ON CONFLICT (receipt_id, attempt) DO NOTHING;
 
             INSERT INTO {S}.receipt_state AS s

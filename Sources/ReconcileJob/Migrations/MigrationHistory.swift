@@ -96,9 +96,9 @@ extension Migrations {
                 ("record_answers", "2e289ecbcf53751f0e5dd02c6fc3659dd66442ee17dcbe0a5cd8475893b00f12")]),
         ],
         12: [
-            ShippedText("8467aecbd06e04f2f3494b483a2312e0528677368672d6b6d896a4a5517f8414", shipped: "from 10f102c", functions: [
-                ("answer_staging", "6d6e0d052ceb9d9be758b09cb95800c01bf09d38baf43ca5fef5838df32bc001"),
-                ("record_staged_answers", "da6674f927b461f0dfcb64d07ea967abf9b9efa66729d55f671babcbe856bec1")]),
+            ShippedText("b6b4c4484f4692dffe2efbdcf8f008b08faecea23b9b542659e066dd2254213f", shipped: "from this build", functions: [
+                ("answer_staging", "7d17513885a9b63ff0f7fd01bb8edef54a1fb8629ea8d9d629a551c44933c000"),
+                ("record_staged_answers", "bc817d520d0c2f081053f2417505a5640a75401fce2a9be8fdae367cd1580f75")]),
         ],
     ]
 }

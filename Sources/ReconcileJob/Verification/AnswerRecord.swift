@@ -24,6 +24,11 @@ struct AnswerRecord: Codable, Sendable, Equatable {
     /// `signed_transaction` for a StoreKit 2 upload (nil: an app receipt); the specific reason of a
     /// definitive rejection (`unknown_root`, `bad_signature`, …, or the App Store status).
     var kind, rej: String?
+    /// A request went to the App Store for this answer (false: a StoreKit 2 upload verified
+    /// offline). Only requests are stored in `verify_attempts` (migration 12), as the contract
+    /// defines that table; the receipt's state records the verdict either way. Not in the JSON of
+    /// `record_answers`, which stored every record there.
+    var asked = true
 
     enum CodingKeys: String, CodingKey {
         case r, n, run, at, env, http, st, cls, err, ms, sweep, state, bundle, start, final, verdict, next, txs, kind, rej
@@ -77,6 +82,7 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         failedRuns = job.retry.failedRuns
         runs21002 = job.retry.runs21002
         kind = "signed_transaction"
+        asked = false
         switch result {
         case .success(let signed):
             env = signed.transaction.environment.rawValue

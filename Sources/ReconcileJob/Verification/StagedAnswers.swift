@@ -66,7 +66,7 @@ enum StagedAnswers {
 
     /// A row of `staged_answers`, its columns in the table's order.
     static func encode(_ a: AnswerRecord, into e: inout CopyTextEncoder) {
-        e.field(a.r); e.field(a.n); e.field(a.run); e.field(a.at); e.field(a.env)
+        e.field(a.r); e.field(a.asked); e.field(a.n); e.field(a.run); e.field(a.at); e.field(a.env)
         e.field(a.http); e.field(a.st); e.field(a.cls); e.field(a.err); e.field(a.ms); e.field(a.sweep)
         e.field(a.state); e.field(a.failedRuns); e.field(a.runs21002); e.field(a.next)
         e.field(a.final); e.field(a.verdict); e.field(a.bundle); e.field(a.start); e.field(a.kind); e.field(a.rej)
