@@ -57,4 +57,29 @@ struct CopyTextTests {
             #expect(back.value(row, 2) == "t")
         }
     }
+
+    @Test("CopyTextEncoder (the answer writer's rows): hostile text, nulls, integers at their limits and booleans come back unchanged")
+    func encoderRoundTrip() throws {
+        let t = try TestDatabase("copyencoder")
+        defer { t.drop() }
+        let values = Self.hostile
+        let numbers: [Int64?] = [0, -1, Int64.max, Int64.min, nil, 1_790_000_000_000]
+        try t.db.execute("CREATE TABLE e (i int, s text, n bigint, b boolean, z text)")
+        var e = CopyTextEncoder()
+        for (i, value) in values.enumerated() {
+            e.field(i); e.field(value); e.field(numbers[i % numbers.count])
+            e.field(i % 3 == 0 ? nil : i % 3 == 1); e.field(nil as String?)
+            e.endRow()
+        }
+        try t.db.copyIn("COPY e FROM STDIN") { try $0.write(e.bytes) }
+        let back = try t.db.query("SELECT i, s, n, b, z IS NULL FROM e ORDER BY i")
+        #expect(back.rowCount == values.count)
+        for row in 0..<back.rowCount {
+            let i = try #require(back.value(row, 0).flatMap { Int($0) })
+            #expect(back.value(row, 1).map { Array($0.utf8) } == values[i].map { Array($0.utf8) }, "row \(i)")
+            #expect(back.value(row, 2) == numbers[i % numbers.count].map { String($0) }, "row \(i)")
+            #expect(back.value(row, 3) == (i % 3 == 0 ? nil : (i % 3 == 1 ? "t" : "f")), "row \(i)")
+            #expect(back.value(row, 4) == "t")
+        }
+    }
 }

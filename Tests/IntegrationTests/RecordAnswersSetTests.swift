@@ -127,7 +127,7 @@ struct RecordAnswersSetTests {
                 #expect(Set(part.map(\.r)).count == part.count, "a receipt twice in one group")
                 try StagedAnswers.record(part, db: t.db, schema: a, encoder: &encoder)
                 groups += 1
-                if groups % 5 == 0 { try StagedAnswers.vacuum(t.db) }
+                if groups % 5 == 0 { try StagedAnswers.vacuum(t.db) }  // as the writer does now and then
             }
             try t.db.query("SELECT sb.record_answers_each($1::jsonb)", [String(decoding: json, as: UTF8.self)])
         }

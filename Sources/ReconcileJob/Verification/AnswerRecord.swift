@@ -1,8 +1,10 @@
 import AppStore
 import Reconciliation
 
-/// One answer as `record_answers(jsonb)` stores it (a request, the receipt's state, the
-/// transactions learned). Encoded with `JSONEncoder` by the writer; absent fields are omitted.
+/// One answer as the writer stores it (a request, the receipt's state, the transactions
+/// learned): rows of the staging tables (`StagedAnswers`, migration 12). Codable with the keys
+/// of `record_answers(jsonb)`, the JSON function of earlier builds, which the tests use to
+/// compare the two ways of storing.
 struct AnswerRecord: Codable, Sendable, Equatable {
     /// The receipt, the environment asked (the one that answered), the answer class.
     var r, env, cls: String
@@ -26,8 +28,8 @@ struct AnswerRecord: Codable, Sendable, Equatable {
     var kind, rej: String?
     /// A request went to the App Store for this answer (false: a StoreKit 2 upload verified
     /// offline). Only requests are stored in `verify_attempts` (migration 12), as the contract
-    /// defines that table; the receipt's state records the verdict either way. Not in the JSON of
-    /// `record_answers`, which stored every record there.
+    /// defines that table; the receipt's state records the verdict either way. Not a JSON key:
+    /// `record_answers(jsonb)` stored every record there.
     var asked = true
 
     enum CodingKeys: String, CodingKey {

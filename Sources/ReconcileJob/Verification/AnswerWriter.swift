@@ -10,6 +10,8 @@ final class AnswerWriter: Sendable {
     /// costs Postgres less per record; the writer takes what has queued, so at the App Store's
     /// pace groups stay small and each answer is committed soon after it arrives.
     static let groupSize = 512
+    /// How long a small batch waits for more before it is stored.
+    static let lingerMs: UInt32 = 25
 
     private let queue: BlockingQueue<AnswerRecord>
     private let settings: JobSettings
@@ -32,17 +34,27 @@ final class AnswerWriter: Sendable {
                 defer { db.close() }
                 try StagedAnswers.prepare(db, schema: settings.jobSchema)
                 var encoder = CopyTextEncoder()
-                var groups = 0
+                var stagedSinceVacuum = 0
                 while true {
-                    let batch = queue.popAll(timeoutMs: 200)
+                    var batch = queue.popAll(timeoutMs: 200)
                     if batch.isEmpty {
                         if queue.isClosedAndEmpty { break }
                         continue
                     }
+                    // At the App Store's pace answers come a few at a time: a short wait gathers a
+                    // group's worth of round trips into one (each answer is still stored within
+                    // about `linger` of its arrival).
+                    if batch.count < Self.groupSize && !queue.isClosedAndEmpty {
+                        usleep(Self.lingerMs * 1000)
+                        batch += queue.popAll(timeoutMs: 0)
+                    }
                     for group in StagedAnswers.groups(batch, size: Self.groupSize) {
                         try StagedAnswers.record(group, db: db, schema: settings.jobSchema, encoder: &encoder)
-                        groups += 1
-                        if groups % StagedAnswers.groupsBetweenVacuums == 0 { try StagedAnswers.vacuum(db) }
+                        stagedSinceVacuum += group.count
+                        if stagedSinceVacuum >= StagedAnswers.answersBetweenVacuums {
+                            try StagedAnswers.vacuum(db)
+                            stagedSinceVacuum = 0
+                        }
                     }
                 }
             } catch {

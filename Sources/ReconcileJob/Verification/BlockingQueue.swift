@@ -52,6 +52,18 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return takeLocked()
     }
 
+    /// Up to `max` items, in order (waits up to `timeoutMs` for the first).
+    func pop(max: Int, timeoutMs: Int) -> [Element] {
+        condition.lock()
+        defer { condition.unlock() }
+        waitForItems(timeoutMs: timeoutMs)
+        let n = min(max, items.count)
+        let out = Array(items.prefix(n))
+        items.removeFirst(n)
+        if n > 0 { wakeProducers() }
+        return out
+    }
+
     /// Everything queued now (waits up to `timeoutMs` for the first item).
     func popAll(timeoutMs: Int) -> [Element] {
         condition.lock()

@@ -45,12 +45,29 @@ final class SignedUploads: Sendable {
     /// nil when the writer has stopped.
     @discardableResult
     func verify(_ job: VerifyJob, records: BlockingQueue<AnswerRecord>) -> Result<SignedTransaction, SignedDataRejection>? {
+        var ready: [AnswerRecord] = []
+        let result = verify(job, into: &ready)
+        return records.push(contentsOf: ready) ? result : nil
+    }
+
+    /// Verifies `jobs` and hands their records to `records` in one go (one wake-up of the writer
+    /// instead of one per upload). False when the writer has stopped.
+    func verify(_ jobs: [VerifyJob], records: BlockingQueue<AnswerRecord>) -> Bool {
+        var ready: [AnswerRecord] = []
+        ready.reserveCapacity(jobs.count)
+        for job in jobs { verify(job, into: &ready) }
+        return records.push(contentsOf: ready)
+    }
+
+    /// Verifies one upload; its record (and any held ones it releases) go to `ready`.
+    @discardableResult
+    private func verify(_ job: VerifyJob, into ready: inout [AnswerRecord]) -> Result<SignedTransaction, SignedDataRejection> {
         let started = DispatchTime.now().uptimeNanoseconds
         let result = verifier.verifyTransaction(job.receiptData, bundleIDs: bundleIDs)
         let elapsed = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
         let record = AnswerRecord(signed: job, result: result, runID: runID, elapsedMs: elapsed,
                                   now: EpochMillis(Date().timeIntervalSince1970 * 1000))
-        let ready: [AnswerRecord] = state.withLock { s in
+        ready += state.withLock { s in
             switch result {
             case .success:
                 s.verified += 1
@@ -63,9 +80,6 @@ final class SignedUploads: Sendable {
                 s.rejected += 1
                 return [record]
             }
-        }
-        for r in ready {
-            guard records.push(r) else { return nil }
         }
         return result
     }

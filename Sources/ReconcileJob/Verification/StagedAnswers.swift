@@ -15,10 +15,10 @@ enum StagedAnswers {
         try db.execute("SELECT \(schema.quoted).answer_staging()")
     }
 
-    /// The staging tables are emptied with DELETE (record_staged_answers); a vacuum this often
-    /// lets the next groups reuse their space, so they stay a few groups' size however many
-    /// answers a run stores.
-    static let groupsBetweenVacuums = 16
+    /// The staging tables are emptied with DELETE (record_staged_answers); a vacuum after this
+    /// many answers lets the next groups reuse their space, so the tables stay a few groups'
+    /// size however many answers a run stores.
+    static let answersBetweenVacuums = 8192
 
     static func vacuum(_ db: PGConnection) throws {
         try db.execute("VACUUM pg_temp.staged_answers, pg_temp.staged_transactions")
@@ -46,22 +46,23 @@ enum StagedAnswers {
         return out
     }
 
-    /// Stores one group (from `groups`) in one transaction.
+    /// Stores one group (from `groups`): the merge is one statement, one transaction. The copies
+    /// before it need none of their own: the staging tables are the session's, so a kill between
+    /// them leaves nothing (the group is lost whole, as a group in flight always was), and a
+    /// failed copy or merge stops the writer. Three round trips a group, not five.
     static func record(_ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
                        encoder: inout CopyTextEncoder) throws {
-        try db.transaction {
-            encoder.removeAll()
-            for a in group { encode(a, into: &encoder) }
-            try db.copyIn("COPY pg_temp.staged_answers FROM STDIN") { try $0.write(encoder.bytes) }
-            encoder.removeAll()
-            for a in group {
-                for t in a.txs ?? [] { encode(t, of: a, into: &encoder) }
-            }
-            if !encoder.bytes.isEmpty {
-                try db.copyIn("COPY pg_temp.staged_transactions FROM STDIN") { try $0.write(encoder.bytes) }
-            }
-            try db.execute("SELECT \(schema.quoted).record_staged_answers()")
+        encoder.removeAll()
+        for a in group { encode(a, into: &encoder) }
+        try db.copyIn("COPY pg_temp.staged_answers FROM STDIN") { try $0.write(encoder.bytes) }
+        encoder.removeAll()
+        for a in group {
+            for t in a.txs ?? [] { encode(t, of: a, into: &encoder) }
         }
+        if !encoder.bytes.isEmpty {
+            try db.copyIn("COPY pg_temp.staged_transactions FROM STDIN") { try $0.write(encoder.bytes) }
+        }
+        try db.execute("SELECT \(schema.quoted).record_staged_answers()")
     }
 
     /// A row of `staged_answers`, its columns in the table's order.

@@ -85,13 +85,15 @@ public final class VerifyStage {
             let verifier = Thread {
                 defer { verifiers.leave() }
                 while true {
-                    guard let job = uploads.pop(timeoutMs: 200) else {
+                    // A few at a time: one hand-off from the reader and one to the writer per batch.
+                    let jobs = uploads.pop(max: 32, timeoutMs: 200)
+                    guard !jobs.isEmpty else {
                         if uploads.isClosedAndEmpty { return }
                         continue
                     }
-                    // nil: the writer has stopped; so does the reader, on its next push.
-                    guard signed.verify(job, records: records) != nil else { uploads.close(); return }
-                    progress.tick()
+                    // false: the writer has stopped; so does the reader, on its next push.
+                    guard signed.verify(jobs, records: records) else { uploads.close(); return }
+                    progress.tick(jobs.count)
                 }
             }
             verifier.stackSize = 1 << 20
