@@ -51,12 +51,20 @@ enum Migrations {
         // ask first, so a nightly role without it works once the schema exists.
         let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema.name]).rowCount > 0
         if !exists { try db.execute("CREATE SCHEMA \(schema.quoted)") }
-        // The checksum column came after the table: a database of an earlier build gains it here.
         try db.execute("""
             CREATE TABLE IF NOT EXISTS \(schema.quoted).schema_migrations (
-                version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text);
-            ALTER TABLE \(schema.quoted).schema_migrations ADD COLUMN IF NOT EXISTS checksum text
+                version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text)
             """)
+        // The checksum column came after the table: a database of an earlier build gains it here.
+        // Asked first: ALTER TABLE needs the table's owner even when the column is there, and a
+        // nightly role that is not the owner must still run (chaos `privileges`).
+        let hasChecksum = try db.query("""
+            SELECT 1 FROM pg_attribute
+            WHERE attrelid = to_regclass($1) AND attname = 'checksum' AND NOT attisdropped
+            """, [schema.quoted + ".schema_migrations"]).rowCount > 0
+        if !hasChecksum {
+            try db.execute("ALTER TABLE \(schema.quoted).schema_migrations ADD COLUMN IF NOT EXISTS checksum text")
+        }
         var outcome = Outcome()
         try db.transaction {
             try lock(db, schema)
