@@ -31,7 +31,7 @@ enum NightTables {
     /// creates them in the job schema, and has the stage's planner settings: no JIT (it compiled
     /// every expression of these plans again on each run, 2.6 s of the family query alone, and
     /// earns nothing back on rows this simple), room for the hash joins, and no parallel workers:
-    /// the night runs its own statements side by side (the copies two at a time, both family
+    /// the night runs its own statements side by side (the copies one per core, both family
     /// queries, the tally beside them), so a worker only takes a core from another of them and
     /// adds its coordination (on 2 cores: whole runs 24.7-29.2 s against 26.5-30.4 s, five of six
     /// alternated pairs faster, 3 fewer busy core-seconds).
@@ -57,8 +57,8 @@ enum NightTables {
         try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
     }
 
-    /// Runs each piece of work with a session of the night (`use`), two at a time, in the order
-    /// given (so the longest first keeps both cores busy to the end), and returns each one's value
+    /// Runs each piece of work with a session of the night (`use`), as many at a time as the
+    /// machine has cores (two at least), in the order given (so the longest first keeps both cores busy to the end), and returns each one's value
     /// in that order. The first failure is thrown once every piece has ended.
     static func inParallel<T: Sendable>(_ pieces: [@Sendable (PGConnection) throws -> T],
                                         settings: JobSettings) throws -> [T] {

@@ -57,7 +57,7 @@ struct ReportWriter {
         var counts: [String: Int] = [:]
         var reasons: [String: [String: Int]] = [:]
         var money = MoneyTotals()
-        // Each file's query on a session of its own, two at a time, the longest first, while the
+        // Each file's query on a session of its own, one per core (two at least), the longest first, while the
         // findings history is written; closed.csv, the findings it closed, once it is done.
         let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed,
                                    .inputErrors]

@@ -95,6 +95,7 @@ struct Pager {
                 do {
                     try http.add(c.request(tag: tag, token: token))
                 } catch {
+                    budget.answered(c.rateKey, now: now)  // admitted, never sent: counted for a window anyway
                     deferred.append(i)
                     break
                 }
@@ -116,6 +117,8 @@ struct Pager {
             for completion in http.poll(timeoutMs: max(1, untilDue)) {
                 guard let (i, first) = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let c = conversations[i]
+                // It counts against the budget for a window from its answer (RateBudget).
+                budget.answered(c.rateKey, now: RequestLoop<VerifyReceiptClient>.monotonicNanos())
                 switch completion.outcome {
                 case .failure(_, let message, _):
                     breaker.failed(first: first, reason: message)

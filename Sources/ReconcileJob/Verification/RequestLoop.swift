@@ -116,6 +116,8 @@ struct RequestLoop<Client: AppStoreClient> {
             answers: for completion in http.poll(timeoutMs: untilDue) {
                 guard var job = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let asked = job.environment
+                // It counts against the budget for a window from its answer (RateBudget).
+                if let key = client.rateKey(for: job) { budget.answered(key, now: Self.monotonicNanos()) }
                 var httpStatus: Int?
                 switch completion.outcome {
                 case .response(let status, _):
