@@ -110,7 +110,9 @@ for (env, endpoint), times in sorted(per.items()):
             j += 1
         peak = max(peak, i - j + 1)
     limit = limits[endpoint] if env == "production" else max(1, limits[endpoint] // 10)
+    span = (times[-1] - times[0]) / 1000 if len(times) > 1 else 0
+    used = f", {len(times) / span:.1f}/s over {span:.1f} s = {len(times) / span / limit * 100:.0f}% of Apple's limit" if span >= 1 else ""
     print(f"  {env:10s} {endpoint:21s} {len(times):6,} requests, {limited[(env, endpoint)]:,} got 429, "
-          f"busiest second {peak} (limit {limit}/s)")
+          f"busiest second {peak} (limit {limit}/s){used}")
 print(f"sweep    429s in all: {sum(limited.values())}")
 PY
