@@ -75,19 +75,23 @@ public struct CopyTextEncoder {
     public mutating func field(_ value: String?) {
         separate()
         guard var value else { return null() }
-        value.withUTF8 { text in
-            guard text.contains(where: { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 }) else {
-                bytes.append(contentsOf: text)
-                return
-            }
-            for byte in text {
-                switch byte {
-                case 92: bytes.append(92); bytes.append(92)
-                case 9: bytes.append(92); bytes.append(116)
-                case 10: bytes.append(92); bytes.append(110)
-                case 13: bytes.append(92); bytes.append(114)
-                default: bytes.append(byte)
-                }
+        value.withUTF8 { Self.appendEscaped($0, to: &bytes) }
+    }
+
+    /// `text` as a COPY text field: a field without a byte to escape (nearly all) is copied whole,
+    /// the rest byte by byte (backslash, tab, newline, carriage return).
+    static func appendEscaped(_ text: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        guard text.contains(where: { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 }) else {
+            out.append(contentsOf: text)
+            return
+        }
+        for byte in text {
+            switch byte {
+            case 92: out.append(92); out.append(92)
+            case 9: out.append(92); out.append(116)
+            case 10: out.append(92); out.append(110)
+            case 13: out.append(92); out.append(114)
+            default: out.append(byte)
             }
         }
     }

@@ -296,8 +296,7 @@ public final class PGCopyWriter {
         if buffer.count >= chunk { try flush() }
     }
 
-    /// The row's text into `out` in one access: a field without a byte to escape (nearly all)
-    /// is copied whole, the rest byte by byte.
+    /// The row's text into `out` in one access (`CopyTextEncoder`'s escaping).
     private static func append(_ fields: [String?], to out: inout [UInt8]) {
         for (index, field) in fields.enumerated() {
             if index > 0 { out.append(9) }
@@ -305,21 +304,7 @@ public final class PGCopyWriter {
                 out.append(92); out.append(78)
                 continue
             }
-            field.withUTF8 { bytes in
-                guard bytes.contains(where: { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 }) else {
-                    out.append(contentsOf: bytes)
-                    return
-                }
-                for byte in bytes {
-                    switch byte {
-                    case 92: out.append(92); out.append(92)
-                    case 9: out.append(92); out.append(116)
-                    case 10: out.append(92); out.append(110)
-                    case 13: out.append(92); out.append(114)
-                    default: out.append(byte)
-                    }
-                }
-            }
+            field.withUTF8 { CopyTextEncoder.appendEscaped($0, to: &out) }
         }
         out.append(10)
     }
