@@ -70,8 +70,7 @@ final class ChainCache: Sendable {
 /// verdict. Apple signs with a handful of leaf certificates, so nearly every upload repeats the
 /// header of one before it: about 3.3 KB of base64url, two thirds of the JWS. A header whose bytes
 /// equal a remembered one (compared with memcmp) is not decoded, scanned or hashed again: the same
-/// bytes were read strictly once and gave these certificates (issue 33: base64 and JSON of the
-/// header, decoding `x5c` and hashing the chain key were about 5% of the job's CPU per upload).
+/// bytes were read strictly once and gave these certificates.
 /// Only headers that parsed are remembered; at most `capacity` (the oldest leaves first), so
 /// hostile uploads with ever new headers cost one comparison each and no memory.
 final class HeaderMemo: Sendable {

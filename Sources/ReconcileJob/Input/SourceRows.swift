@@ -114,9 +114,8 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// clients send it) or a JWS in compact form (a StoreKit 2 signed transaction). The two forms
     /// are disjoint: base64 has no dot, a JWS has two. So a text with a dot is asked the JWS
     /// question alone, one without the base64 one: `is_base64` of a JWS missed its fast pattern
-    /// and translated the whole text twice (6.5 of Postgres's 11.3 CPU s verifying 53,794 signed
-    /// uploads: issue 33). The dot is looked for with LIKE, byte by byte: `strpos` also counts the
-    /// characters before it (0.3 against 0.13 s on 53,794 uploads).
+    /// and translated the whole text twice (issue 33). The dot is looked for with LIKE, byte by
+    /// byte: `strpos` also counts the characters before it.
     static func decodable(_ column: String, schema: JobSchema) -> String {
         "(CASE WHEN \(column) LIKE '%.%' THEN \(schema.quoted).is_jws(\(column)) "
             + "ELSE coalesce(\(schema.quoted).is_base64(\(column)), false) END)"
@@ -124,9 +123,8 @@ enum SourceRelation: String, CaseIterable, Sendable {
 
     /// SQL predicate, `decodable` without the JWS form: a text with a dot passes (the caller checks
     /// its form: `CompactJWS.looksLikeJWS`, equal to `is_jws`), one without must be base64. The
-    /// regular expression of `is_jws` was the largest cost of the candidate query (about 0.5 of
-    /// its 2.4 CPU s on 53,794 signed uploads: issue 33); the job reads every byte of an upload
-    /// anyway, at a fraction of that.
+    /// regular expression of `is_jws` was the largest cost of the candidate query (issue 33,
+    /// docs/benchmarks.md); the job reads every byte of an upload anyway, at a fraction of that.
     static func appReceiptOrDotted(_ column: String, schema: JobSchema) -> String {
         "(CASE WHEN \(column) LIKE '%.%' THEN true "
             + "ELSE coalesce(\(schema.quoted).is_base64(\(column)), false) END)"

@@ -57,9 +57,8 @@ struct ReceiptSelection {
 
     /// The receipts this run sends or verifies offline: the unresolved ones whose wait between
     /// runs has passed, in `submitted_at` order. Sorted on the toast pointers (the sort holds a few
-    /// bytes a row and ends before the first row goes out: 0.17 s instead of 1.4 s on 57,650
-    /// receipts), each receipt's data then read out of TOAST once (`|| ''`: the form check and
-    /// the output share the copy; the old query decompressed it three times) and checked: an app
+    /// bytes a row, so the first row goes out soon), each receipt's data then read out of TOAST
+    /// once (`|| ''`: the form check and the output share the copy) and checked: an app
     /// receipt must be base64 (`is_base64`), a text with a dot is left to the reader, which
     /// drops any that is not a JWS in form (`isCandidate`). The same rows as
     /// `unresolvedReceiptsSQL` (a test compares them). `OFFSET 0` keeps each subquery whole, so
@@ -147,8 +146,7 @@ struct ReceiptSelection {
 
     /// Whether a candidate's data is a StoreKit 2 upload (a JWS) rather than an app receipt: base64
     /// has no dot, and a candidate with a dot is a JWS in form (`isCandidate`), so a dot found at
-    /// memchr's speed is enough (a second scan of every byte was 7.7% of the job's CPU verifying
-    /// 53,794 signed uploads: issue 33). The verifier reads the JWS strictly anyway.
+    /// memchr's speed is enough. The verifier reads the JWS strictly anyway.
     static func isSignedUpload(_ receiptData: String) -> Bool {
         var data = receiptData
         return data.withUTF8 { bytes in

@@ -3,8 +3,7 @@ import Postgres
 /// How the answer writer stores a group of answer records (migration 12): COPY into two temporary
 /// tables, then one set-based merge per target table (`record_staged_answers()`), in one
 /// transaction. The merge rules are `record_answers`' (migrations 1-11), said over columns; no JSON
-/// is built or parsed (Postgres spent about 3 of its 5.7 CPU s on `record_answers(jsonb)` verifying
-/// 53,794 signed uploads: issue 33).
+/// is built or parsed (what that cost: docs/benchmarks.md, issue 33).
 ///
 /// A group never holds two answers for one receipt, nor two naming one transaction in one
 /// environment (`groups`): each merge then touches every key once, so the group applied as sets

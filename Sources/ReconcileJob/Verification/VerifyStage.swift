@@ -76,8 +76,8 @@ public final class VerifyStage {
         writer.start()
         let signed = SignedUploads(settings: settings, runID: runID)
         // StoreKit 2 uploads need no request: the reader hands them to a verifier on each core
-        // (the signature check is the stage's CPU; on the reader's thread alone it used half of
-        // one core while Postgres waited: issue 33), each record going to the writer at once.
+        // (the signature check is the stage's CPU), which takes them a few at a time and hands
+        // their records to the writer together.
         let uploads = BlockingQueue<VerifyJob>(capacity: 4096)
         let verifiers = DispatchGroup()
         for _ in 0..<max(1, ProcessInfo.processInfo.activeProcessorCount) {
