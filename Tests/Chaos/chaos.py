@@ -152,12 +152,15 @@ def receipt_rids(cluster, db):
 
 
 class Simulator:
+    running = []  # started and not stopped: a scenario that fails stops no simulator; main() does
+
     def __init__(self, work, *args):
         self.log = os.path.join(work, f"calls-{time.monotonic_ns()}.tsv")
         port_file = os.path.join(work, f"port-{time.monotonic_ns()}")
         self.proc = subprocess.Popen([f"{BIN}/iap-sim", "serve", "--port", "0", "--port-file", port_file,
                                       "--call-log", self.log, "--shared-secret", SECRET, *args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        Simulator.running.append(self)
         for _ in range(200):
             if os.path.exists(port_file) and open(port_file).read().strip():
                 break
@@ -180,6 +183,8 @@ class Simulator:
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
+        if self in Simulator.running:
+            Simulator.running.remove(self)
 
 
 class Job:
@@ -818,6 +823,12 @@ def main():
             except Exception as e:  # noqa: BLE001 - every failure is a FAIL line, then the next scenario
                 failed += 1
                 print(f"FAIL {name:15} {time.monotonic() - t:6.1f}s  {e}", flush=True)
+            finally:
+                # A failed scenario left its simulators running (the shared one of the unreachable
+                # scenarios stays to the end).
+                for sim in list(Simulator.running):
+                    if sim is not _unreachable.get("sim"):
+                        sim.stop()
     finally:
         if _unreachable:
             _unreachable["sim"].stop()
