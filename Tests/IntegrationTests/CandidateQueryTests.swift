@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 33: the verify stage's candidate query sorts before reading the data, reads each
 /// receipt's data once, and leaves the JWS form of a dotted text to the reader
-/// (`ReceiptSelection.isCandidate`, `CompactJWS.looksLikeJWS`). Together they must select what
+/// (`ReceiptSelection.kind(ofCandidate:)`, `CompactJWS.looksLikeJWS`). Together they must select what
 /// contract §2 selects (`unresolvedReceiptsSQL`), in the same order, hostile data included.
 @Suite("The candidate query", .serialized, .enabled(if: Harness.hasDatabase))
 struct CandidateQueryTests {
@@ -54,7 +54,7 @@ struct CandidateQueryTests {
         try t.db.execute("UPDATE iap_receipts SET verify_status = NULL WHERE receipt_data LIKE '%.%'")
         let settings = JobSettings(asOf: 1_795_230_000_000, jobSchema: try JobSchema("recon"))
         let selection = ReceiptSelection(settings: settings)
-        let kept = try t.db.query(selection.candidateSQL).rows.filter { ReceiptSelection.isCandidate($0[1] ?? "") }
+        let kept = try t.db.query(selection.candidateSQL).rows.filter { ReceiptSelection.kind(ofCandidate: $0[1] ?? "") != nil }
             .map { $0[0] ?? "" }
         let expected = try t.db.query(ReceiptSelection.unresolvedReceiptsSQL(
             select: "r.receipt_id", settings: settings, eligibleNow: true) + " ORDER BY r.submitted_at, r.receipt_id")

@@ -60,7 +60,7 @@ struct ReceiptSelection {
     /// bytes a row, so the first row goes out soon), each receipt's data then read out of TOAST
     /// once (`|| ''`: the form check and the output share the copy) and checked: an app
     /// receipt must be base64 (`is_base64`), a text with a dot is left to the reader, which
-    /// drops any that is not a JWS in form (`isCandidate`). The same rows as
+    /// drops any that is not a JWS in form (`kind(ofCandidate:)`). The same rows as
     /// `unresolvedReceiptsSQL` (a test compares them). `OFFSET 0` keeps each subquery whole, so
     /// the copy is made once, after the sort, and the order passes through.
     var candidateSQL: String {
@@ -80,11 +80,21 @@ struct ReceiptSelection {
             """
     }
 
-    /// A row of `candidateSQL` the run takes: every app receipt it returns, and a text with a dot
-    /// only when it is a JWS in form (`is_jws`, which the query leaves to this check; the others
-    /// are input errors, listed in `input_errors.csv` and never verified).
-    static func isCandidate(_ receiptData: String) -> Bool {
-        !isSignedUpload(receiptData) || SignedDataVerifier.isJWS(receiptData)
+    enum CandidateKind { case appReceipt, signedUpload }
+
+    /// What a row of `candidateSQL` is to the run, or nil when the run does not take it. Every app
+    /// receipt the query returns is taken (base64 has no dot). A text with a dot is a StoreKit 2
+    /// upload only when it is a JWS in form (`is_jws`, which the query leaves to this check); the
+    /// others are input errors, listed in `input_errors.csv` and never verified. The dot is found
+    /// at memchr's speed; the verifier reads the JWS strictly anyway.
+    static func kind(ofCandidate receiptData: String) -> CandidateKind? {
+        var data = receiptData
+        let dotted = data.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, Int32(UInt8(ascii: ".")), bytes.count) != nil
+        }
+        if !dotted { return .appReceipt }
+        return SignedDataVerifier.isJWS(receiptData) ? .signedUpload : nil
     }
 
     /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
@@ -142,17 +152,6 @@ struct ReceiptSelection {
             if let job = Self.job(fromCopyLine: line, sweep: true) { jobs.append(job) }
         }
         return jobs
-    }
-
-    /// Whether a candidate's data is a StoreKit 2 upload (a JWS) rather than an app receipt: base64
-    /// has no dot, and a candidate with a dot is a JWS in form (`isCandidate`), so a dot found at
-    /// memchr's speed is enough. The verifier reads the JWS strictly anyway.
-    static func isSignedUpload(_ receiptData: String) -> Bool {
-        var data = receiptData
-        return data.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return false }
-            return memchr(base, Int32(UInt8(ascii: ".")), bytes.count) != nil
-        }
     }
 
     static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {

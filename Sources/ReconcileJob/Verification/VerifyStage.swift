@@ -107,10 +107,10 @@ public final class VerifyStage {
                 defer { rdb.close() }
                 try rdb.copyOut("COPY (\(candidateSQL)) TO STDOUT") { line in
                     if var job = ReceiptSelection.job(fromCopyLine: line, sweep: false),
-                       ReceiptSelection.isCandidate(job.receiptData) {
+                       let kind = ReceiptSelection.kind(ofCandidate: job.receiptData) {
                         outcome.read.add(1, ordering: .relaxed)
                         // A StoreKit 2 upload needs no request: to a verifier.
-                        if ReceiptSelection.isSignedUpload(job.receiptData) {
+                        if kind == .signedUpload {
                             job.signed = true
                             guard uploads.push(job) else { return }
                         } else {
