@@ -58,108 +58,54 @@ public final class Night {
         return summary
     }
 
+    /// The plan of a run (`iap-reconcile run --plan` prints its table).
+    func plan(_ stages: Stages, command: String, values: NightValues) -> Plan {
+        NightPlan.make(stages, command: command, values: values, logger: logger)
+    }
+
+    /// The table `iap-reconcile run --plan` prints: the plan these settings and stages would run
+    /// (the sweeps only with the Server API's key set).
+    public static func planTable(settings: JobSettings, stages: Stages) -> String {
+        var settings = settings
+        try? settings.configureServerAPI()
+        let night = Night(settings: settings, logger: Logger(label: "plan"))
+        let values = NightValues(settings: settings, summary: RunSummary(asOf: settings.asOf, windowDays: settings.windowDays))
+        return """
+            The night's plan. Every step runs under the job schema's advisory lock, held by the run's own \
+            session (main); a step starts once the steps it waits for (those before it that write what \
+            it reads or writes, or read what it writes) have ended and the milestones it names are reached.
+
+            """ + night.plan(stages, command: "run", values: values).table
+    }
+
+    /// When each step of the last run ran (a traced night's test reads it).
+    private(set) var lastTrace: [StepTrace] = []
+    /// The plan of the last run.
+    private(set) var lastPlan: Plan?
+
     private func stagesOfTheNight(_ stages: Stages, command: String, db: PGConnection, summary: inout RunSummary) throws {
         try acquireLock(db)
-        var clock = StageClock()
-        logger.info("stage migrate")
-        let migrated = try Migrations.apply(db, schema: settings.jobSchema)
-        for version in migrated.unknownTexts {
-            logger.warning("""
-                the job schema's migration \(version) has no checksum, and none of the texts version \(version) has had \
-                in this build's history matches what the database holds (its functions); going on: see \
-                `iap-reconcile migrate --status` and docs/contract.md, 'Migrations and their checksums'
-                """)
-        }
-        summary.stageSeconds["migrate"] = clock.lap()
-        if case .migrateOnly = stages { return }
-
-        logger.info("stage check")
-        settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
-        summary.runID = try startLedger(db, command: command)
-
-        if case .decideDatabaseOnly = stages {
-            let rows = try DecideStage(settings: settings, runID: summary.runID, logger: logger)
-                .run(db: db, databaseOnly: true).families
-            try NightTables.drop(db, schema: settings.jobSchema)
-            summary.stageSeconds["decide"] = clock.lap()
-            summary.counts["rows"] = rows
-            return
-        }
-        let verify: Bool
-        switch stages {
-        case .verifyOnly: verify = true
-        case .full(let v): verify = v
-        case .migrateOnly, .decideDatabaseOnly: verify = false
-        }
-        if verify {
-            logger.info("stage verify")
-            summary.verification = try VerifyStage(settings: settings, runID: summary.runID, logger: logger).run(db: db)
-            summary.stageSeconds["verify"] = clock.lap()
-            if let api = settings.serverAPI, settings.apiSweeps {
-                logger.info("stage sweep")
-                summary.sweeps = try ServerAPISweeps(settings: settings, api: api, runID: summary.runID, logger: logger).run(db: db)
-                summary.stageSeconds["sweep"] = clock.lap()
-            }
-        }
-        // Said once, at the end of a run that wrote its reports (a failing run keeps its one line).
+        // Said in summary.json, and once on stderr at the end of a run that wrote its reports (a
+        // failing run keeps its one line).
         if settings.serverAPI == nil, case .full = stages { summary.skippedChecks = RunSummary.checksNeedingServerAPI }
-        if settings.serverAPI != nil, !settings.apiSweeps { summary.skippedChecks = Array(RunSummary.checksNeedingServerAPI.prefix(2)) }
-        if case .full = stages {
-            logger.info("stage decide")
-            let decide = DecideStage(settings: settings, runID: summary.runID, logger: logger)
-            // The conservation tally in two parts, each on sessions of its own beside other work.
-            // The receipts first, because unresolved.csv is their `unresolved` bucket: they read
-            // only the copies and what was learned from Apple, so they can be counted once the
-            // copies are made. They start when the grants' rows are sorted: from then until the
-            // transactions' sort ends, only that sort would run (the grants' rows wait for the
-            // merge); started with the copies' end, they took a core from that sort, the night's
-            // longest chain (whole runs 23.5-27.1 s against 25.0-28.2 s). The orders, grants and
-            // products read the decided findings too: they are counted through the write stage.
-            // Nothing the reports hold depends on those counts, and ReportWriter checks them
-            // before it moves any report into place.
-            let dropOne = settings.faultDropTallyRow
-            let receiptsTally = Alongside { [settings] in
-                try Conservation.compute(settings: settings, relations: [.receipts], dropOne: dropOne)
-            }
-            defer { receiptsTally.finish() }
-            let decided = try decide.run(db: db, grantsSorted: receiptsTally.start)
-            summary.stageSeconds["decide"] = clock.lap()
-            logger.info("stage tally")
-            let counted: [SourceRelation: [String: Int]] = settings.tallyGrantsBySQL ? [:] : [.grants: decided.grantBuckets]
-            let restOfTally = Alongside { [settings] in
-                try Conservation.compute(settings: settings, relations: [.orders, .grants, .products],
-                                         dropOne: dropOne, counted: counted)
-            }
-            // Counted from now, beside everything the write stage does: it reads neither the
-            // reports nor the history. (Begun beside the workbook, it ended the night on one core:
-            // write stage 4.6-5.3 s against 5.3-7.1 s.)
-            restOfTally.start()
-            defer { restOfTally.finish() }
-            // The findings history on a session of its own, while the CSV files, which do not wait
-            // for it (FindingsHistory.swift), are written.
-            let history = NightTables.alongside(decide.historySQL, settings: settings)
-            history.start()
-            defer { history.finish() }
-            summary.tally = try receiptsTally.value()
-            summary.stageSeconds["tally"] = clock.lap()
-            if let problem = Conservation.problem(summary.tally, relations: [.receipts]) {
-                throw JobError(.internalCheck, problem)
-            }
-            logger.info("stage write")
-            let settings = settings
-            try ReportWriter(settings: settings, logger: logger).write(db: db, summary: &summary,
-                                                                       findingsHistory: history.value) {
-                let rest = try restOfTally.value()
-                // Once the CSV files are written (this runs after them) and the tally counted,
-                // nothing reads the working tables. Dropping them waits on the disk for seconds
-                // (their files were just written), so it is done beside the workbook.
-                let other = try JobDatabase.connect(settings)
-                defer { other.close() }
-                try NightTables.drop(other, schema: settings.jobSchema)
-                return rest
-            }
-            summary.stageSeconds["write"] = clock.lap()
+        if settings.serverAPI != nil, !settings.apiSweeps {
+            summary.skippedChecks = Array(RunSummary.checksNeedingServerAPI.prefix(2))
         }
+        let values = NightValues(settings: settings, summary: summary)
+        let plan = plan(stages, command: command, values: values)
+        lastPlan = plan
+        defer {
+            summary = values.summary
+            settings = values.settings
+        }
+        do {
+            lastTrace = try plan.run(main: db, settings: settings, logger: logger)
+        } catch {
+            if case .full = stages { ReportWriter(settings: values.settings, logger: logger).removeFolder() }
+            throw error
+        }
+        values.with { $0.summary.stageSeconds = StepTrace.stageSeconds(lastTrace, plan: plan) }
+        if case .decideDatabaseOnly = stages { values.with { $0.summary.counts["rows"] = $0.decided.families } }
     }
 
     /// One run at a time per job schema: a session advisory lock held on this connection until it
@@ -177,7 +123,7 @@ public final class Night {
             + "(waited \(settings.lockWaitSeconds) s); not starting (run again when it has finished)")
     }
 
-    private func startLedger(_ db: PGConnection, command: String) throws -> Int64 {
+    static func startLedger(_ db: PGConnection, settings: JobSettings, command: String) throws -> Int64 {
         let r = try db.query("""
             INSERT INTO \(settings.jobSchema.quoted).runs (command, as_of) VALUES ($1, to_timestamp($2::bigint / 1000.0))
             RETURNING run_id
@@ -193,13 +139,20 @@ public final class Night {
     }
 }
 
-/// Seconds per stage.
-struct StageClock {
-    private var last = Date()
-    mutating func lap() -> Double {
-        let now = Date()
-        defer { last = now }
-        return (now.timeIntervalSince(last) * 1000).rounded() / 1000
+extension StepTrace {
+    /// Seconds per stage (summary.json's `stage_seconds`): from the end of the stages before it
+    /// to the end of its last step, so the figures add up to the night.
+    static func stageSeconds(_ trace: [StepTrace], plan: Plan) -> [String: Double] {
+        let stageOf = Dictionary(plan.steps.map { ($0.name, $0.stage) }, uniquingKeysWith: { a, _ in a })
+        var ends: [String: UInt64] = [:]
+        for t in trace { if let s = stageOf[t.step] { ends[s] = max(ends[s] ?? 0, t.ended) } }
+        var seconds: [String: Double] = [:]
+        var before: UInt64 = 0
+        for stage in plan.steps.map(\.stage) where seconds[stage] == nil {
+            guard let end = ends[stage] else { continue }
+            seconds[stage] = (Double(end > before ? end - before : 0) / 1_000_000).rounded() / 1000
+            before = max(before, end)
+        }
+        return seconds
     }
 }
-

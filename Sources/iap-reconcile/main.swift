@@ -236,6 +236,9 @@ struct Run: ParsableCommand {
     @Flag(help: .hidden)
     var databaseOnly = false
 
+    @Flag(help: "Print the night's plan and exit 0, touching nothing: each step in order, the session that runs it, what it reads and writes, and the steps it waits for (docs/contract.md, 'The night's plan').")
+    var plan = false
+
     /// For the tests: a deliberate fault. `tally-drop:RELATION` takes one row of that source
     /// relation out of the conservation tally, so the check must fail (exit 70).
     /// `tally-grants-by-sql` is not a fault but the other count: the grants' buckets from the
@@ -254,6 +257,11 @@ struct Run: ParsableCommand {
             } else {
                 throw ValidationError("unknown --inject-fault \(injectFault)")
             }
+        }
+        if plan {
+            print(Night.planTable(settings: settings, stages: databaseOnly ? .decideDatabaseOnly : .full(verify: !noVerify)),
+                  terminator: "")
+            return
         }
         if databaseOnly {
             try execute(settings: settings, logger: common.logger(), stages: .decideDatabaseOnly, command: "bench-baseline")

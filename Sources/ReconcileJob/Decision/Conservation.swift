@@ -204,53 +204,38 @@ enum Conservation {
         """
     }
 
-    /// The tally of every relation. `dropOne` is a deliberate fault for the tests: one row of that
-    /// relation is taken out of its bucket, as a bug would, so the check must fail.
-    /// The relations' queries run side by side, each on a session of its own (NightTables.swift),
-    /// the longest first; `beside` (SQL that reads none of what they count: refunds.csv and the
-    /// findings history) runs second, beside the receipts' query.
+    /// The tally of one relation, on `db` (the night's plan runs the four side by side: NightPlan.swift).
+    /// `dropOne` is a deliberate fault for the tests: one row of the relation named is taken out
+    /// of its bucket, as a bug would, so the check must fail.
     /// `counted`: buckets of clean rows counted by the decide stage as the rules saw them (the
-    /// grants': DecideStage.Result), so that relation's query only adds its input errors and its
+    /// grants': DecideStage.Result), so the relation's query only adds its input errors and its
     /// own row count; a row the rules never saw then shows as missing.
-    /// `relations`: the relations to count, the longest first (the night counts the receipts
-    /// first, beside refunds and history, and the others beside the workbook: Night.swift). The
-    /// receipts' query also fills `unresolvedTable` afresh.
-    static func compute(settings: JobSettings, relations: [SourceRelation] = [.receipts, .orders, .grants, .products],
-                        dropOne: String? = nil, beside: String? = nil,
-                        counted: [SourceRelation: [String: Int]] = [:]) throws -> [String: RelationTally] {
-        var tallies: [String: RelationTally] = [:]
-        var pieces: [@Sendable (PGConnection) throws -> [[String?]]] = relations.map { relation in
-            let query = sql(relation, settings: settings, bucketed: counted[relation] == nil)
-            guard relation == .receipts else { return { db in try db.query(query).rows } }
-            return { db in
-                try db.execute("""
-                    DROP TABLE IF EXISTS \(unresolvedTable);
-                    CREATE UNLOGGED TABLE \(unresolvedTable) (receipt_id text) WITH (autovacuum_enabled = false)
-                    """)
-                return try db.query(query).rows
+    /// The receipts' query also fills `unresolvedTable` afresh.
+    static func tally(_ relation: SourceRelation, db: PGConnection, settings: JobSettings, dropOne: String? = nil,
+                      counted: [String: Int]? = nil) throws -> RelationTally {
+        let query = sql(relation, settings: settings, bucketed: counted == nil)
+        if relation == .receipts {
+            try db.execute("""
+                DROP TABLE IF EXISTS \(unresolvedTable);
+                CREATE UNLOGGED TABLE \(unresolvedTable) (receipt_id text) WITH (autovacuum_enabled = false)
+                """)
+        }
+        let rows = try db.query(query).rows
+        var tally = RelationTally()
+        for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
+        for (name, n) in counted ?? [:] { tally.buckets[name, default: 0] += n }
+        for row in rows {
+            let n = Int(row[1] ?? "0") ?? 0
+            switch row[0] {
+            case nil: tally.unplaced += n
+            case "#rows": tally.rows = n
+            case let name?: tally.buckets[name, default: 0] += n
             }
         }
-        if let beside { pieces.insert({ db in try db.execute(beside); return [] }, at: min(1, pieces.count)) }
-        var results = try NightTables.inParallel(pieces, settings: settings)
-        if beside != nil { results.remove(at: min(1, relations.count)) }
-        for (relation, rows) in zip(relations, results) {
-            var tally = RelationTally()
-            for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
-            for (name, n) in counted[relation] ?? [:] { tally.buckets[name, default: 0] += n }
-            for row in rows {
-                let n = Int(row[1] ?? "0") ?? 0
-                switch row[0] {
-                case nil: tally.unplaced += n
-                case "#rows": tally.rows = n
-                case let name?: tally.buckets[name, default: 0] += n
-                }
-            }
-            if dropOne == relation.rawValue, let fullest = tally.buckets.max(by: { $0.value < $1.value })?.key {
-                tally.buckets[fullest]! -= 1
-            }
-            tallies[relation.rawValue] = tally
+        if dropOne == relation.rawValue, let fullest = tally.buckets.max(by: { $0.value < $1.value })?.key {
+            tally.buckets[fullest]! -= 1
         }
-        return tallies
+        return tally
     }
 
     /// nil when every row of every relation is in exactly one bucket; else the one line to print.

@@ -44,7 +44,7 @@ public final class DecideStage: Sendable {
         }
     }
 
-    public struct Result {
+    public struct Result: Sendable {
         public var families = 0
         /// Families no rule finds anything in, counted without reading their rows (FamilyStream.isQuiet);
         /// most of them Postgres does not even send (DecideStage.crowdedKeysSQL).
@@ -61,62 +61,47 @@ public final class DecideStage: Sendable {
         self.scope = scope
     }
 
-    // MARK: The stage
+    // MARK: The stage's steps (the night's plan runs them: NightPlan.swift)
 
-    /// `databaseOnly`: run exactly the same SQL and read every row, but apply no rule and write
-    /// nothing (the benchmark's measure of what Postgres itself needs). `grantsSorted` is called
-    /// once Postgres has sorted the grants' family rows (their first row arrived, or their query
-    /// ended): from then on their session waits for the transactions' sort and a core would idle,
-    /// so Night.swift counts the receipts then.
-    public func run(db: PGConnection, databaseOnly: Bool = false,
-                    grantsSorted: @escaping @Sendable () -> Void = {}) throws -> Result {
-        let progress = Progress(stage: "decide", enabled: settings.progress)
-        var result = Result()
+    /// What the steps after `prepare` need of it.
+    struct Prepared: Sendable {
+        let products: ProductCatalog
+        /// The copies of the receipts, the orders and the grants, in that order.
+        let copies: [String]
+        let crowdedKeys: String
+    }
+
+    /// Drops the working tables of an earlier run, makes the products' and reads their catalog,
+    /// and says the statements of the copies (they depend on the source's indexes).
+    func prepare(_ db: PGConnection) throws -> Prepared {
         try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
-        // The crowded keys read the source grants, not their copy: they are made beside the copies.
-        // `unknown` reads only the grants' copy: it is made beside the others once that copy is,
-        // on whichever session is free first (made after that copy on its session, or before the
-        // grants' query, one core idled 1-2 s while the other ended the copies).
-        // The token orders (they read the orders' copy) and the attribution (`who`: all three
-        // copies and the token orders) are pieces of the same kind: made on whichever session is
-        // free once what they read is, so the transactions' query, which reads `who`, can start
-        // as the copies end (made after them on this session, they held it back 0.5 s while a
-        // core did the grants' query alone). A piece waits only for pieces before it in the
-        // list, which both sessions take in order, so the waits always end.
-        let copies = try copiesSQL(db)
-        let receiptsCopied = DispatchSemaphore(value: 0), ordersCopied = DispatchSemaphore(value: 0)
-        let grantsCopied = DispatchSemaphore(value: 0), tokenOrdersMade = DispatchSemaphore(value: 0)
-        let unknownGrants = unknownGrantsSQL, attribution = attributionSQL
-        let crowdedKeys = crowdedKeysSQL(transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db))
-        let copying: [@Sendable (PGConnection) throws -> Void] = [
-            { db in defer { receiptsCopied.signal() }; try db.execute(copies[0]) },
-            { db in defer { ordersCopied.signal() }; try db.execute(copies[1]) },
-            { db in defer { grantsCopied.signal() }; try db.execute(copies[2]) },
-            { db in try db.execute(crowdedKeys) },
-            { db in grantsCopied.pass(); try db.execute(unknownGrants) },
-            { [self] db in
-                defer { tokenOrdersMade.signal() }
-                ordersCopied.pass()
-                try prepareTokenOrders(db)
-            },
-            { db in
-                for made in [receiptsCopied, grantsCopied, tokenOrdersMade] { made.pass() }
-                try db.execute(attribution)
-            },
-        ]
-        _ = try NightTables.inParallel(copying, settings: settings)
-        // Both kinds of rows at once, each on its own session (FamilyStreams.swift): the grants'
-        // query (after its unknown grants' facts) and the `T` query, after the input errors are
-        // recorded on this session.
+        return Prepared(products: products, copies: try copiesSQL(db),
+                        crowdedKeys: crowdedKeysSQL(transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db)))
+    }
+
+    /// input_errors.csv's rows: the copies' bad rows and duplicated keys.
+    func recordInputErrors(_ db: PGConnection) throws {
+        try db.execute("DELETE FROM \(S).input_errors")
+        try db.execute(inputErrorSQL(duplicated: try duplicatedRelations(db)))
+    }
+
+    /// The families, decided: both kinds of family rows at once, each on a stream of its own
+    /// session (FamilyStreams.swift), merged here into families; findings stream into
+    /// `current_findings` on a session of their own; then the inferred order match.
+    /// `databaseOnly`: run exactly the same SQL and read every row, but apply no rule and write
+    /// nothing (the benchmark's measure of what Postgres itself needs). Reaches `grants sorted`
+    /// once Postgres has sorted the grants' family rows (their first row arrived, or their query
+    /// ended): from then on their session waits for the transactions' sort and a core would idle;
+    /// and `merged` when every family is decided, before the inferred order match.
+    func decideFamilies(_ db: PGConnection, products: ProductCatalog, databaseOnly: Bool = false,
+                        reached: @escaping @Sendable (String) -> Void = { _ in }) throws -> Result {
+        let progress = Progress(stage: "decide", enabled: settings.progress)
+        var result = Result()
         let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownFactsSQL, products: products,
-                                  settings: settings, keepRows: !databaseOnly, sorted: grantsSorted)
+                                  settings: settings, keepRows: !databaseOnly, sorted: { reached("grants sorted") })
         defer { grants.finish() }
-        if !databaseOnly {
-            try db.execute("DELETE FROM \(S).input_errors")
-            try db.execute(inputErrorSQL(duplicated: try duplicatedRelations(db)))
-        }
         let transactions = FamilyStream(sql: transactionRowsSQL, products: products, settings: settings,
                                         keepRows: !databaseOnly)
         defer { transactions.finish() }
@@ -235,16 +220,13 @@ public final class DecideStage: Sendable {
         let parseProblems = transactions.problems.load(ordering: .relaxed) + grants.problems.load(ordering: .relaxed) + unreadable
         if parseProblems > 0 { logger.warning("family rows that could not be read", metadata: ["rows": "\(parseProblems)"]) }
 
-        // refunds.csv's rows read no decided family: they are found on a session of their own
-        // beside the inferred order match, which leaves a core idle.
-        let refunds = NightTables.alongside(refundsSQL, settings: settings)
-        refunds.start()
-        defer { refunds.finish() }
+        // refunds.csv's rows (they read no decided family) are found beside the inferred order
+        // match, which leaves a core idle: the plan starts them now.
+        reached("merged")
         // The inferred order match crosses families: one user and product at a time, from the spool.
         try spool.flush()
         try matchSpooledCandidates(db) { key, cells in try sink.add(report: .compensate, key: key, cells: cells) }
         try sink.commit()
-        try refunds.value()
         progress.finish()
         logger.info("decided", metadata: ["families": "\(result.families)", "quiet": "\(result.quietFamilies)", "rows": "\(rows)"])
         return result

@@ -112,9 +112,8 @@ final class FindingWriter: @unchecked Sendable {
 
 /// Streams findings into `{S}.current_findings` over its own connection (one COPY per run).
 /// Used by one thread at a time: the stage's, or its FindingWriter's while that one runs.
-/// The table is made and emptied before the sink's transaction, not in it: the ALTER and the
-/// TRUNCATE would lock it until the commit, and refunds.csv's rows are added on another session
-/// meanwhile (DecideStage).
+/// The table is emptied before the sink's transaction, not in it (`empty`): the TRUNCATE would
+/// lock it until the commit, and refunds.csv's rows are added on another session meanwhile.
 /// Nothing reads the table before the stage ends, and every run empties it first.
 final class FindingSink: @unchecked Sendable {
     /// The findings table's cells (`c1`…): the widest findings report's, made by migration 10.
@@ -129,10 +128,13 @@ final class FindingSink: @unchecked Sendable {
         db = try JobDatabase.connect(settings)
     }
 
-    func begin() throws {
+    /// Empties the table, before the sink's transaction and the refunds' rows (the night's plan:
+    /// step `empty findings`).
+    static func empty(_ db: PGConnection, schema: JobSchema) throws {
         try db.execute("TRUNCATE \(schema.quoted).current_findings")  // made by migration 10
-        // Its own query: in the same one, the statements above would join the transaction, and
-        // with them their locks.
+    }
+
+    func begin() throws {
         try db.execute("BEGIN")
         started = true
     }

@@ -14,7 +14,6 @@
 
 import Foundation
 import Postgres
-import Synchronization
 
 enum NightTables {
     /// Every working table, for the drops (a new one belongs in this list).
@@ -42,50 +41,7 @@ enum NightTables {
             """)
     }
 
-    /// `sql` on a session of its own with the night's settings (`use`), on a thread of its own:
-    /// start it, go on, and wait for it with `value()`.
-    static func alongside(_ sql: String, settings: JobSettings) -> Alongside<Void> {
-        Alongside {
-            let db = try JobDatabase.connect(settings)
-            defer { db.close() }
-            try use(db, schema: settings.jobSchema)
-            try db.execute(sql)
-        }
-    }
-
     static func drop(_ db: PGConnection, schema: JobSchema) throws {
         try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
-    }
-
-    /// Runs each piece of work with a session of the night (`use`), as many at a time as the
-    /// machine has cores (two at least), in the order given (so the longest first keeps both cores busy to the end), and returns each one's value
-    /// in that order. The first failure is thrown once every piece has ended.
-    static func inParallel<T: Sendable>(_ pieces: [@Sendable (PGConnection) throws -> T],
-                                        settings: JobSettings) throws -> [T] {
-        let results = Mutex<[Int: Result<T, any Error>]>([:])
-        let next = Mutex(0)
-        let width = min(pieces.count, max(2, ProcessInfo.processInfo.activeProcessorCount))
-        DispatchQueue.concurrentPerform(iterations: width) { _ in
-            do {
-                let db = try JobDatabase.connect(settings)
-                defer { db.close() }
-                try use(db, schema: settings.jobSchema)
-                while true {
-                    let i = next.withLock { n -> Int in defer { n += 1 }; return n }
-                    guard i < pieces.count else { return }
-                    let outcome = Result { try pieces[i](db) }
-                    results.withLock { $0[i] = outcome }
-                }
-            } catch {
-                results.withLock { $0[-1] = .failure(error) }
-            }
-        }
-        return try results.withLock { all in
-            if case .failure(let e)? = all[-1] { throw e }
-            return try pieces.indices.map { i in
-                guard let r = all[i] else { throw JobError(.internalCheck, "a parallel statement did not run") }
-                return try r.get()
-            }
-        }
     }
 }

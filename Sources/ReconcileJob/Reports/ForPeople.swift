@@ -9,32 +9,26 @@ import Workbook
 /// text, times in `--report-timezone`) and `summary.html` (one self-contained page: counts, money,
 /// the oldest open finding, 30 nights of history from `{S}.runs` and `{S}.findings`).
 extension ReportWriter {
-    func writeForPeople(db: PGConnection, summary: RunSummary, folder: String) throws {
-        // The page's 30 nights, asked on a session of their own beside the oldest open finding
-        // and the workbook, which read no database (they came after the workbook: 0.2 s alone at
-        // the end of the night).
-        let writer = self
-        let nights = Alongside {
-            let other = try JobDatabase.connect(writer.settings)
-            defer { other.close() }
-            return try writer.history(other)
-        }
-        nights.start()
-        defer { nights.finish() }
-        let oldest = try oldestOpenFinding(db)
+    /// reconciliation.xlsx, from the CSV files of the temporary folder.
+    func writeWorkbook(summary: RunSummary, oldest: SummaryPage.OldestFinding?) throws {
         let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
         do {
             let reports = ReportFile.allCases
-            try Workbook.write(csvFolder: folder, reports: reports,
+            try Workbook.write(csvFolder: folder.temp, reports: reports,
                                dataRows: reports.map { summary.counts[$0.name] ?? 0 },
                                summary: summaryLines(summary, oldest: oldest),
-                               timeZone: zone, to: folder + "/reconciliation.xlsx")
+                               timeZone: zone, to: folder.file("reconciliation.xlsx"))
         } catch let failure as Workbook.Failure {
-            throw FileSystem.Failure(failure.path, reason: failure.reason)
+            throw cannotWrite(failure.path, failure.reason)
         }
+    }
+
+    /// summary.html.
+    func writePage(summary: RunSummary, oldest: SummaryPage.OldestFinding?, nights: [SummaryPage.Night]) throws {
+        let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
         var input = SummaryPage.Input(
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
-            money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: try nights.value())
+            money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: nights)
         if zone.identifier != "UTC" {
             let f = DateFormatter()
             f.locale = Locale(identifier: "en_US_POSIX")
@@ -43,7 +37,11 @@ extension ReportWriter {
             input.asOfInZone = (zone.identifier, f.string(from: Date(timeIntervalSince1970: Double(summary.asOf) / 1000)))
         }
         let language = Language(rawValue: settings.reportLanguage) ?? .en
-        try FileSystem.write(folder + "/summary.html", Array(SummaryPage.render(input, language: language).utf8))
+        do {
+            try FileSystem.write(folder.file("summary.html"), Array(SummaryPage.render(input, language: language).utf8))
+        } catch let e as FileSystem.Failure {
+            throw cannotWrite(e.path, e.reason)
+        }
     }
 
     /// The Summary sheet: what summary.json says, as label and value.

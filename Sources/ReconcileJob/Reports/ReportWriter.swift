@@ -25,92 +25,87 @@ struct ReportWriter {
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
 
-    /// `findingsHistory` waits for the night's findings history (FindingsHistory.swift), which
-    /// runs while the CSV files are written; closed.csv, the workbook and the page come after it.
-    /// `restOfTally` runs on a thread of its own while the workbook and page are built: the night
-    /// waits there for the relations of its conservation tally not counted yet (they read the
-    /// working tables, not the reports), then drops the working tables. The tallies it returns are added to
-    /// `summary.tally`, and the whole tally is checked before anything is moved into place: a
-    /// failed check leaves no report (contract §1), as when the tally came first.
-    func write(db: PGConnection, summary: inout RunSummary, findingsHistory: () throws -> Void,
-               restOfTally: @escaping @Sendable () throws -> [String: RelationTally]) throws {
-        let day = UTC.date(settings.asOf)
-        let out = settings.out
-        let final = out + "/" + day
-        let temp = out + "/.\(day).tmp-\(getpid())"
-        func cannotWrite(_ path: String, _ reason: String) -> JobError {
-            JobError(.cannotWrite, "reports cannot be written to \(path): \(reason); "
-                + "check that the folder exists and is writable, or pass --out")
-        }
-        do {
-            try FileSystem.makeDirectories(out)
-            // Leftovers of a run killed while writing (we hold the lock, so none is in use).
-            for name in try FileSystem.names(in: out)
-            where name.hasPrefix(".\(day).tmp-") || name.hasPrefix(".\(day).old-") {
-                try? FileSystem.removeTree(out + "/" + name)
-            }
-            try FileSystem.makeDirectory(temp)
-        } catch let e as FileSystem.Failure {
-            throw cannotWrite(e.path, e.reason)
-        }
+    /// Tonight's report folder, and the temporary one the reports are written into.
+    struct Folder: Sendable {
+        let out: String, day: String
+        var final: String { out + "/" + day }
+        var temp: String { out + "/.\(day).tmp-\(getpid())" }
+        var aside: String { out + "/.\(day).old-\(getpid())" }
+        func file(_ name: String) -> String { temp + "/" + name }
+    }
 
-        var counts: [String: Int] = [:]
-        var reasons: [String: [String: Int]] = [:]
+    /// What one CSV file held: its rows, the count per reason column, its money columns summed.
+    struct Written: Sendable {
+        var rows = 0
+        var perReason: [String: Int] = [:]
         var money = MoneyTotals()
-        // Each file's query on a session of its own, one per core (two at least), the longest first, while the
-        // findings history is written; closed.csv, the findings it closed, once it is done.
-        let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed,
-                                   .inputErrors]
-        assert(Set(files + [.closed]) == Set(ReportFile.allCases))
-        @Sendable func csv(_ file: ReportFile) -> URL { URL(fileURLWithPath: temp + "/" + file.rawValue) }
-        var written = try NightTables.inParallel(files.map { file in { db in try writeCSV(file, db: db, to: csv(file)) } },
-                                                 settings: settings)
-        try findingsHistory()
-        written.append(try writeCSV(.closed, db: db, to: csv(.closed)))
-        for (file, (n, perReason, fileMoney)) in zip(files + [.closed], written) {
-            let name = file.name
-            counts[name] = n
-            if Self.reasonColumn[file] != nil { reasons[name] = perReason }
-            money.merge(fileMoney)
-        }
-        // The tally's unresolved receipts are exactly the rows of unresolved.csv.
-        if let tallied = summary.tally[SourceRelation.receipts.rawValue]?.buckets["unresolved"],
-           tallied != counts["unresolved"] {
-            try? FileSystem.removeTree(temp)
-            throw JobError(.internalCheck, "the conservation check failed for iap_receipts: \(tallied) unresolved in the "
-                + "tally, \(counts["unresolved"] ?? 0) rows in unresolved.csv; this is a bug in iap-reconcile: no report was written")
-        }
-        summary.counts = counts
-        summary.reasons = reasons
-        summary.money = money.totals
-        summary.reportFolder = final
-        summary.exitCode = 0
+    }
+
+    var folder: Folder { Folder(out: settings.out, day: UTC.date(settings.asOf)) }
+
+    func cannotWrite(_ path: String, _ reason: String) -> JobError {
+        JobError(.cannotWrite, "reports cannot be written to \(path): \(reason); "
+            + "check that the folder exists and is writable, or pass --out")
+    }
+
+    /// Makes the temporary folder, after removing what a run killed while writing left (we hold
+    /// the lock, so none is in use).
+    func makeFolder() throws {
+        let f = folder
         do {
-            let forPeople = summary
-            // The rest of the tally (counted since the stage began: Night.swift) is waited for
-            // beside the workbook and the page, on a thread of its own.
-            let other = Alongside(restOfTally)
-            other.start()
-            let mine = Result { try writeForPeople(db: db, summary: forPeople, folder: temp) }
-            let rest = Result { try other.value() }
-            try mine.get()
-            let tallied = try rest.get()
-            summary.tally.merge(tallied) { _, new in new }
-            if let problem = Conservation.problem(summary.tally) {
-                summary.exitCode = nil
-                summary.reportFolder = nil
-                try? FileSystem.removeTree(temp)
-                throw JobError(.internalCheck, problem)
+            try FileSystem.makeDirectories(f.out)
+            for name in try FileSystem.names(in: f.out)
+            where name.hasPrefix(".\(f.day).tmp-") || name.hasPrefix(".\(f.day).old-") {
+                try? FileSystem.removeTree(f.out + "/" + name)
             }
-            summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
-            try FileSystem.write(temp + "/summary.json", Array((summary.json + "\n").utf8))
-            // Into place without a moment where <out>/<date> is absent: an atomic exchange with
-            // last night's folder where the kernel has one, then the old set goes.
-            try FileSystem.replaceDirectory(final, with: temp, aside: out + "/.\(day).old-\(getpid())")
+            try FileSystem.makeDirectory(f.temp)
         } catch let e as FileSystem.Failure {
             throw cannotWrite(e.path, e.reason)
         }
     }
+
+    /// The CSV files' counts into `summary`, once checked: the tally's unresolved receipts are
+    /// exactly the rows of unresolved.csv.
+    func count(_ written: [ReportFile: Written], into summary: inout RunSummary) throws {
+        if let tallied = summary.tally[SourceRelation.receipts.rawValue]?.buckets["unresolved"],
+           tallied != written[.unresolved]?.rows {
+            throw JobError(.internalCheck, "the conservation check failed for iap_receipts: \(tallied) unresolved in the "
+                + "tally, \(written[.unresolved]?.rows ?? 0) rows in unresolved.csv; this is a bug in iap-reconcile: no report was written")
+        }
+        var money = MoneyTotals()
+        for file in ReportFile.allCases {
+            let w = written[file] ?? Written()
+            summary.counts[file.name] = w.rows
+            if Self.reasonColumn[file] != nil { summary.reasons[file.name] = w.perReason }
+            money.merge(w.money)
+        }
+        summary.money = money.totals
+    }
+
+    /// The last step: the whole tally checked (contract §1: a failed check leaves no report),
+    /// summary.json written, and the folder moved into place without a moment where
+    /// `<out>/<date>` is absent: an atomic exchange with last night's folder where the kernel has
+    /// one, then the old set goes.
+    func publish(_ summary: inout RunSummary) throws {
+        let f = folder
+        summary.reportFolder = f.final
+        summary.exitCode = 0
+        if let problem = Conservation.problem(summary.tally) {
+            summary.exitCode = nil
+            summary.reportFolder = nil
+            throw JobError(.internalCheck, problem)
+        }
+        summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
+        do {
+            try FileSystem.write(f.file("summary.json"), Array((summary.json + "\n").utf8))
+            try FileSystem.replaceDirectory(f.final, with: f.temp, aside: f.aside)
+        } catch let e as FileSystem.Failure {
+            throw cannotWrite(e.path, e.reason)
+        }
+    }
+
+    /// A night that failed leaves no temporary folder behind.
+    func removeFolder() { try? FileSystem.removeTree(folder.temp) }
 
     private func query(for file: ReportFile) -> String {
         let width = file.columns.count
@@ -158,8 +153,10 @@ struct ReportWriter {
     }
 
 
-    /// One CSV file: its rows, the count per reason column, and its money columns summed.
-    private func writeCSV(_ file: ReportFile, db: PGConnection, to url: URL) throws -> (Int, [String: Int], MoneyTotals) {
+    /// One CSV file into the temporary folder: its rows, the count per reason column, and its
+    /// money columns summed.
+    func writeCSV(_ file: ReportFile, db: PGConnection) throws -> Written {
+        let url = URL(fileURLWithPath: folder.file(file.rawValue))
         var money = MoneyTotals()
         guard let handle = fopen(url.path, "w") else {
             throw JobError(.cannotWrite, "reports cannot be written to \(url.path): \(String(cString: strerror(errno)))")
@@ -200,14 +197,14 @@ struct ReportWriter {
         guard fclose(handle) == 0 else {
             throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
         }
-        return (n, perReason, money)
+        return Written(rows: n, perReason: perReason, money: money)
     }
 
 }
 
 /// summary.json's `money`: the sums of the report columns themselves, per currency, so they
 /// reconcile with the CSV files by construction (milliunits, exact).
-struct MoneyTotals {
+struct MoneyTotals: Sendable {
     private(set) var totals: [String: [String: Int64]] = [:]
 
     mutating func merge(_ other: MoneyTotals) {
