@@ -3,9 +3,9 @@
 // Why not JSONSerialization. Not for exactness: Foundation on Linux keeps 1000000315361723,
 // 2^53 + 1 and a 20-digit integer exact (checked with swift-corelibs-foundation of Swift 6.3).
 // For three other reasons, measured or checked on 2026-11-23 (release build, one core):
-// - speed: parsing *and* classifying a 6.2 KB iOS 7 answer (four transactions) takes 17.7 µs
-//   here, JSONSerialization's parse and a walk to the transaction ids alone 71.3 µs (4×; an
-//   882-byte answer: 7.4 µs against 32.7 µs). The tape points into the body, so the
+// - speed: parsing *and* classifying an answer here takes a fraction of JSONSerialization's
+//   parse and walk to the transaction ids alone (docs/benchmarks.md, "Measured choices"). The
+//   tape points into the body, so the
 //   multi-kilobyte `latest_receipt` is skipped 8 bytes at a time and never copied;
 // - strictness: JSONSerialization takes an object with the same key twice (one of them silently
 //   wins), and says nothing of where a body stops being JSON; Apple never repeats a key, so a

@@ -17,10 +17,9 @@ import Glibc
 import Darwin
 #endif
 
-/// zlib's level for the workbook: 1, its fastest. On the benchmark's sheets (152 MB of XML at
-/// 177,089 findings) level 6, zlib's default and ZIPFoundation's only one, deflated at about
-/// 50 MB/s on one core, three seconds at the end of the night; level 1 is three to four times
-/// faster for a file about a fifth larger (docs/benchmarks.md).
+/// zlib's level for the workbook: 1, its fastest. Level 6, zlib's default and ZIPFoundation's
+/// only one, was seconds at the end of the night on the benchmark's sheets; level 1 is several
+/// times faster for a somewhat larger file (figures: docs/benchmarks.md, "Measured choices").
 let workbookDeflateLevel: Int32 = 1
 
 /// One segment of raw deflate: bytes in with `write`, compressed bytes out to `sink` as they

@@ -14,7 +14,7 @@ extension DecideStage {
     /// Of the orders that stand for themselves only those a transaction to attribute names are
     /// kept (`who` reads no other): Postgres hashes those few tokens and, when there are none (no
     /// Server API sweep learned a transaction), reads no order at all. Testing every order id
-    /// against the UUID pattern took 0.55-0.98 s at 1M orders on the path before the `T` query.
+    /// against the UUID pattern took up to a second, on the path before the `T` query.
     func prepareTokenOrders(_ db: PGConnection) throws {
         try db.execute("DROP TABLE IF EXISTS token_orders; CREATE \(newTable("token_orders", " (token text, order_id text)"))")
         if let namespace = settings.accountTokenNamespace {

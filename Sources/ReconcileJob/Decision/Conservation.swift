@@ -30,17 +30,16 @@ enum Conservation {
     /// An order is delivered on its own columns (over `x`); every other order is open.
     static let delivered = "x.status = 'delivered' OR x.transaction_id IS NOT NULL"
 
-    /// A relation's first bucket when it takes most rows on the row's own columns (the orders':
-    /// 937,288 of 1,020,188 at 1M rows are delivered), with its condition over `x`, as the CASE
-    /// of `bucketSQL` says it first: `sql` counts those rows by a filter and joins only the others
-    /// (the orders' tally: 1.83 / 1.96 -> 1.45 / 1.52 s at 1M rows in psql, under load).
+    /// A relation's first bucket when it takes most rows on the row's own columns (most orders
+    /// are delivered), with its condition over `x`, as the CASE of `bucketSQL` says it first:
+    /// `sql` counts those rows by a filter and joins only the others.
     static let firstBucket: [SourceRelation: (name: String, condition: String)] = [
         .orders: ("delivered", delivered),
     ]
 
     /// The rows a relation's first bucket does not take, made once per query (a materialized
-    /// CTE) for the CASE and for the sets its joins ask of them: the orders' were filtered from
-    /// `o` three times (1.47-1.96 -> 1.29-1.45 CPU s at 1M rows).
+    /// CTE) for the CASE and for the sets its joins ask of them (the orders' were filtered from
+    /// `o` three times).
     static let restOfFirstBucket = "rest"
 
     /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Reads the decide
@@ -78,7 +77,7 @@ enum Conservation {
                     distinct(cell(.compensate, "order_id"), findings(.compensate), "rep", on: "order_id"),
                     // Only open orders reach these two, so their sets hold open orders only: a
                     // hash of the few open orders probed by the grants and receipts, instead of
-                    // hashing a million of each (4.9-6.1 s -> 2.0 s at 1M rows).
+                    // hashing a million of each.
                     distinct("order_id", "g WHERE revoked_ms IS NULL AND order_id IN \(openOrders)", "ag", on: "order_id"),
                     distinct("r.order_id", "r JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id "
                              + "WHERE s.definitive AND s.verdict = 'valid' AND r.order_id IN \(openOrders)", "vr", on: "order_id"),
@@ -114,17 +113,16 @@ enum Conservation {
     }
 
     /// The working table of the receipts the tally places in `unresolved`: unresolved.csv's rows
-    /// (ReportWriter), so that file is the tally's bucket by construction and its query reads 3,619
-    /// receipts, not the join of every receipt with its state again (1.4 -> 0.5 s at 1M receipts;
-    /// recording them adds 0.2-0.3 s to the receipts' tally).
+    /// (ReportWriter), so that file is the tally's bucket by construction and its query reads the
+    /// few unresolved receipts, not the join of every receipt with its state again.
     static let unresolvedTable = "unresolved_ids"
 
     /// The receipts the tally places, as `x`: the clean copy with its verification state, and
     /// `granted` (an active grant has its transaction_id) asked only of the receipts whose state
     /// does not already place them and whose upload was answered 0 or 21006. Most nights Apple
     /// settled nearly every receipt, so the grants probed are a few; before, every active grant's
-    /// transaction_id was hashed for every receipt (1.9 s of the query's 5.8 s at 1M rows, and it
-    /// spilled at 5M). The receipts with their state are read twice from one materialized set.
+    /// transaction_id was hashed for every receipt (a third of the query, and it spilled at 5M
+    /// rows). The receipts with their state are read twice from one materialized set.
     static func receiptRows(settings: JobSettings) -> String {
         let S = settings.jobSchema.quoted
         let src = "\"\(settings.sourceSchema)\""

@@ -22,7 +22,7 @@ extension DecideStage {
     /// Postgres's floor": the receipts' join and the orders' sorts over every transaction were
     /// most of the `T` query). The owed transactions' receipts (`owed_links`) are joined once for
     /// both the first receipt and the exact order by receipt: the second join of the receipts
-    /// with their transactions was a parallel scan of every receipt (about 1 CPU s at 1M rows).
+    /// with their transactions was a parallel scan of every receipt.
     var transactionCTEs: String {
         """
         WITH owed AS MATERIALIZED (
@@ -101,14 +101,14 @@ extension DecideStage {
     /// linked to its transaction. A temporary table with statistics, made on the `G` stream's
     /// session before its query, so that the query hashes these few rows and streams the million
     /// grants past them.
-    /// - Over CTEs, Postgres assumed 200 distinct grants and hashed the million receipts (twice)
-    ///   and orders to probe them with 22,637 grants, a hash each that spills at 5M rows.
+    /// - Over CTEs, Postgres assumed 200 distinct grants and hashed every receipt (twice) and
+    ///   order to probe them with a few grants, a hash each that spills at 5M rows.
     /// - Each link's verdict is looked up by the receipt_state's key (a LATERAL that is not
     ///   pulled up, so an index scan per link). As a join in the query, Postgres hashed every
-    ///   receipt's state (1M rows) for 22,636 links; as a scalar subquery there, it misjudged the
+    ///   receipt's state for a few links; as a scalar subquery there, it misjudged the
     ///   counts' rows and hashed every grant instead.
     /// - The counts and the order in one table: the query probes one small hash per grant, not
-    ///   two (about 0.4 s at 1M grants).
+    ///   two.
     var unknownFactsSQL: String {
         """
         CREATE TEMPORARY TABLE unknown_facts AS
@@ -159,8 +159,8 @@ extension DecideStage {
     /// both counts agree).
     ///
     /// `transactionIndexed`: the source grants have a btree index led by `transaction_id`. The
-    /// third part is then counted in that index's order (no hash of every grant's ids: 0.9 against
-    /// 1.6-2.1 CPU s at 1M grants), as three sets: transaction ids of two grants; original ids
+    /// third part is then counted in that index's order (no hash of every grant's ids), as three
+    /// sets: transaction ids of two grants; original ids
     /// (other than the grant's own transaction id) of two grants; and such original ids that are
     /// also a grant's transaction id, looked up in the index (a key named once as each).
     func crowdedKeysSQL(transactionIndexed: Bool) -> String {

@@ -10,7 +10,7 @@
 // "Database privileges".)
 // Each is made `WITH (autovacuum_enabled = false)`, as is the compensation spool: they live for
 // one night and the stage ANALYZEs each itself, while autovacuum's vacuum and analyze of the fresh
-// copies took about 3 CPU s and 15 s of disk work beside the stage at 1M rows per relation.
+// copies took CPU and disk beside the stage.
 
 import Foundation
 import Postgres
@@ -28,12 +28,10 @@ enum NightTables {
 
     /// This session finds the night's tables by their short names (as the stage's SQL says them),
     /// creates them in the job schema, and has the stage's planner settings: no JIT (it compiled
-    /// every expression of these plans again on each run, 2.6 s of the family query alone, and
-    /// earns nothing back on rows this simple), room for the hash joins, and no parallel workers:
-    /// the night runs its own statements side by side (the copies one per core, both family
-    /// queries, the tally beside them), so a worker only takes a core from another of them and
-    /// adds its coordination (on 2 cores: whole runs 24.7-29.2 s against 26.5-30.4 s, five of six
-    /// alternated pairs faster, 3 fewer busy core-seconds).
+    /// every expression of these plans again on each run and earns nothing back on rows this
+    /// simple), room for the hash joins, and no parallel workers: the night runs its own
+    /// statements side by side (the plan: NightPlan.swift), so a worker only takes a core from
+    /// another of them and adds its coordination (docs/benchmarks.md, "Measured choices").
     static func use(_ db: PGConnection, schema: JobSchema) throws {
         try db.execute("""
             SELECT set_config('search_path', '\(schema.quoted), ' || current_setting('search_path'), false);

@@ -38,11 +38,11 @@ extension SourceRelation {
     /// then moves the rows with a problem to `bad_<copy>` (one pass: a DELETE that returns them).
     /// Its statistics come from a sample of 3,000 rows (target 10), not 30,000: every statement
     /// reads these tables whole, the plans of the family queries were the same, and ANALYZE took
-    /// 0.02 s instead of 0.2-0.3 s per million rows.
+    /// a tenth of the time.
     /// `keyIndexed`: the source has a btree index led by its key, so the duplicated keys are
-    /// counted in key order from that index, with no sort and no hash of every key (0.80 -> 0.36 s
-    /// at 1M orders, where the planner chose the hash; without the index, key order would need a
-    /// sort, 0.88 -> 1.17 s, so the planner chooses then).
+    /// counted in key order from that index, with no sort and no hash of every key (where the
+    /// planner chose the hash; without the index, key order would need a sort, slower, so the
+    /// planner chooses then).
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
     func copySQL(source: String, jobSchema: JobSchema, keyIndexed: Bool = false,
                  newTable: (String) -> String) -> String {
@@ -82,8 +82,8 @@ extension SourceRelation {
 extension DecideStage {
     /// The copies of receipts, orders and grants, in this order, each with fresh statistics, one
     /// piece of SQL per relation (they are made side by side: NightTables.swift). No indexes: every statement
-    /// reads them whole through hash joins (the three indexes they had cost 3.3 s at 1M rows each
-    /// and no plan at that size used them).
+    /// reads them whole through hash joins (the three indexes they had cost seconds and no plan at
+    /// the benchmark's size used them).
     func copiesSQL(_ db: PGConnection) throws -> [String] {
         let indexed = try keyIndexedRelations(db)
         // The receipts first: the longest copy (its checks decode base64), so the other two share

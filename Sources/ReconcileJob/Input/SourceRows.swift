@@ -102,8 +102,8 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// float8: `date_part` divides the whole microseconds (below 2^51 there) by 10^6, so times
     /// 10^6 it is within a quarter of them and the cast recovers them exactly; the rounding to
     /// milliseconds is then integer arithmetic. Other times (and null, and infinity, which fails
-    /// as before) take the numeric path. 0.2-0.7 s less per million values in the copies
-    /// (checked equal on 6.4M times, half of them at .5 ms, and in IntegrationTests).
+    /// as before) take the numeric path. Faster in the copies (docs/benchmarks.md, "Measured
+    /// choices"); checked equal on millions of times, half of them at .5 ms, and in IntegrationTests.
     static func epochMilliseconds(_ column: String) -> String {
         "CASE WHEN \(column) >= '1970-01-02' AND \(column) < '2041-01-01' "
             + "THEN ((date_part('epoch', \(column)) * 1000000::float8)::bigint + 500) / 1000 "
