@@ -103,8 +103,8 @@ struct RightToTheRowTests {
         #expect(listed == selected, "unresolved.csv \(listed.count) rows, the selection \(selected.count)")
     }
 
-    /// The receipts are counted before the reports are written, the grants while the workbook is
-    /// built (Night.swift): either way a failed check leaves no report.
+    /// The receipts are counted beside the families, the grants beside the reports (the night's
+    /// plan: NightPlan.swift): either way a failed check leaves no report.
     @Test("a row taken out of its bucket by a deliberate fault: exit 70 naming the relation, no report",
           arguments: ["iap_grants", "iap_receipts"])
     func conservationFault(relation: String) throws {

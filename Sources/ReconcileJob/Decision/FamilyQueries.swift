@@ -1,4 +1,4 @@
-// The decide stage's two family queries (DecideStage.run streams them: FamilyStreams.swift):
+// The decide stage's two family queries (DecideStage.decideFamilies streams them: FamilyStreams.swift):
 // `T`, every Apple transaction, and `G`, every clean grant, each sorted by family key, with
 // what the rules read joined in only where a rule reads it (issue "The night at Postgres's
 // floor"), and a window count over the family that marks the rows of quiet families
@@ -83,7 +83,7 @@ extension DecideStage {
 
     /// `unknown`: the grants whose transaction Apple never showed, in either environment
     /// (`grantCTEs`). It reads only the grants' copy and what was learned from Apple, so it is made
-    /// beside the copies once the grants' is (DecideStage.run). An unlogged night table
+    /// beside the copies once the grants' is (NightPlan.swift). An unlogged night table
     /// (NightTables.swift).
     var unknownGrantsSQL: String {
         """
@@ -155,7 +155,7 @@ extension DecideStage {
     /// The grants are counted in the source relation, whose rows include every clean grant, so the
     /// table can be made beside the copies: a key it holds in excess (a duplicated or malformed
     /// grant's) only sends a quiet family to the rules, which find nothing in it. The streams' left
-    /// out rows are counted, one transaction and one grant per family (DecideStage.run checks that
+    /// out rows are counted, one transaction and one grant per family (DecideStage.decideFamilies checks that
     /// both counts agree).
     ///
     /// `transactionIndexed`: the source grants have a btree index led by `transaction_id`. The
