@@ -20,6 +20,9 @@ public enum ServerAPIEndpoint: String, CaseIterable, Sendable {
         case .refundHistory, .orderLookup: return 10
         }
     }
+
+    /// The rate budget of the endpoint.
+    public var budget: AppStoreBudget { AppStoreBudget(name: rawValue, appleRate: appleRate) }
 }
 
 /// What the job does with one Server API answer (contract §3b's table).
@@ -67,7 +70,8 @@ public enum ServerAPI {
     /// **milliseconds** (Apple's rate-limit page), not seconds.
     public static func classify(httpStatus: Int, body: [UInt8], retryAfter: String?) -> ServerAPIOutcome {
         switch httpStatus {
-        case 200:
+        case 200...299:
+            // 200 with a body; 202 Accepted (Send Consumption Information) with none.
             return .ok(body: body)
         case 401:
             return .unauthorized
