@@ -48,7 +48,7 @@ public enum ServerAPI {
     public static let retryableErrorCodes: Set<Int> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
     public static let transactionIdNotFound = 4_040_010
 
-    // MARK: Paths (appended to IAP_API_URL_PRODUCTION / IAP_API_URL_SANDBOX)
+    // MARK: Paths (the endpoints and their paths: AppStoreEndpoints)
 
     /// An id the job puts in a path: digits for transaction ids; Apple's order ids are letters and
     /// digits. Anything else is refused before a request is made (no path injection).
@@ -57,12 +57,6 @@ public enum ServerAPI {
             (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
         }
     }
-
-    public static func transactionInfoPath(_ transactionID: String) -> String {
-        "/inApps/v1/transactions/" + transactionID
-    }
-
-    public static func orderLookupPath(_ orderID: String) -> String { "/inApps/v1/lookup/" + orderID }
 
     // MARK: Classes
 
