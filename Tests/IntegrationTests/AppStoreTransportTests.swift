@@ -75,6 +75,22 @@ struct AppStoreTransportTests {
 
     static func readsTransaction(_ body: [UInt8]) -> Bool { (try? AppStoreEndpoints.transactionInfo.reader(body)) != nil }
 
+    /// Get Transaction Info about the first `n` transactions of the simulator.
+    static func transactionInfo(_ n: Int) -> [Ask] {
+        (0..<n).map {
+            Ask(AppStoreEndpoints.transactionInfo.request(in: .production, id: String(2_000_000_000 + $0)), accept: readsTransaction)
+        }
+    }
+
+    /// Runs `asks` to their end with a breaker of the transport's wave.
+    static func run(_ asks: [Ask], on transport: AppStoreTransport) throws -> TransportCounts {
+        var feed = ListFeed(asks)
+        var breaker = OutageBreaker(wave: transport.concurrency)
+        var counts = TransportCounts()
+        try transport.run(&feed, breaker: &breaker, counts: &counts)
+        return counts
+    }
+
     @Test("one handle carries a Server API GET, a PUT with a JSON body, the GET after it, and a team-key GET of App Store Connect")
     func everyKindOfRequest() throws {
         let sim = try Self.simulator(count: 2)
@@ -87,10 +103,7 @@ struct AppStoreTransportTests {
             Ask(AppStoreEndpoints.transactionInfo.request(in: .production, id: "2000000001"), accept: Self.readsTransaction),
             Ask(AppStoreEndpoints.salesReports.request(in: .production, query: [("filter[frequency]", "DAILY")])),
         ]
-        var feed = ListFeed(asks)
-        var breaker = OutageBreaker(wave: 1)
-        var counts = TransportCounts()
-        try Self.transport(sim, concurrency: 1).run(&feed, breaker: &breaker, counts: &counts)
+        let counts = try Self.run(asks, on: Self.transport(sim, concurrency: 1))
         #expect(asks[0].answer?.answerClass == .ok && asks[2].answer?.answerClass == .ok, "\(asks.map(\.replies))")
         // The simulator has no consumption endpoint nor App Store Connect: its 404 came back, read
         // as Apple's refusal of that request; the PUT reached it as a PUT on the Server API's path.
@@ -104,13 +117,8 @@ struct AppStoreTransportTests {
     func hostileAnswers() throws {
         let sim = try Self.simulator(count: 24, faults: FaultPlan(seed: 11, rate: 0.4, kinds: [.http429, .nonjson, .truncated, .http5xx, .s21005]))
         defer { try? sim.shutdown() }
-        let asks = (0..<24).map {
-            Ask(AppStoreEndpoints.transactionInfo.request(in: .production, id: String(2_000_000_000 + $0)), accept: Self.readsTransaction)
-        }
-        var feed = ListFeed(asks)
-        var breaker = OutageBreaker(wave: 4)
-        var counts = TransportCounts()
-        try Self.transport(sim, concurrency: 4, maxAttempts: 12).run(&feed, breaker: &breaker, counts: &counts)
+        let asks = Self.transactionInfo(24)
+        let counts = try Self.run(asks, on: Self.transport(sim, concurrency: 4, maxAttempts: 12))
         #expect(asks.allSatisfy { $0.answer?.answerClass == .ok }, "\(asks.filter { $0.answer?.answerClass != .ok }.map(\.replies))")
         #expect(counts.retried > 0 && counts.total == 24 + counts.retried)
     }
@@ -119,15 +127,10 @@ struct AppStoreTransportTests {
     func retryAfterHolds() throws {
         let sim = try Self.simulator(count: 30, rates: [.transactionInfo: 10])
         defer { try? sim.shutdown() }
-        let asks = (0..<30).map {
-            Ask(AppStoreEndpoints.transactionInfo.request(in: .production, id: String(2_000_000_000 + $0)), accept: Self.readsTransaction)
-        }
-        var feed = ListFeed(asks)
-        var breaker = OutageBreaker(wave: 4)
-        var counts = TransportCounts()
+        let asks = Self.transactionInfo(30)
         var transport = try Self.transport(sim, concurrency: 4, maxAttempts: 30)
         transport.rates = [.transactionInfo: 1000]
-        try transport.run(&feed, breaker: &breaker, counts: &counts)
+        let counts = try Self.run(asks, on: transport)
         #expect(asks.allSatisfy { $0.answer?.answerClass == .ok })
         #expect(counts.rateLimited > 0, "the simulator's limit did not bite")
         // Requests already on their way when a 429 came may land after it (100 ms of slack for a
