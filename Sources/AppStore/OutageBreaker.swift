@@ -9,9 +9,10 @@
 // `--timeout-ms`. The breaker ends that after one wave of requests, or two once the host has
 // answered, whatever the number of receipts.
 
-/// Counts a request loop's outcomes and says when the App Store is unreachable. One per loop
-/// (verifyReceipt with Get Transaction Info, each Server API sweep, `lookup`), over every host it
-/// asks: a host that answers keeps the loop going, whatever the others do.
+/// Counts the outcomes of one run of the App Store transport and says when the App Store is
+/// unreachable. One per run (verifyReceipt's, Get Transaction Info's, each Server API sweep's;
+/// `lookup` keeps one over all its requests), over every host it asks: a host that answers keeps
+/// the run going, whatever the others do.
 public struct OutageBreaker: Sendable, Equatable {
     /// Requests in flight at most (`--concurrency`): the first wave.
     public let wave: Int

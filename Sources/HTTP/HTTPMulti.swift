@@ -14,13 +14,14 @@ public enum HTTPGlobal {
     }
 }
 
-/// A POST to send. `tag` is the caller's handle to recognize the answer.
+/// A request to send. `tag` is the caller's handle to recognize the answer.
 public struct HTTPRequest: Sendable {
-    public enum Method: Sendable { case get, post }
+    /// PUT sends its body as a POST does (Send Consumption Information).
+    public enum Method: Sendable { case get, post, put }
     public var tag: Int
     public var method: Method
     public var url: String
-    /// Sent with a POST; ignored for a GET.
+    /// Sent with a POST or a PUT; ignored for a GET.
     public var body: [UInt8]
     public var headers: [String]
     public var timeoutMs: Int
@@ -84,6 +85,8 @@ private final class Handle {
     var timeoutMs: Int?
     var headers: [String]?
     var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Whether the last request named its method (`CURLOPT_CUSTOMREQUEST`, a PUT).
+    var customMethod = false
 
     /// A new handle with the options every request has; nil when libcurl refuses.
     init?(watch: SocketWatch) {
@@ -129,8 +132,17 @@ private final class Handle {
             ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, headerList) == CURLE_OK
             headers = ok ? request.headers : nil
         }
+        // A PUT is a POST renamed; the name is taken back before any other request.
+        if customMethod != (request.method == .put) {
+            if request.method == .put {
+                ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, "PUT") == CURLE_OK
+            } else {
+                ok = ok && ccurl_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil) == CURLE_OK
+            }
+            customMethod = request.method == .put
+        }
         switch request.method {
-        case .post:
+        case .post, .put:
             ok = ok && ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) == CURLE_OK
             ok = ok && ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
             ok = ok && request.body.withUnsafeBytes { ccurl_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) } == CURLE_OK
@@ -150,7 +162,7 @@ private final class Handle {
     }
 }
 
-/// A libcurl multi handle driving many requests (POST or GET) at once over kept-alive connections.
+/// A libcurl multi handle driving many requests (POST, GET or PUT) at once over kept-alive connections.
 ///
 /// Concurrency: the object, its multi handle and every easy handle belong to the single thread
 /// that calls `add` and `poll`; nothing else touches them. The caller caps how many transfers

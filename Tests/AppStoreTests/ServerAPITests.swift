@@ -162,13 +162,73 @@ struct ServerAPIPageTests {
         }
     }
 
-    @Test("paths keep fixed parameters and escape tokens; one notification type per request body")
+    @Test("the endpoint table: paths keep fixed parameters and escape tokens; ids only when path-safe; one notification type per body")
     func paths() {
-        #expect(ServerAPI.transactionHistoryPath("123", revision: nil) == "/inApps/v2/history/123?sort=ASCENDING")
-        #expect(ServerAPI.transactionHistoryPath("123", revision: "a/b+c") == "/inApps/v2/history/123?sort=ASCENDING&revision=a%2Fb%2Bc")
-        #expect(ServerAPI.refundHistoryPath("123", revision: "r1") == "/inApps/v2/refund/lookup/123?revision=r1")
-        #expect(ServerAPI.notificationHistoryPath(paginationToken: "t 1") == "/inApps/v1/notifications/history?paginationToken=t%201")
+        let history = AppStoreEndpoints.transactionHistory
+        #expect(history.request(in: .production, id: "123", query: [("sort", "ASCENDING"), ("revision", nil)]).path
+                == "/inApps/v2/history/123?sort=ASCENDING")
+        #expect(history.request(in: .production, id: "123", query: [("sort", "ASCENDING"), ("revision", "a/b+c")]).path
+                == "/inApps/v2/history/123?sort=ASCENDING&revision=a%2Fb%2Bc")
+        #expect(AppStoreEndpoints.refundHistory.request(in: .production, id: "123", query: [("revision", "r1")]).path
+                == "/inApps/v2/refund/lookup/123?revision=r1")
+        let notifications = AppStoreEndpoints.notificationHistory.request(in: .sandbox, query: [("paginationToken", "t 1")])
+        #expect(notifications.path == "/inApps/v1/notifications/history?paginationToken=t%201")
+        #expect(notifications.method == .post && notifications.budget == ServerAPIEndpoint.notificationHistory.budget && notifications.environment == .sandbox)
+        #expect(AppStoreEndpoints.transactionInfo.request(in: .production, id: "../../x").path == "/inApps/v1/transactions/0")
+        #expect(AppStoreEndpoints.orderLookup.request(in: .production, id: "MK5TTTVWJH").path == "/inApps/v1/lookup/MK5TTTVWJH")
         #expect(String(decoding: ServerAPI.notificationHistoryBody(startMs: 1, endMs: 2, type: "REFUND"), as: UTF8.self)
                 == #"{"startDate":1,"endDate":2,"notificationType":"REFUND"}"#)
+        // The later issues' endpoints are rows too: a PUT with a JSON body, a team-key GET without a budget of Apple's per second.
+        let consumption = AppStoreEndpoints.consumption.request(in: .production, id: "2000000123", body: Self.bytes(#"{"customerConsented":true}"#))
+        #expect(consumption.method == .put && consumption.path == "/inApps/v2/transactions/consumption/2000000123")
+        #expect(consumption.service == .serverAPI && consumption.budget == .consumption && !consumption.body.isEmpty)
+        let sales = AppStoreEndpoints.salesReports.request(in: .production, query: [("filter[frequency]", "DAILY")])
+        #expect(sales.service == .connect && sales.method == .get && sales.path == "/v1/salesReports?filter%5Bfrequency%5D=DAILY")
+        #expect(AppStoreEndpoints.verifyReceipt.budget == nil && AppStoreEndpoints.verifyReceipt.service == .verifyReceipt)
+    }
+
+    @Test("a 2xx is a body to read (202 of Send Consumption Information); verifyReceipt reads every HTTP answer itself")
+    func replies() {
+        #expect(AppStoreReply.classify(.serverAPI, httpStatus: 202, body: [], retryAfter: nil) == .answer(httpStatus: 202, body: []))
+        #expect(AppStoreReply.classify(.serverAPI, httpStatus: 429, body: [], retryAfter: "1763700000123") == .rateLimited(untilMs: 1_763_700_000_123))
+        #expect(AppStoreReply.classify(.connect, httpStatus: 429, body: [], retryAfter: nil) == .rateLimited(untilMs: nil))
+        #expect(AppStoreReply.classify(.serverAPI, httpStatus: 429, body: [], retryAfter: "-5") == .rateLimited(untilMs: nil))
+        #expect(AppStoreReply.classify(.serverAPI, httpStatus: 401, body: [], retryAfter: nil) == .unauthorized)
+        #expect(AppStoreReply.classify(.verifyReceipt, httpStatus: 503, body: [1], retryAfter: nil) == .answer(httpStatus: 503, body: [1]))
+    }
+
+    @Test("X-Rate-Limit of App Store Connect: the hourly limit and what is left, in any order; anything else unreadable")
+    func hourlyAllowance() {
+        #expect(HourlyAllowance.parse("user-hour-lim:3500;user-hour-rem:500;") == HourlyAllowance(limit: 3500, remaining: 500))
+        #expect(HourlyAllowance.parse(" user-hour-rem:0; user-hour-lim:3600") == HourlyAllowance(limit: 3600, remaining: 0))
+        for bad in ["", "user-hour-lim:3500;", "user-hour-lim:x;user-hour-rem:1", "user-hour-lim:0;user-hour-rem:0", "garbage"] {
+            #expect(HourlyAllowance.parse(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("tokens: a team key's carry no bid; an In-App Purchase key's carry the app's; reused while valid, renewed before exp")
+    func tokens() throws {
+        let key = P256.Signing.PrivateKey()
+        func claims(_ token: String) throws -> [String: Any] {
+            var b = String(token.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while b.count % 4 != 0 { b += "=" }
+            let data = try #require(Data(base64Encoded: b))
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        let team = try AppStoreJWT.teamKey(privateKeyPEM: key.pemRepresentation, keyID: "K", issuerID: "I")
+        let teamClaims = try claims(team.token(now: 1_763_700_000))
+        #expect(teamClaims["bid"] == nil && teamClaims["iss"] as? String == "I" && teamClaims["aud"] as? String == "appstoreconnect-v1")
+        let iap = try AppStoreJWT(privateKeyPEM: key.pemRepresentation, keyID: "K", issuerID: "I", bundleID: "com.example.a")
+        #expect(try claims(iap.token(now: 1_763_700_000))["bid"] as? String == "com.example.a")
+        #expect(try claims(iap.token(now: 1_763_700_000, app: "com.example.b"))["bid"] as? String == "com.example.b")
+        var tokens = BearerTokens(key: iap)
+        let first = tokens.token(app: nil, now: 1_763_700_000)
+        #expect(tokens.token(app: nil, now: 1_763_700_000 + BearerTokens.reuseSeconds - 1) == first)
+        let other = tokens.token(app: "com.example.b", now: 1_763_700_010)
+        #expect(other != first && tokens.signed == 2)
+        #expect(tokens.token(app: nil, now: 1_763_700_000 + BearerTokens.reuseSeconds) != first)
+        #expect(tokens.signed == 3)
+        // A clock that went back gets a fresh token, never one issued in its future.
+        #expect(tokens.token(app: "com.example.b", now: 1_763_699_000) != other)
     }
 }

@@ -51,12 +51,12 @@ struct RateBudgetTests {
         #expect(Double(paced.count) / 3 >= 190, "\(paced.count) in 3 s")
         // Another endpoint and the sandbox have budgets of their own (the sandbox a tenth).
         #expect(budget.admit(RateBudget.Key(endpoint: .orderLookup, environment: .production), now: 9 * Self.second) == nil)
-        #expect(budget.limits[RateBudget.Key(endpoint: .transactionInfo, environment: .sandbox)] == 20)
+        #expect(budget.limit(RateBudget.Key(endpoint: .transactionInfo, environment: .sandbox)) == 20)
         // Without --api-rate: 90% of Apple's published limits.
         let defaults = RateBudget(rates: [:])
-        #expect(defaults.limits[Self.info] == 45)
-        #expect(defaults.limits[RateBudget.Key(endpoint: .refundHistory, environment: .production)] == 9)
-        #expect(defaults.limits[RateBudget.Key(endpoint: .transactionInfo, environment: .sandbox)] == 4)
+        #expect(defaults.limit(Self.info) == 45)
+        #expect(defaults.limit(RateBudget.Key(endpoint: .refundHistory, environment: .production)) == 9)
+        #expect(defaults.limit(RateBudget.Key(endpoint: .transactionInfo, environment: .sandbox)) == 4)
     }
 
     @Test("a 429's Retry-After (UNIX ms) holds the endpoint until then, and a shorter one does not shorten it")
@@ -71,5 +71,42 @@ struct RateBudgetTests {
         #expect(budget.admit(Self.info, now: now + 1_500_000_000) == nil)
         // Other endpoints are not held.
         #expect(budget.admit(RateBudget.Key(endpoint: .transactionHistory, environment: .production), now: now) == nil)
+    }
+
+    @Test("App Store Connect's hourly allowance (X-Rate-Limit): counted down per request; a pause once a tenth is left")
+    func hourly() {
+        let sales = RateBudget.Key(budget: AppStoreBudget(name: "reports", appleRate: 1000), environment: .production)
+        var budget = RateBudget(rates: [:])
+        var now: UInt64 = 10 * Self.second
+        budget.report(HourlyAllowance(limit: 100, remaining: 12), for: sales)
+        var sent = 0
+        while budget.admit(sales, now: now) == nil {
+            budget.answered(sales, now: now)
+            sent += 1
+            now += Self.second
+        }
+        // 12 left, 10 kept: two go.
+        #expect(sent == 2)
+        let due = budget.admit(sales, now: now)
+        #expect(due == now + RateBudget.hourlyPauseNs || due.map { $0 > now } == true)
+        // After the pause one goes, and its answer says again what is left.
+        #expect(budget.admit(sales, now: now + RateBudget.hourlyPauseNs) == nil)
+        budget.report(HourlyAllowance(limit: 100, remaining: 90), for: sales)
+        budget.answered(sales, now: now + RateBudget.hourlyPauseNs)
+        #expect(budget.admit(sales, now: now + RateBudget.hourlyPauseNs + 2 * Self.second) == nil)
+    }
+
+    @Test("hostile Retry-After: none, or more than an hour ahead, holds nothing (backoff alone); a past one holds nothing either")
+    func hostileRetryAfter() {
+        let now: Int64 = 1_763_700_000_000
+        #expect(AppStoreTransport.believable(retryAfter: now + 1500, nowMs: now) == now + 1500)
+        #expect(AppStoreTransport.believable(retryAfter: nil, nowMs: now) == nil)
+        #expect(AppStoreTransport.believable(retryAfter: now + 3_600_001, nowMs: now) == nil)
+        #expect(AppStoreTransport.believable(retryAfter: 9_999_999_999_999_999, nowMs: now) == nil)
+        // In the past: believed, and RateBudget.block waits nought.
+        var budget = RateBudget(rates: [:])
+        budget.block(Self.info, untilUnixMs: AppStoreTransport.believable(retryAfter: now - 5000, nowMs: now)!, nowUnixMs: now,
+                     now: 10 * Self.second)
+        #expect(budget.admit(Self.info, now: 10 * Self.second) == nil)
     }
 }

@@ -20,6 +20,9 @@ public enum ServerAPIEndpoint: String, CaseIterable, Sendable {
         case .refundHistory, .orderLookup: return 10
         }
     }
+
+    /// The rate budget of the endpoint.
+    public var budget: AppStoreBudget { AppStoreBudget(name: rawValue, appleRate: appleRate) }
 }
 
 /// What the job does with one Server API answer (contract §3b's table).
@@ -45,7 +48,7 @@ public enum ServerAPI {
     public static let retryableErrorCodes: Set<Int> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
     public static let transactionIdNotFound = 4_040_010
 
-    // MARK: Paths (appended to IAP_API_URL_PRODUCTION / IAP_API_URL_SANDBOX)
+    // MARK: Paths (the endpoints and their paths: AppStoreEndpoints)
 
     /// An id the job puts in a path: digits for transaction ids; Apple's order ids are letters and
     /// digits. Anything else is refused before a request is made (no path injection).
@@ -55,19 +58,14 @@ public enum ServerAPI {
         }
     }
 
-    public static func transactionInfoPath(_ transactionID: String) -> String {
-        "/inApps/v1/transactions/" + transactionID
-    }
-
-    public static func orderLookupPath(_ orderID: String) -> String { "/inApps/v1/lookup/" + orderID }
-
     // MARK: Classes
 
     /// Classifies an answer. `retryAfter` is the `Retry-After` header: a UNIX time in
     /// **milliseconds** (Apple's rate-limit page), not seconds.
     public static func classify(httpStatus: Int, body: [UInt8], retryAfter: String?) -> ServerAPIOutcome {
         switch httpStatus {
-        case 200:
+        case 200...299:
+            // 200 with a body; 202 Accepted (Send Consumption Information) with none.
             return .ok(body: body)
         case 401:
             return .unauthorized

@@ -23,22 +23,6 @@ public struct NotificationPage: Sendable, Equatable {
 }
 
 extension ServerAPI {
-    /// `GET /inApps/v2/history/{id}`: fixed parameters (ASCENDING, no dates) so that a stored
-    /// `revision` stays valid for the next night; the job filters dates itself.
-    public static func transactionHistoryPath(_ transactionID: String, revision: String?) -> String {
-        "/inApps/v2/history/" + transactionID + "?sort=ASCENDING" + (revision.map { "&revision=" + queryEscaped($0) } ?? "")
-    }
-
-    /// `GET /inApps/v2/refund/lookup/{id}`.
-    public static func refundHistoryPath(_ transactionID: String, revision: String?) -> String {
-        "/inApps/v2/refund/lookup/" + transactionID + (revision.map { "?revision=" + queryEscaped($0) } ?? "")
-    }
-
-    /// `POST /inApps/v1/notifications/history`: the same body on every page, the token in the query.
-    public static func notificationHistoryPath(paginationToken: String?) -> String {
-        "/inApps/v1/notifications/history" + (paginationToken.map { "?paginationToken=" + queryEscaped($0) } ?? "")
-    }
-
     /// The request body: one `notificationType` per request (Apple refuses several, and refuses
     /// one together with `transactionId`).
     public static func notificationHistoryBody(startMs: EpochMillis, endMs: EpochMillis, type: String) -> [UInt8] {

@@ -84,19 +84,15 @@ public struct LookupRun {
         case .order(let orderID):
             (asked, id) = ("order", orderID)
             // Look Up Order ID exists in production only.
-            if let body = try caller.get(.orderLookup, ServerAPI.orderLookupPath(orderID), in: .production) {
-                do { signed = try ServerAPI.orderLookup(body).signed } catch {
-                    throw JobError(.temporary, "Look Up Order ID answered something that is not Apple's answer (\(error)); try again later")
-                }
+            if let answer = try caller.get(AppStoreEndpoints.orderLookup, "Look Up Order ID", id: orderID, in: .production) {
+                signed = answer.signed
             }
         case .transaction(let transactionID):
             (asked, id) = ("transaction", transactionID)
             for environment in [AppStoreEnvironment.production, .sandbox] {
-                guard let body = try caller.get(.transactionInfo, ServerAPI.transactionInfoPath(transactionID),
-                                                in: environment) else { continue }
-                do { signed = [try ServerAPI.signedTransactionInfo(body)] } catch {
-                    throw JobError(.temporary, "Get Transaction Info answered something that is not Apple's answer (\(error)); try again later")
-                }
+                guard let jws = try caller.get(AppStoreEndpoints.transactionInfo, "Get Transaction Info", id: transactionID,
+                                               in: environment) else { continue }
+                signed = [jws]
                 break
             }
         }

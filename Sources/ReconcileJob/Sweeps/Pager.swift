@@ -1,17 +1,14 @@
 import AppStore
-import DequeModule
-import Foundation
 import HTTP
-import HeapModule
 import Reconciliation
 
 /// One paged conversation with the App Store Server API: a notification history sweep, or one
-/// customer's transaction history. The pager sends its requests; the conversation reads each
-/// page, verifies and stores what it holds, and says whether there is a next one.
+/// customer's transaction history. The conversation says which page it wants (an endpoint's row
+/// of `AppStoreEndpoints`), reads each page, verifies and stores what it holds, and says whether
+/// there is a next one.
 protocol Conversation: AnyObject {
-    var rateKey: RateBudget.Key { get }
     /// The request for the next page.
-    func request(tag: Int, token: String) -> HTTPRequest
+    var request: AppStoreRequest { get }
     /// A 200's body. Throws `ServerAPIGarbage` for a body that is not what Apple sends (retried
     /// like a timeout); returns true when this was the last page.
     func page(_ body: [UInt8]) throws -> Bool
@@ -20,17 +17,12 @@ protocol Conversation: AnyObject {
     func abandon(_ problem: String)
 }
 
-/// Runs conversations concurrently on one libcurl multi handle, within the job's rate budget per
-/// endpoint, each conversation one page at a time (a page's token or revision comes from the page
-/// before). Retries with full-jitter backoff; a 429 holds the endpoint until its Retry-After; a
-/// 401 stops everything (exit 78); a host that does not answer at all stops it too (exit 75, see
-/// `OutageBreaker`). Runs on the calling thread, which owns the handle and the conversations'
-/// database connection.
+/// Runs conversations through the App Store transport (`AppStoreTransport`: budget, 429,
+/// backoff, 401 → exit 78, the outage breaker → exit 75), each one page at a time (a page's token
+/// or revision comes from the page before). Runs on the calling thread, which owns the
+/// conversations' database connection.
 struct Pager {
-    let concurrency: Int
-    let policy: RetryPolicy
-    var rates: [ServerAPIEndpoint: Double]
-    let jwt: AppStoreJWT
+    let transport: AppStoreTransport
 
     struct Counts: Sendable, Equatable {
         var requests: [String: Int] = [:]
@@ -39,132 +31,71 @@ struct Pager {
         var abandoned = 0
     }
 
-    private struct Waiting: Comparable {
-        var due: UInt64
-        var sequence: Int
-        var index: Int
-        static func < (a: Waiting, b: Waiting) -> Bool { (a.due, a.sequence) < (b.due, b.sequence) }
-        static func == (a: Waiting, b: Waiting) -> Bool { a.due == b.due && a.sequence == b.sequence }
-    }
-
     func run(_ conversations: [Conversation], progress: Progress, counts: inout Counts) throws {
         guard !conversations.isEmpty else { return }
-        let http = HTTPMulti()
-        defer { http.close() }
-        var budget = RateBudget(rates: rates)
-        var ready = Deque(conversations.indices)
-        var waiting = Heap<Waiting>()
-        /// Requests in flight: the conversation, and whether this is the first request it sent.
-        var inFlight: [Int: (index: Int, first: Bool)] = [:]
-        var attempts = [Int](repeating: 0, count: conversations.count)
-        var tag = 0
-        var rng = SystemRandomNumberGenerator()
-        var breaker = OutageBreaker(wave: concurrency)
-        // Conversations that sent their first request: the others are still to come.
-        var started = [Bool](repeating: false, count: conversations.count)
-        var startedCount = 0
+        var abandoned = 0
+        var feed = ListFeed(conversations.map { Paging($0, progress: progress, abandoned: { abandoned += 1 }) })
+        var breaker = OutageBreaker(wave: transport.concurrency)
+        var sent = TransportCounts()
+        defer {
+            counts.requests.merge(sent.requests, uniquingKeysWith: +)
+            counts.rateLimited += sent.rateLimited
+            counts.retried += sent.retried
+            counts.abandoned += abandoned
+        }
+        try transport.run(&feed, breaker: &breaker, counts: &sent)
+    }
+}
 
-        func retry(_ i: Int, problem: String) {
-            attempts[i] += 1
-            guard attempts[i] < policy.maxAttempts else {
-                counts.abandoned += 1
-                conversations[i].abandon(problem + " (after \(attempts[i]) attempts)")
+/// A conversation as the transport sees it: its pages in turn, each page's retries counted from
+/// nought; abandoned on a refusal or when a page used up its attempts.
+private final class Paging: AppStoreExchange {
+    let conversation: Conversation
+    let progress: Progress
+    let abandoned: () -> Void
+    var retry = RetryPolicy.State()
+    var sends = 0
+    /// The page just read was the last.
+    private var last = false
+
+    init(_ conversation: Conversation, progress: Progress, abandoned: @escaping () -> Void) {
+        (self.conversation, self.progress, self.abandoned) = (conversation, progress, abandoned)
+    }
+
+    var request: AppStoreRequest { conversation.request }
+
+    func read(_ reply: AppStoreReply) throws -> Answer {
+        guard case .answer(_, let body) = reply else { return AppStoreTransport.answer(reply) }
+        do {
+            last = try conversation.page(body)
+            return Answer(status: nil, answerClass: .ok)
+        } catch let garbage as ServerAPIGarbage {
+            return Answer(status: nil, answerClass: .retry, problem: "\(request.name): \(garbage.problem)")
+        }
+    }
+
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+        switch decision {
+        case .definitive where answer.answerClass == .ok:
+            if last {
                 progress.tick()
-                return
+                return false
             }
-            counts.retried += 1
-            let wait = policy.backoffMs(afterAttempt: attempts[i], jitter: Double.random(in: 0...1, using: &rng))
-            tag += 1
-            waiting.insert(Waiting(due: RequestLoop<VerifyReceiptClient>.monotonicNanos() + UInt64(wait) * 1_000_000,
-                                   sequence: tag, index: i))
+            retry.attemptsThisRun = 0
+            return true
+        case .definitive, .rejectedAfterRepeated21002:
+            give(up: answer.problem ?? "refused")
+        case .leaveForNextRun, .environmentsDisagree:
+            give(up: (answer.problem ?? "no answer") + " (after \(retry.attemptsThisRun) attempts)")
+        case .switchEnvironment, .sendAgain, .stop:
+            break
         }
+        return false
+    }
 
-        while !ready.isEmpty || !waiting.isEmpty || !inFlight.isEmpty {
-            let now = RequestLoop<VerifyReceiptClient>.monotonicNanos()
-            while let first = waiting.min, first.due <= now { ready.append(waiting.removeMin().index) }
-            var deferred: [Int] = []
-            while inFlight.count < concurrency, let i = ready.popFirst() {
-                let c = conversations[i]
-                if let due = budget.admit(c.rateKey, now: now) {
-                    tag += 1
-                    waiting.insert(Waiting(due: due, sequence: tag, index: i))
-                    continue
-                }
-                tag += 1
-                let token = jwt.token(now: Int64(Date().timeIntervalSince1970))
-                do {
-                    try http.add(c.request(tag: tag, token: token))
-                } catch {
-                    budget.answered(c.rateKey, now: now)  // admitted, never sent: counted for a window anyway
-                    deferred.append(i)
-                    break
-                }
-                inFlight[tag] = (i, !started[i])
-                counts.requests[c.rateKey.endpoint.rawValue, default: 0] += 1
-                breaker.sent(first: !started[i])
-                if !started[i] { started[i] = true; startedCount += 1 }
-            }
-            for i in deferred { ready.append(i) }
-            if inFlight.isEmpty {
-                if let first = waiting.min {
-                    let ns = first.due > now ? first.due - now : 0
-                    usleep(UInt32(min(100_000, ns / 1000 + 1)))
-                }
-                continue
-            }
-            var untilDue = 100
-            if let first = waiting.min { untilDue = min(untilDue, Int((first.due > now ? first.due - now : 0) / 1_000_000)) }
-            for completion in http.poll(timeoutMs: max(1, untilDue)) {
-                guard let (i, first) = inFlight.removeValue(forKey: completion.tag) else { continue }
-                let c = conversations[i]
-                // It counts against the budget for a window from its answer (RateBudget).
-                budget.answered(c.rateKey, now: RequestLoop<VerifyReceiptClient>.monotonicNanos())
-                switch completion.outcome {
-                case .failure(_, let message, _):
-                    breaker.failed(first: first, reason: message)
-                    retry(i, problem: message)
-                case .response(let status, let body):
-                    breaker.answered()
-                    switch ServerAPI.classify(httpStatus: status, body: body, retryAfter: completion.headers["Retry-After"]) {
-                    case .ok(let body):
-                        do {
-                            if try c.page(body) {
-                                progress.tick()
-                            } else {
-                                attempts[i] = 0
-                                ready.append(i)
-                            }
-                        } catch let garbage as ServerAPIGarbage {
-                            retry(i, problem: "\(c.rateKey.endpoint.rawValue): \(garbage.problem)")
-                        }
-                    case .unauthorized:
-                        throw JobError(.configuration, ServerAPIClient.unauthorized)
-                    case .rateLimited(let until):
-                        counts.rateLimited += 1
-                        if let until {
-                            budget.block(c.rateKey, untilUnixMs: until, nowUnixMs: RequestLoop<VerifyReceiptClient>.unixMillis(),
-                                         now: RequestLoop<VerifyReceiptClient>.monotonicNanos())
-                        }
-                        retry(i, problem: "HTTP 429, rate limited")
-                    case .retry(let problem):
-                        retry(i, problem: problem)
-                    case .transactionNotFound:
-                        counts.abandoned += 1
-                        c.abandon("Apple knows no such transaction (4040010)")
-                        progress.tick()
-                    case .refused(_, let problem):
-                        counts.abandoned += 1
-                        c.abandon(problem)
-                        progress.tick()
-                    }
-                }
-            }
-            // Conversations in flight are dropped with the multi handle; none advanced its position.
-            let verdict = breaker.verdict(moreFirstRequests: startedCount < conversations.count)
-            if verdict != .goOn { throw JobError(.temporary, breaker.message(verdict, service: ServerAPIClient.service)) }
-        }
-        if counts.requests.values.reduce(0, +) > 0 && breaker.answers == 0 {
-            throw JobError(.temporary, breaker.message(.unreachable, service: ServerAPIClient.service))
-        }
+    private func give(up problem: String) {
+        abandoned()
+        conversation.abandon(problem)
+        progress.tick()
     }
 }

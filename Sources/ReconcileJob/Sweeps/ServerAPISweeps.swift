@@ -37,9 +37,10 @@ struct ServerAPISweeps {
         var counts = SweepCounts()
         let progress = Progress(stage: "sweep", enabled: settings.progress)
         defer { progress.finish() }
-        let policy = RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
-                                 retryDelayMinutes: settings.retryDelayMinutes)
-        let pager = Pager(concurrency: settings.concurrency, policy: policy, rates: api.rates, jwt: api.jwt)
+        var transport = AppStoreTransport(settings: settings, service: "the App Store Server API")
+        transport.serverAPI = api
+        transport.rates = api.rates
+        let pager = Pager(transport: transport)
         let bundles: Set<String>? = settings.bundleIDs.isEmpty ? nil : settings.bundleIDs
 
         // 1. Notification history: six sweeps, one page at a time each.
@@ -156,18 +157,13 @@ final class NotificationSweep: Conversation {
             = (sweeps, db, type, environment, start, end, bundles)
     }
 
-    var rateKey: RateBudget.Key { RateBudget.Key(endpoint: .notificationHistory, environment: environment) }
-
-    func request(tag: Int, token: String) -> HTTPRequest {
-        HTTPRequest(tag: tag, method: .post,
-                    url: sweeps.api.baseURL(environment) + ServerAPI.notificationHistoryPath(paginationToken: self.token),
-                    body: ServerAPI.notificationHistoryBody(startMs: start, endMs: end, type: type),
-                    headers: ["Content-Type: application/json", "Authorization: Bearer " + token],
-                    timeoutMs: sweeps.settings.timeoutMs, wantedHeaders: ["Retry-After"])
+    var request: AppStoreRequest {
+        AppStoreEndpoints.notificationHistory.request(in: environment, query: [("paginationToken", token)],
+                                                      body: ServerAPI.notificationHistoryBody(startMs: start, endMs: end, type: type))
     }
 
     func page(_ body: [UInt8]) throws -> Bool {
-        let page = try ServerAPI.notificationPage(body)
+        let page = try AppStoreEndpoints.notificationHistory.reader(body)
         var rows: [(uuid: String, type: String, subtype: String?, tid: String?, signed: Int64)] = []
         var items: [LearnTransactions.Item] = []
         for payload in page.signedPayloads {
@@ -240,17 +236,15 @@ final class HistoryCustomer: Conversation {
             = (sweeps, db, userID, transactionID, revision, bundles)
     }
 
-    var rateKey: RateBudget.Key { RateBudget.Key(endpoint: .transactionHistory, environment: .production) }
-
-    func request(tag: Int, token: String) -> HTTPRequest {
-        HTTPRequest(tag: tag, method: .get,
-                    url: sweeps.api.baseURL(.production) + ServerAPI.transactionHistoryPath(transactionID, revision: revision),
-                    headers: ["Authorization: Bearer " + token], timeoutMs: sweeps.settings.timeoutMs,
-                    wantedHeaders: ["Retry-After"])
+    /// Fixed parameters (ASCENDING, no dates) so that a stored `revision` stays valid for the next
+    /// night; the job filters dates itself.
+    var request: AppStoreRequest {
+        AppStoreEndpoints.transactionHistory.request(in: .production, id: transactionID,
+                                                     query: [("sort", "ASCENDING"), ("revision", revision)])
     }
 
     func page(_ body: [UInt8]) throws -> Bool {
-        let page = try ServerAPI.transactionPage(body)
+        let page = try AppStoreEndpoints.transactionHistory.reader(body)
         var items: [LearnTransactions.Item] = []
         for jws in page.signedTransactions {
             switch sweeps.settings.signedData.verifyTransaction(jws, bundleIDs: bundles) {

@@ -14,14 +14,21 @@ import Reconciliation
 /// flight or answered within the last window. Whatever moment Apple counts each at, no window of
 /// Apple's can then hold more than `limit`. Apple's published limits are kept at 90% by default
 /// (`safety`); `--api-rate` is taken as given.
+///
+/// App Store Connect says what is left of a key's hourly allowance in every answer
+/// (`X-Rate-Limit`, `HourlyAllowance`): once no more than a tenth of it is left (the same 90%),
+/// nothing more goes to that endpoint for a minute, then requests go again and their answers say.
 struct RateBudget {
     struct Key: Hashable, Sendable {
-        var endpoint: ServerAPIEndpoint
+        var budget: AppStoreBudget
         var environment: AppStoreEnvironment
+
+        init(budget: AppStoreBudget, environment: AppStoreEnvironment) { (self.budget, self.environment) = (budget, environment) }
+        init(endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment) { self.init(budget: endpoint.budget, environment: environment) }
     }
 
-    /// Requests per second per key (sandbox keys included).
-    let limits: [Key: Int]
+    /// Requests per second in production per budget name (`--api-rate`, taken as given).
+    let rates: [String: Double]
     /// The window, on the monotonic clock: one second and 1% more.
     static let windowNs: UInt64 = 1_010_000_000
     /// The share of Apple's published limit the job uses when `--api-rate` does not say.
@@ -33,16 +40,21 @@ struct RateBudget {
     private var answered: [Key: Deque<UInt64>] = [:]
     /// Monotonic time before which nothing goes to the key (a 429's Retry-After).
     private var blocked: [Key: UInt64] = [:]
+    /// App Store Connect: the hourly allowance its last answer reported, counted down by each
+    /// request sent since.
+    private var hourly: [Key: HourlyAllowance] = [:]
+    /// How long an endpoint whose hourly allowance ran low waits before it asks again.
+    static let hourlyPauseNs: UInt64 = 60_000_000_000
 
     init(rates: [ServerAPIEndpoint: Double]) {
-        var limits: [Key: Int] = [:]
-        for endpoint in ServerAPIEndpoint.allCases {
-            let rate = rates[endpoint] ?? endpoint.appleRate * Self.safety
-            limits[Key(endpoint: endpoint, environment: .production)] = max(1, Int(rate.rounded(.down)))
-            // Apple's sandbox allows a tenth of production.
-            limits[Key(endpoint: endpoint, environment: .sandbox)] = max(1, Int((rate / 10).rounded(.down)))
-        }
-        self.limits = limits
+        self.rates = Dictionary(uniqueKeysWithValues: rates.map { ($0.key.rawValue, $0.value) })
+    }
+
+    /// Requests a window holds for `key`: `--api-rate`, else 90% of Apple's; a tenth in the sandbox.
+    func limit(_ key: Key) -> Int {
+        let rate = rates[key.budget.name] ?? key.budget.appleRate * Self.safety
+        // Apple's sandbox allows a tenth of production.
+        return max(1, Int((key.environment == .production ? rate : rate / 10).rounded(.down)))
     }
 
     /// nil when a request to `key` may go now (it is then counted as in flight until `answered`);
@@ -53,10 +65,19 @@ struct RateBudget {
             if now < until { return until }
             blocked[key] = nil
         }
+        if let allowance = hourly[key] {
+            if allowance.remaining <= allowance.limit - Int((Double(allowance.limit) * Self.safety).rounded(.down)) {
+                // Low: a pause, then one request's answer says again what is left.
+                hourly[key] = nil
+                blocked[key] = now &+ Self.hourlyPauseNs
+                return now &+ Self.hourlyPauseNs
+            }
+            hourly[key]?.remaining -= 1
+        }
         var times = answered[key] ?? []
         while let first = times.first, now >= first &+ Self.windowNs { times.removeFirst() }
         answered[key] = times
-        let limit = limits[key] ?? 1
+        let limit = self.limit(key)
         let flying = inFlight[key] ?? 0
         let over = flying + times.count - limit + 1
         if over > 0 {
@@ -72,6 +93,11 @@ struct RateBudget {
     mutating func answered(_ key: Key, now: UInt64) {
         inFlight[key] = max(0, (inFlight[key] ?? 0) - 1)
         answered[key, default: []].append(now)
+    }
+
+    /// An answer to `key` reported its hourly allowance (App Store Connect's `X-Rate-Limit`).
+    mutating func report(_ allowance: HourlyAllowance, for key: Key) {
+        hourly[key] = allowance
     }
 
     /// A 429 said: nothing to `key` before `untilUnixMs` (converted to the monotonic clock with

@@ -29,8 +29,8 @@ public struct VerifyCounts: Sendable, Equatable {
 /// concurrently, and persist every answer as it arrives.
 ///
 /// Selection (`ReceiptSelection`) → a bounded queue filled by a reader thread on its own
-/// connection → the request loop on the calling thread (`RequestLoop`, which owns the libcurl
-/// multi handle) → a bounded queue → the answer writer on its own connection and thread
+/// connection → the App Store transport on the calling thread (`AppStoreTransport`, which owns the
+/// libcurl multi handle) → a bounded queue → the answer writer on its own connection and thread
 /// (`AnswerWriter`). Memory is bounded by the queues, not by the number of receipts.
 public final class VerifyStage {
     let settings: JobSettings
@@ -129,20 +129,18 @@ public final class VerifyStage {
         reader.stackSize = 1 << 20
         reader.start()
 
-        let policy = RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
-                                 retryDelayMinutes: settings.retryDelayMinutes)
-        let loop = RequestLoop(client: VerifyReceiptClient(settings: settings), policy: policy,
-                               concurrency: settings.concurrency, runID: runID, progress: progress)
         var loopError: Error?
         do {
-            try loop.run(input: input, records: records, counts: &counts)
+            try VerifyRequests.run(.receipts(settings), input: input,
+                                   transport: AppStoreTransport(settings: settings, service: VerifyAsking.receipts(settings).service),
+                                   runID: runID, progress: progress, records: records, counts: &counts)
             // The loop ends once the reader closed its queue: every upload has been read; the
             // verifiers end once they checked the last.
             verifiers.wait()
             try signed.finish(records: records, db: db, settings: settings)
             if let api = settings.serverAPI, !apiSweep.isEmpty {
-                try sweepWithServerAPI(apiSweep, api: api, signed: signed, policy: policy, records: records,
-                                       progress: progress, counts: &counts)
+                try sweepWithServerAPI(apiSweep, api: api, signed: signed, records: records, progress: progress,
+                                       counts: &counts)
             }
         } catch {
             loopError = error
@@ -163,10 +161,10 @@ public final class VerifyStage {
     }
 
     /// The refund sweep of signed transactions: Get Transaction Info for each (its current state),
-    /// through the same request loop, within the job's rate budget. An upload settled at upload
+    /// through the same transport, within the job's rate budget. An upload settled at upload
     /// and never verified is verified offline first (that is how its transaction id is known).
     private func sweepWithServerAPI(_ jobs: [VerifyJob], api: ServerAPISettings, signed: SignedUploads,
-                                    policy: RetryPolicy, records: BlockingQueue<AnswerRecord>, progress: Progress,
+                                    records: BlockingQueue<AnswerRecord>, progress: Progress,
                                     counts: inout VerifyCounts) throws {
         let queue = BlockingQueue<VerifyJob>(capacity: jobs.count + 1)
         for var job in jobs {
@@ -180,11 +178,12 @@ public final class VerifyStage {
             _ = queue.push(job)
         }
         queue.close()
-        var loop = RequestLoop(client: ServerAPIClient(api: api, settings: settings), policy: policy,
-                               concurrency: settings.concurrency, runID: runID, progress: progress)
-        loop.rates = api.rates
+        var transport = AppStoreTransport(settings: settings, service: VerifyAsking.signedTransactions(settings).service)
+        transport.serverAPI = api
+        transport.rates = api.rates
         let before = counts.requests
-        try loop.run(input: queue, records: records, counts: &counts)
+        try VerifyRequests.run(.signedTransactions(settings), input: queue, transport: transport, runID: runID,
+                               progress: progress, records: records, counts: &counts)
         counts.apiRequests += counts.requests - before
     }
 }

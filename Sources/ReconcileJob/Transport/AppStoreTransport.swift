@@ -1,0 +1,376 @@
+import AppStore
+import Foundation
+import HTTP
+import HeapModule
+import Reconciliation
+
+/// One piece of work that asks the App Store: a receipt to verify, a notification sweep, a
+/// customer's history, a lookup. It says which request it wants sent now (an endpoint's row of
+/// `AppStoreEndpoints` with its id, query and body), reads each answer into an `Answer` whose class
+/// the retry policy decides on, and is told the decision. The transport does everything else.
+protocol AppStoreExchange: AnyObject {
+    /// The request to send now.
+    var request: AppStoreRequest { get }
+    /// Where it stands with the retry policy (this run's attempts; a receipt's runs before).
+    var retry: RetryPolicy.State { get set }
+    /// Requests sent for it in this run (the transport counts; 1: its first).
+    var sends: Int { get set }
+    /// Reads one classified answer to `request` (throws only what stops the run, e.g. the
+    /// database that stores a page failing).
+    func read(_ reply: AppStoreReply) throws -> Answer
+    /// The policy's decision on `answer` (read from an answer to `asked`). True: send `request`
+    /// again now (the next page, the other environment).
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool
+}
+
+/// Where a run's exchanges come from: a queue a reader fills while the run goes on
+/// (verification), or a list known before (the sweeps, `lookup`).
+protocol ExchangeFeed {
+    associatedtype Exchange: AppStoreExchange
+    /// The next exchange if one is ready now.
+    mutating func next() -> Exchange?
+    /// The next exchange, waiting up to `timeoutMs` for one.
+    mutating func next(timeoutMs: Int) -> Exchange?
+    /// No exchange will come any more.
+    var finished: Bool { get }
+}
+
+/// A list of exchanges known before the run.
+struct ListFeed<Exchange: AppStoreExchange>: ExchangeFeed {
+    private var list: [Exchange]
+    private var position = 0
+    init(_ list: [Exchange]) { self.list = list }
+    mutating func next() -> Exchange? {
+        guard position < list.count else { return nil }
+        position += 1
+        return list[position - 1]
+    }
+    mutating func next(timeoutMs: Int) -> Exchange? { next() }
+    var finished: Bool { position >= list.count }
+}
+
+/// What a transport run did, for the summary and the tests.
+struct TransportCounts: Sendable, Equatable {
+    /// Requests sent, per endpoint name (`transaction_info`, `verify_receipt`…).
+    var requests: [String: Int] = [:]
+    /// 429 answers.
+    var rateLimited = 0
+    /// Answers sent again after a backoff.
+    var retried = 0
+    var total: Int { requests.values.reduce(0, +) }
+}
+
+/// The one way the job talks to Apple: keeps `concurrency` requests in flight on one libcurl multi
+/// handle, classifies every answer (`AppStoreReply`), holds each endpoint to its rate budget and a
+/// 429 to its `Retry-After`, signs a bearer token per key and app and reuses it while valid, backs
+/// off and retries by the retry policy, and stops on an answer that is ours to fix (exit 78) or a
+/// host that does not answer (`OutageBreaker`, exit 75).
+///
+/// Concurrency: `run` keeps its multi handle, budget, tokens and every exchange in flight on the
+/// thread that calls it (`HTTPMulti` is not `Sendable`); exchanges talk to other threads only
+/// through their queues.
+struct AppStoreTransport {
+    /// verifyReceipt's URLs (whole, with `/verifyReceipt`).
+    var verifyReceiptURL: (production: String, sandbox: String) = ("", "")
+    /// The Server API (and its In-App Purchase key), App Store Connect (and its team key).
+    var serverAPI: ServerAPISettings?
+    let policy: RetryPolicy
+    /// Requests in flight at most.
+    let concurrency: Int
+    let timeoutMs: Int
+    /// What the exit-75 line calls the other end when it does not answer.
+    let service: String
+    /// Requests per second per endpoint (`--api-rate`); missing: 90% of Apple's.
+    var rates: [ServerAPIEndpoint: Double] = [:]
+    /// `lookup` only: a 429 asking to wait longer than this ends the run (exit 75) instead.
+    var longestRateLimitWaitMs: Int64?
+
+    /// The transport of a run with `settings`: its URLs, keys, retry policy, `--concurrency`,
+    /// `--timeout-ms` and `--api-rate`. `service` names the other end in the exit-75 line.
+    init(settings: JobSettings, service: String, concurrency: Int? = nil) {
+        self.init(policy: RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
+                                      retryDelayMinutes: settings.retryDelayMinutes),
+                  concurrency: concurrency ?? settings.concurrency, timeoutMs: settings.timeoutMs, service: service)
+        verifyReceiptURL = (settings.productionURL, settings.sandboxURL)
+        serverAPI = settings.serverAPI
+        rates = settings.serverAPI?.rates ?? [:]
+    }
+
+    init(policy: RetryPolicy, concurrency: Int, timeoutMs: Int, service: String) {
+        self.policy = policy
+        self.concurrency = max(1, concurrency)
+        self.timeoutMs = timeoutMs
+        self.service = service
+    }
+
+    /// A request made to wait (backoff, budget): due on the monotonic clock.
+    private struct Waiting<E>: Comparable {
+        var due: UInt64
+        var sequence: Int
+        var exchange: E
+        static func < (a: Waiting, b: Waiting) -> Bool { (a.due, a.sequence) < (b.due, b.sequence) }
+        static func == (a: Waiting, b: Waiting) -> Bool { a.due == b.due && a.sequence == b.sequence }
+    }
+
+    /// Runs the feed's exchanges to their end. `breaker` spans the run (or several: `lookup`'s);
+    /// `recorded` is called after each wake-up's answers were settled (one hand-off of their
+    /// records, not one per answer).
+    func run<Feed: ExchangeFeed>(_ feed: inout Feed, breaker: inout OutageBreaker, counts: inout TransportCounts,
+                                 recorded: () throws -> Void = {}) throws {
+        typealias E = Feed.Exchange
+        let http = HTTPMulti()
+        defer { http.close() }
+        var budget = RateBudget(rates: rates)
+        var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt) }
+        var teamTokens = serverAPI?.teamKey.map { BearerTokens(key: $0) }
+        var inFlight: [Int: (exchange: E, request: AppStoreRequest)] = [:]
+        var waiting = Heap<Waiting<E>>()
+        var nextTag = 0
+        var stopping: JobError?
+        var feedDone = false
+        var rng = SystemRandomNumberGenerator()
+        /// Requests this run sent (the breaker may carry an earlier run's).
+        var sentHere = 0
+        // An exchange the budget did not admit yet (one at most: the run stops pulling until it goes).
+        var held: (exchange: E, due: UInt64)?
+
+        func budgetKey(_ request: AppStoreRequest) -> RateBudget.Key? {
+            request.budget.map { RateBudget.Key(budget: $0, environment: request.environment) }
+        }
+
+        func url(_ request: AppStoreRequest) -> String {
+            switch request.service {
+            case .verifyReceipt:
+                return request.environment == .production ? verifyReceiptURL.production : verifyReceiptURL.sandbox
+            case .serverAPI:
+                return (serverAPI?.baseURL(request.environment) ?? "") + request.path
+            case .connect:
+                return (serverAPI?.connectBaseURL ?? "") + request.path
+            }
+        }
+
+        func httpRequest(_ request: AppStoreRequest, tag: Int) throws -> HTTPRequest {
+            var headers = request.method == .get ? [] : ["Content-Type: application/json"]
+            var wanted: [String] = []
+            var now: Int64 { Int64(Date().timeIntervalSince1970) }
+            switch request.service {
+            case .verifyReceipt:
+                break
+            case .serverAPI:
+                guard let token = iapTokens?.token(app: request.bundleID, now: now) else {
+                    throw JobError(.configuration, "\(request.name) asks the App Store Server API, which is not configured")
+                }
+                headers.append("Authorization: Bearer " + token)
+                wanted = ["Retry-After"]
+            case .connect:
+                guard let token = teamTokens?.token(app: nil, now: now) else {
+                    throw JobError(.configuration, "\(request.name) asks the App Store Connect API: no team key is configured")
+                }
+                headers.append("Authorization: Bearer " + token)
+                wanted = ["Retry-After", "X-Rate-Limit"]
+            }
+            let method: HTTPRequest.Method
+            switch request.method {
+            case .get: method = .get
+            case .post: method = .post
+            case .put: method = .put
+            }
+            return HTTPRequest(tag: tag, method: method, url: url(request), body: request.body, headers: headers,
+                               timeoutMs: timeoutMs, wantedHeaders: wanted)
+        }
+
+        /// Sends `exchange`'s request if the budget admits it now; else holds it. False when held.
+        func sendIfAdmitted(_ exchange: E, now: UInt64) throws -> Bool {
+            let request = exchange.request
+            if let key = budgetKey(request), let due = budget.admit(key, now: now) {
+                held = (exchange, due)
+                return false
+            }
+            try send(exchange, request)
+            return true
+        }
+
+        /// Sends `request` of `exchange` now (the budget, if any, admitted it).
+        func send(_ exchange: E, _ request: AppStoreRequest) throws {
+            nextTag += 1
+            do {
+                try http.add(httpRequest(request, tag: nextTag))
+            } catch {
+                // Admitted, never sent: counted for a window anyway.
+                if let key = budgetKey(request) { budget.answered(key, now: Self.monotonicNanos()) }
+                throw error
+            }
+            exchange.sends += 1
+            inFlight[nextTag] = (exchange, request)
+            counts.requests[request.name, default: 0] += 1
+            sentHere += 1
+            breaker.sent(first: exchange.sends == 1)
+        }
+
+        /// Due now or later: through the budget when it is due.
+        func later(_ exchange: E, due: UInt64) {
+            nextTag += 1
+            waiting.insert(Waiting(due: due, sequence: nextTag, exchange: exchange))
+        }
+
+        // Until the host has answered once, one wave of requests at most goes out: each failure
+        // of the first wave would otherwise free a slot for one more request to a host that may
+        // be gone (up to twice the wave when the failures come one by one, as a slow resolver
+        // makes them), before the breaker has seen the whole wave fail.
+        func mayWiden() -> Bool { breaker.answers > 0 || sentHere < concurrency }
+
+        while true {
+            let now = Self.monotonicNanos()
+            if stopping == nil {
+                while inFlight.count < concurrency && mayWiden() {
+                    if let h = held {
+                        if h.due > now { break }
+                        held = nil
+                        if try !sendIfAdmitted(h.exchange, now: now) { break }
+                    } else if let first = waiting.min, first.due <= now {
+                        if try !sendIfAdmitted(waiting.removeMin().exchange, now: now) { break }
+                    } else if !feedDone, let exchange = feed.next() {
+                        if try !sendIfAdmitted(exchange, now: now) { break }
+                    } else {
+                        if !feedDone && feed.finished { feedDone = true }
+                        break
+                    }
+                }
+            }
+            if inFlight.isEmpty && held == nil {
+                if stopping != nil || (feedDone && waiting.isEmpty) { break }
+                if !feedDone && waiting.isEmpty && mayWiden() {
+                    // Nothing to do until the feed delivers.
+                    if let exchange = feed.next(timeoutMs: 200) {
+                        _ = try sendIfAdmitted(exchange, now: Self.monotonicNanos())
+                    } else if feed.finished { feedDone = true }
+                    continue
+                }
+            }
+            if stopping != nil && inFlight.isEmpty { break }
+            // A backoff or a budget that ends only matters when a request may go out then: with every
+            // slot taken (or stopping) the run waits for an answer, never polls in a busy circle.
+            var untilDue = 100
+            if stopping == nil && inFlight.count < concurrency {
+                if let first = waiting.min { untilDue = min(untilDue, Int((first.due > now ? first.due - now : 0) / 1_000_000)) }
+                if let h = held { untilDue = min(untilDue, Int((h.due > now ? h.due - now : 0) / 1_000_000)) }
+            }
+            var sendError: Error?
+            answers: for completion in http.poll(timeoutMs: untilDue) {
+                guard let (exchange, asked) = inFlight.removeValue(forKey: completion.tag) else { continue }
+                let key = budgetKey(asked)
+                // It counts against the budget for a window from its answer (RateBudget).
+                if let key { budget.answered(key, now: Self.monotonicNanos()) }
+                let reply: AppStoreReply
+                switch completion.outcome {
+                case .response(let status, let body):
+                    breaker.answered()
+                    if let key, let header = completion.headers["X-Rate-Limit"], let allowance = HourlyAllowance.parse(header) {
+                        budget.report(allowance, for: key)
+                    }
+                    reply = AppStoreReply.classify(asked.service, httpStatus: status, body: body,
+                                                   retryAfter: completion.headers["Retry-After"])
+                case .failure(_, let message, _):
+                    breaker.failed(first: exchange.sends == 1, reason: message)
+                    reply = .retry(message)
+                }
+                if case .rateLimited(let until) = reply {
+                    counts.rateLimited += 1
+                    let nowUnix = Self.unixMillis()
+                    if let longest = longestRateLimitWaitMs, let until, until - nowUnix > longest {
+                        throw JobError(.temporary, "the App Store asks to wait \((until - nowUnix) / 1000) s (rate limit of "
+                            + "\(asked.name)); run again later")
+                    }
+                    // Nothing more to this endpoint before the time Apple named (none believable: the backoff alone).
+                    if let key, let until = Self.believable(retryAfter: until, nowMs: nowUnix) {
+                        budget.block(key, untilUnixMs: until, nowUnixMs: nowUnix, now: Self.monotonicNanos())
+                    }
+                }
+                let answer = try exchange.read(reply)
+                let decision = policy.decide(answer.answerClass, status: answer.status, state: &exchange.retry,
+                                             now: Self.unixMillis(), jitter: Double.random(in: 0...1, using: &rng))
+                let again = exchange.settled(answer, decision: decision, asked: asked, completion: completion)
+                switch decision {
+                case .stop:
+                    if stopping == nil { stopping = Self.configurationError(answer) }
+                case .sendAgain(let afterMs):
+                    counts.retried += 1
+                    later(exchange, due: Self.monotonicNanos() + UInt64(afterMs) * 1_000_000)
+                case .definitive, .rejectedAfterRepeated21002, .switchEnvironment, .leaveForNextRun, .environmentsDisagree:
+                    guard again, stopping == nil else { break }
+                    let next = exchange.request
+                    if let key = budgetKey(next), let due = budget.admit(key, now: Self.monotonicNanos()) {
+                        later(exchange, due: due)
+                    } else {
+                        // Settled first: the answers of this wake-up are kept even if this throws.
+                        do { try send(exchange, next) } catch { sendError = error; break answers }
+                    }
+                }
+            }
+            try recorded()
+            if let sendError { throw sendError }
+            // The answers above are settled (a receipt whose request failed stays eligible: nothing
+            // was believed); the requests still in flight are dropped with the multi handle.
+            if stopping == nil {
+                var verdict = breaker.verdict(moreFirstRequests: !feedDone || held != nil)
+                // A whole wave went out and failed (retries among it), and no more may go: unreachable.
+                if verdict == .goOn && !mayWiden() && inFlight.isEmpty { verdict = .unreachable }
+                if verdict != .goOn { throw JobError(.temporary, breaker.message(verdict, service: service)) }
+            }
+        }
+        if let stopping { throw stopping }
+        if sentHere > 0 && breaker.answers == 0 {
+            throw JobError(.temporary, breaker.message(.unreachable, service: service))
+        }
+    }
+
+    /// Apple counts its limits per hour: a `Retry-After` further ahead than that is not Apple's
+    /// (a proxy's, a broken one) and is not waited for; the request backs off as after a 5xx.
+    static let longestRetryAfterMs: Int64 = 3_600_000
+
+    /// The time a 429's `Retry-After` (UNIX ms) holds its endpoint until, or nil when it does
+    /// not (none, or past the longest wait believed).
+    static func believable(retryAfter untilMs: Int64?, nowMs: Int64) -> Int64? {
+        guard let untilMs, untilMs - nowMs <= longestRetryAfterMs else { return nil }
+        return untilMs
+    }
+
+    /// The line of exit 78 for an answer that is ours to fix.
+    static func configurationError(_ answer: Answer) -> JobError {
+        // The Server API's 401 has no status: its problem says what to check.
+        if answer.status == nil, let problem = answer.problem { return JobError(.configuration, problem) }
+        return JobError(.configuration, "the App Store answered status \(answer.status ?? 0) ("
+            + (answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")
+            + "); verification stopped, no receipt was blamed")
+    }
+
+    /// The answer of a Server API or App Store Connect reply that is not a body to read: the same
+    /// for every endpoint. `notFound` is a rejection here; Get Transaction Info asks the sandbox.
+    static func answer(_ reply: AppStoreReply) -> Answer {
+        switch reply {
+        case .answer(let status, _):
+            return Answer(status: nil, answerClass: .ok, problem: "HTTP \(status)")
+        case .unauthorized:
+            return Answer(status: nil, answerClass: .config, problem: unauthorized)
+        case .notFound:
+            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt,
+                          problem: "Apple knows no such transaction (4040010)")
+        case .refused(let problem):
+            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: problem)
+        case .rateLimited:
+            return Answer(status: nil, answerClass: .retry, problem: "HTTP 429, rate limited")
+        case .retry(let problem):
+            return Answer(status: nil, answerClass: .retry, problem: problem)
+        }
+    }
+
+    static let unauthorized = "the App Store Server API refused our token (HTTP 401): check IAP_ISSUER_ID, IAP_KEY_ID, "
+        + "IAP_PRIVATE_KEY_FILE and that the first of IAP_BUNDLE_IDS is the key's app; verification stopped, "
+        + "no receipt was blamed"
+
+    /// Backoff deadlines: a clock that never jumps.
+    static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Wall time, for what is stored (when an answer came, when a receipt may be sent again).
+    static func unixMillis() -> EpochMillis { EpochMillis(Date().timeIntervalSince1970 * 1000) }
+}
