@@ -130,7 +130,7 @@ final class FindingSink: @unchecked Sendable {
     }
 
     func begin() throws {
-        try db.execute("TRUNCATE \(schema.quoted).current_findings")  // made by migration 10
+        try db.execute("TRUNCATE \(schema.sql).current_findings")  // made by migration 10
         // Its own query: in the same one, the statements above would join the transaction, and
         // with them their locks.
         try db.execute("BEGIN")
@@ -149,7 +149,7 @@ final class FindingSink: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let rows = pending
         pending.removeAll(keepingCapacity: true)
-        try db.copyIn("COPY \(schema.quoted).current_findings FROM STDIN") { w in
+        try db.copyIn("COPY \(schema.sql).current_findings FROM STDIN") { w in
             for row in rows { try w.row(row) }
         }
     }

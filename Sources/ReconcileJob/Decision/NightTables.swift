@@ -37,24 +37,24 @@ enum NightTables {
     /// alternated pairs faster, 3 fewer busy core-seconds).
     static func use(_ db: PGConnection, schema: JobSchema) throws {
         try db.execute("""
-            SELECT set_config('search_path', '\(schema.quoted), ' || current_setting('search_path'), false);
+            SELECT set_config('search_path', \(literal: .text(schema.sql.text + ", ")) || current_setting('search_path'), false);
             SET work_mem = '128MB'; SET jit = off; SET max_parallel_workers_per_gather = 0
             """)
     }
 
     /// `sql` on a session of its own with the night's settings (`use`), on a thread of its own:
     /// start it, go on, and wait for it with `value()`.
-    static func alongside(_ sql: String, settings: JobSettings) -> Alongside<Void> {
+    static func alongside(_ sql: SQL, settings: JobSettings) -> Alongside<Void> {
         Alongside {
             let db = try JobDatabase.connect(settings)
             defer { db.close() }
             try use(db, schema: settings.jobSchema)
-            try db.execute(sql)
+            if sql.bindsValues { try db.query(sql) } else { try db.execute(sql) }
         }
     }
 
     static func drop(_ db: PGConnection, schema: JobSchema) throws {
-        try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
+        try db.execute("DROP TABLE IF EXISTS \(names.map { "\(schema.sql).\(ident: $0)" as SQL }.joined())")
     }
 
     /// Runs each piece of work with a session of the night (`use`), as many at a time as the
