@@ -182,7 +182,7 @@ extension Double: SQLValue { public var sqlText: String { String(self) } }
 /// A `text[]` (`\(names)::text[]`).
 extension Array: SQLValue where Element == String { public var sqlText: String { textArrayLiteral(self) } }
 /// A `timestamptz`, UTC to the millisecond (`\(date)::timestamptz`).
-extension Date: SQLValue { public var sqlText: String { timestamptzText(epochMillis: Int64((timeIntervalSince1970 * 1000).rounded(.down))) } }
+extension Date: SQLValue { public var sqlText: String { timestamptzStyle.format(self) } }
 
 /// A value written into SQL text as a typed literal, `E'…'::type` with `'` and `\` doubled.
 ///
@@ -207,10 +207,9 @@ public struct SQLLiteral: Sendable, Hashable {
     public static func bool(_ value: Bool) -> SQLLiteral { SQLLiteral(text: value ? "true" : "false", type: "boolean") }
     /// `E'2026-11-21'::date` from a `YYYY-MM-DD` day (Postgres checks it).
     public static func date(_ day: String) -> SQLLiteral { SQLLiteral(text: day, type: "date") }
-    /// `E'2026-11-21 03:00:00.000+00'::timestamptz` from milliseconds since 1970 UTC.
-    public static func timestamptz(epochMillis: Int64) -> SQLLiteral {
-        SQLLiteral(text: timestamptzText(epochMillis: epochMillis), type: "timestamptz")
-    }
+    /// `E'2026-11-21T03:00:00Z'::timestamptz` from a time as Postgres reads one (Postgres checks it).
+    public static func timestamptz(_ time: String) -> SQLLiteral { SQLLiteral(text: time, type: "timestamptz") }
+    /// `E'2026-11-21T03:00:00.001Z'::timestamptz`, UTC to the millisecond.
     public static func timestamptz(_ date: Date) -> SQLLiteral { SQLLiteral(text: date.sqlText, type: "timestamptz") }
 
     /// The literal as SQL text. `E'…'` reads the same whatever `standard_conforming_strings` says.
@@ -227,35 +226,8 @@ public struct SQLLiteral: Sendable, Hashable {
     }
 }
 
-private func zeroPadded(_ value: Int64, _ width: Int) -> String {
-    let s = String(value)
-    return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-}
-
-/// `2026-11-21 03:00:00.000+00`: milliseconds since 1970 as Postgres reads a timestamptz.
-func timestamptzText(epochMillis: Int64) -> String {
-    let (daysSinceEpoch, msOfDay) = epochMillis.quotientAndRemainderFloored(by: 86_400_000)
-    // Howard Hinnant's civil_from_days.
-    let z = daysSinceEpoch + 719_468
-    let era = (z >= 0 ? z : z - 146_096) / 146_097
-    let doe = z - era * 146_097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let day = doy - (153 * mp + 2) / 5 + 1
-    let month = mp < 10 ? mp + 3 : mp - 9
-    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    let h = msOfDay / 3_600_000, m = msOfDay / 60_000 % 60, s = msOfDay / 1000 % 60, ms = msOfDay % 1000
-    return "\(zeroPadded(year, 4))-\(zeroPadded(month, 2))-\(zeroPadded(day, 2)) "
-        + "\(zeroPadded(h, 2)):\(zeroPadded(m, 2)):\(zeroPadded(s, 2)).\(zeroPadded(ms, 3))+00"
-}
-
-extension Int64 {
-    fileprivate func quotientAndRemainderFloored(by d: Int64) -> (Int64, Int64) {
-        let (q, r) = quotientAndRemainder(dividingBy: d)
-        return r < 0 ? (q - 1, r + d) : (q, r)
-    }
-}
+/// `2026-11-21T03:00:00.001Z`: as Postgres reads a timestamptz (UTC, milliseconds).
+private let timestamptzStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
 
 extension String {
     fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {

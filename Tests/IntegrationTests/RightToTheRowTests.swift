@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Postgres
 import Reconciliation
 @testable import ReconcileJob
 import Testing

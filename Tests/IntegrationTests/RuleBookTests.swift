@@ -24,7 +24,7 @@ struct RuleBookTests {
             if let asOf { s.asOf = asOf }
             let stage = DecideStage(settings: s, runID: 0, logger: Logger(label: "rule-book-test"))
             try NightTables.create(db, schema: s.jobSchema)
-            let products = try stage.prepareInOrder(db, sources: { "\"public\".\($0.rawValue)" })
+            let products = try stage.prepareInOrder(db, sources: { "public.\($0.name)" })
             try db.execute(stage.crowdedKeysSQL(transactionIndexed: false))
             return (stage, products)
         }

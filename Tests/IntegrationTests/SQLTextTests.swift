@@ -27,8 +27,9 @@ import Testing
         #expect(ident.text == #"SELECT * FROM "recon"."we""ird""# && !ident.bindsValues)
         let literal: SQL = "COPY (SELECT \(literal: .text("it's a \\ back")), \(literal: .date("2026-11-21")), \(literal: .int(-3))) TO STDOUT"
         #expect(literal.text == #"COPY (SELECT E'it''s a \\ back'::text, E'2026-11-21'::date, E'-3'::bigint) TO STDOUT"#)
-        #expect(SQL.literal(.timestamptz(epochMillis: 1_795_230_000_001)).text == "E'2026-11-21 03:00:00.001+00'::timestamptz")
-        #expect(SQL.literal(.timestamptz(epochMillis: -1)).text == "E'1969-12-31 23:59:59.999+00'::timestamptz")
+        #expect(SQL.literal(.timestamptz("2026-11-21T03:00:00Z")).text == "E'2026-11-21T03:00:00Z'::timestamptz")
+        #expect(SQL.literal(.timestamptz(Date(timeIntervalSince1970: 1_795_230_000.25))).text
+                == "E'2026-11-21T03:00:00.250Z'::timestamptz")
         #expect(SQL.literal(.string("pw'd")).text == "E'pw''d'")
     }
 
@@ -49,8 +50,8 @@ import Testing
         for value in hostile {
             #expect(try t.scalar("SELECT \(literal: .text(value))") == value, "\(value)")
         }
-        let day = try t.scalar("SELECT \(literal: .timestamptz(epochMillis: 1_795_230_000_001)) = to_timestamp(1795230000.001)")
-        #expect(day == "t")
+        let at = Date(timeIntervalSince1970: 1_795_230_000.25)
+        #expect(try t.scalar("SELECT \(literal: .timestamptz(at)) = to_timestamp(1795230000.25) AND \(at)::timestamptz = to_timestamp(1795230000.25)") == "t")
     }
 
     @Test("execute, copyOut and copyIn refuse SQL that binds values, before anything is sent")
@@ -78,8 +79,15 @@ import Testing
     /// value written into SQL text outside `SQLLiteral` and `\(ident:)`.
     static func spliced(in text: String, file: String) -> [String] {
         var found: [String] = []
-        for literal in SwiftLiterals.interpolated(in: text) where literal.looksLikeSQL {
+        for literal in SwiftLiterals.all(in: text) where literal.looksLikeSQL {
             let at = "\(file):\(literal.line)"
+            if literal.interpolations.isEmpty {
+                // Fixed SQL text held as a String: interpolated into SQL later, it would bind as a value.
+                if literal.isDeclaration, literal.ownerType(in: text) == "String" {
+                    found.append("\(at): SQL text held as a String (\(literal.preview)): declare it SQL")
+                }
+                continue
+            }
             for (expression, problem) in literal.problems() {
                 found.append("\(at): \\(\(expression)) \(problem)")
             }
@@ -166,6 +174,9 @@ import Testing
                     JOIN "\(settings.sourceSchema)".iap_receipts r ON r.receipt_id = s.receipt_id
                     """)
             """#),
+        ("ReconcileJob/Input/SourceRows.swift", #"""
+                static let usablePrice = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
+            """#),
         ("ReconcileJob/Decision/Attribution.swift", #"""
                 try db.copyOut("""
                     COPY (SELECT order_id FROM o WHERE created_ms >= \(settings.windowStart - 86_400_000)) TO STDOUT
@@ -248,9 +259,27 @@ struct SwiftLiterals {
         /// The type the literal gets from where it stands: `let x = "…"` is a String (`let x: SQL =`
         /// an SQL), a literal returned (`return "…"`, or alone on its line) has the type of the
         /// declaration above it (`-> String {`, `var q: String {`). nil: an argument, an operand.
+        /// `let x = "…"`, `static var y: T = "…"`: the literal is a declaration's value.
+        var isDeclaration: Bool {
+            let head = Self.withoutModifiers(declarationHead.trimmingCharacters(in: .whitespaces))
+            return head.hasSuffix("=") && (head.hasPrefix("let ") || head.hasPrefix("var "))
+        }
+
+        /// The text of the literal's line before it.
+        var declarationHead: String
+
+        static func withoutModifiers(_ line: String) -> String {
+            var l = Substring(line)
+            for word in ["private ", "fileprivate ", "internal ", "public ", "static ", "nonisolated "] where l.hasPrefix(word) {
+                l = l.dropFirst(word.count)
+            }
+            for word in ["static "] where l.hasPrefix(word) { l = l.dropFirst(word.count) }
+            return String(l)
+        }
+
         func ownerType(in source: String) -> String? {
             let lines = source[..<start].split(separator: "\n", omittingEmptySubsequences: false)
-            let head = (lines.last.map(String.init) ?? "").trimmingCharacters(in: .whitespaces)
+            let head = Self.withoutModifiers((lines.last.map(String.init) ?? "").trimmingCharacters(in: .whitespaces))
             if head.hasSuffix("="), head.hasPrefix("let ") || head.hasPrefix("var ") {
                 let decl = head.dropLast()
                 guard let colon = decl.firstIndex(of: ":") else { return "String" }
@@ -273,7 +302,10 @@ struct SwiftLiterals {
     }
 
     /// Every literal of `source` that holds at least one interpolation.
-    static func interpolated(in source: String) -> [Literal] {
+    static func interpolated(in source: String) -> [Literal] { all(in: source).filter { !$0.interpolations.isEmpty } }
+
+    /// Every string literal of `source` (not those inside interpolations).
+    static func all(in source: String) -> [Literal] {
         var out: [Literal] = []
         let chars = Array(source)
         var i = 0, line = 1
@@ -311,8 +343,11 @@ struct SwiftLiterals {
                 if at(k, escape) { text.append(chars[k + escape.count]); k += escape.count + 1; continue }
                 text.append(chars[k]); k += 1
             }
-            if record, !interps.isEmpty {
-                out.append(Literal(text: text, interpolations: interps, line: startLine, start: indices[min(i, indices.count - 1)]))
+            if record {
+                let start = indices[min(i, indices.count - 1)]
+                let lineStart = source[..<start].lastIndex(of: "\n").map { source.index(after: $0) } ?? source.startIndex
+                out.append(Literal(text: text, interpolations: interps, line: startLine, start: start,
+                                   declarationHead: String(source[lineStart..<start])))
             }
             return k
         }

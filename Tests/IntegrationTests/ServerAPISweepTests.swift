@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Postgres
 import Reconciliation
 import Testing
 

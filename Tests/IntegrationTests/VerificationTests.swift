@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Testing
 
 /// Issue 2's acceptance: the verification stage against the real simulator over real HTTP and

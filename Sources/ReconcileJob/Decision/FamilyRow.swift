@@ -20,7 +20,7 @@ enum TransactionColumn: Int, CaseIterable {
 
     /// A refund stands unless a REFUND_REVERSED came at or after it (`Revocation.isReversed`; the
     /// `T` rows carry the facts and the core decides, refunds.csv and closed.csv use this).
-    static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
+    static let reversed: SQL = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
 
     /// Over `t` (apple_transactions), `f` (first receipt), `e1`/`e2` (exact orders),
     /// `w` (whose purchase, for transactions no upload showed: Attribution.swift). `f`, `e1` and

@@ -169,7 +169,7 @@ struct LookupFamilies {
         let wanted = Set(tokens.rows.compactMap { $0[0] })
         guard !wanted.isEmpty else { return [] }
         var found: [String] = []
-        let from = SQLLiteral.timestamptz(epochMillis: settings.windowStart - 2 * 86_400_000)
+        let from = SQLLiteral.timestamptz(UTC.timestamp(settings.windowStart - 2 * 86_400_000))
         try db.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= \(literal: from)) TO STDOUT") { line in
             if let id = CopyText.fields(line).first ?? nil, let token = AccountToken.nameBased(namespace: namespace, name: id),
                wanted.contains(token) { found.append(id) }
