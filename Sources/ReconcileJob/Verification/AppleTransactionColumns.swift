@@ -31,51 +31,57 @@ enum AppleTransactionColumns {
         case sweepsOnly(SQL)
     }
 
-    /// Names and types are the code's own fixed text (SQL literals), never values.
+    /// A column's type, as `format_type` says it.
+    enum ColumnType: String, Sendable {
+        case text, integer, bigint, boolean
+        case timestamptz = "timestamp with time zone"
+
+        var sql: SQL {
+            switch self {
+            case .text: "text"
+            case .integer: "integer"
+            case .bigint: "bigint"
+            case .boolean: "boolean"
+            case .timestamptz: "timestamptz"
+            }
+        }
+    }
+
     struct Column: Sendable {
-        let name: SQL
-        /// As `format_type` says it.
-        let type: SQL
+        let name: String
+        let type: ColumnType
         /// The field of `AnswerRecord.Transaction` that fills it; nil when the column is not one of
         /// a learned transaction's fields (the key's environment, the source, the times).
-        let field: SQL?
+        let field: String?
         let merge: Merge
     }
 
+    /// Columns that merge by one rule, each `(name, type, field)`.
+    private static func merged(_ merge: Merge, _ columns: (String, ColumnType, String?)...) -> [Column] {
+        columns.map { Column(name: $0.0, type: $0.1, field: $0.2, merge: merge) }
+    }
+
+    /// In the table's order (migrations 1, 5 and 6 added them in this order).
     static let all: [Column] = [
-        Column(name: "transaction_id", type: "text", field: "tid", merge: .key),
-        Column(name: "environment", type: "text", field: nil, merge: .key),
-        Column(name: "original_transaction_id", type: "text", field: "otid", merge: .replace),
-        Column(name: "product_id", type: "text", field: "pid", merge: .replace),
-        Column(name: "quantity", type: "integer", field: "q", merge: .replace),
-        Column(name: "purchase_date_ms", type: "bigint", field: "pd", merge: .replace),
-        Column(name: "original_purchase_date_ms", type: "bigint", field: "opd", merge: .keepSeen),
-        Column(name: "expires_date_ms", type: "bigint", field: "exp", merge: .keepSeen),
-        Column(name: "cancellation_date_ms", type: "bigint", field: "cd", merge: .keepSeen),
-        Column(name: "cancellation_reason", type: "text", field: "cr", merge: .keepSeen),
-        Column(name: "is_trial_period", type: "boolean", field: "trial", merge: .keepSeen),
-        Column(name: "web_order_line_item_id", type: "text", field: "wol", merge: .keepSeen),
-        Column(name: "bundle_id", type: "text", field: "bundle", merge: .keepSeen),
-        Column(name: "first_learned_at", type: "timestamp with time zone", field: nil, merge: .madeAt),
-        Column(name: "updated_at", type: "timestamp with time zone", field: nil, merge: .touchedAt),
-        Column(name: "price_milliunits", type: "bigint", field: "price", merge: .keepSeen),
-        Column(name: "currency", type: "text", field: "cur", merge: .keepSeen),
-        Column(name: "storefront", type: "text", field: "sf", merge: .keepSeen),
-        Column(name: "app_account_token", type: "text", field: "aat", merge: .keepSeen),
-        Column(name: "type", type: "text", field: "type", merge: .keepSeen),
-        Column(name: "in_app_ownership_type", type: "text", field: "own", merge: .keepSeen),
-        Column(name: "transaction_reason", type: "text", field: "reason", merge: .keepSeen),
-        Column(name: "revocation_date_ms", type: "bigint", field: "rvd", merge: .keepSeen),
-        Column(name: "revocation_reason", type: "integer", field: "rvr", merge: .keepSeen),
-        Column(name: "revocation_type", type: "text", field: "rvt", merge: .keepSeen),
-        Column(name: "revocation_percentage", type: "integer", field: "rvp", merge: .keepSeen),
-        Column(name: "signed_date_ms", type: "bigint", field: "sd", merge: .greatest),
-        Column(name: "source", type: "text", field: nil, merge: .mostDirectSource),
-        Column(name: "reversed_date_ms", type: "bigint", field: nil,
-               merge: .sweepsOnly("greatest(t.reversed_date_ms, EXCLUDED.reversed_date_ms)")),
-        Column(name: "history_user_id", type: "text", field: nil,
-               merge: .sweepsOnly("coalesce(t.history_user_id, EXCLUDED.history_user_id)")),
-    ]
+        merged(.key, ("transaction_id", .text, "tid"), ("environment", .text, nil)),
+        merged(.replace, ("original_transaction_id", .text, "otid"), ("product_id", .text, "pid"), ("quantity", .integer, "q"),
+               ("purchase_date_ms", .bigint, "pd")),
+        merged(.keepSeen, ("original_purchase_date_ms", .bigint, "opd"), ("expires_date_ms", .bigint, "exp"),
+               ("cancellation_date_ms", .bigint, "cd"), ("cancellation_reason", .text, "cr"), ("is_trial_period", .boolean, "trial"),
+               ("web_order_line_item_id", .text, "wol"), ("bundle_id", .text, "bundle")),
+        merged(.madeAt, ("first_learned_at", .timestamptz, nil)),
+        merged(.touchedAt, ("updated_at", .timestamptz, nil)),
+        // What a signed transaction carries beyond verifyReceipt's fields (migration 5).
+        merged(.keepSeen, ("price_milliunits", .bigint, "price"), ("currency", .text, "cur"), ("storefront", .text, "sf"),
+               ("app_account_token", .text, "aat"), ("type", .text, "type"), ("in_app_ownership_type", .text, "own"),
+               ("transaction_reason", .text, "reason"), ("revocation_date_ms", .bigint, "rvd"),
+               ("revocation_reason", .integer, "rvr"), ("revocation_type", .text, "rvt"), ("revocation_percentage", .integer, "rvp")),
+        merged(.greatest, ("signed_date_ms", .bigint, "sd")),
+        merged(.mostDirectSource, ("source", .text, nil)),
+        // The sweeps' own (migration 6).
+        merged(.sweepsOnly("greatest(t.reversed_date_ms, EXCLUDED.reversed_date_ms)"), ("reversed_date_ms", .bigint, nil)),
+        merged(.sweepsOnly("coalesce(t.history_user_id, EXCLUDED.history_user_id)"), ("history_user_id", .text, nil)),
+    ].flatMap { $0 }
 
     /// The columns an answer fills (`record_staged_answers`' INSERT list): key, fields, source.
     static var answerColumns: [Column] {
@@ -84,23 +90,23 @@ enum AppleTransactionColumns {
 
     /// `transaction_id, environment, original_transaction_id, …, source`: what an answer inserts.
     static var insertList: SQL {
-        answerColumns.map(\.name).joined()
+        answerColumns.map { "\(ident: $0.name)" as SQL }.joined()
     }
 
     /// `tid text, otid text, …, sd bigint`: a learned transaction's fields as a record (the
     /// columns of `staged_transactions` after its receipt, environment and kind; `jsonb_to_record`).
     static var recordList: SQL {
-        all.compactMap { c in c.field.map { "\($0) \(c.type)" as SQL } }.joined()
+        all.compactMap { c in c.field.map { "\(ident: $0) \(c.type.sql)" as SQL } }.joined()
     }
 
     /// The fields in the record's order (`AnswerRecord.Transaction`, the staging COPY).
-    static var fields: [SQL] { all.compactMap(\.field) }
+    static var fields: [String] { all.compactMap(\.field) }
 
     /// `original_transaction_id = EXCLUDED.original_transaction_id, …, updated_at = now()`: how an
     /// answer merges into the row already there (`t`), the columns in `insertList`'s order.
     static func mergeList(schema: JobSchema) -> SQL {
         let set: [SQL] = (answerColumns + all.filter { $0.merge == .touchedAt }).compactMap { c in
-            let n = c.name
+            let n: SQL = "\(ident: c.name)"
             switch c.merge {
             case .key, .madeAt, .sweepsOnly: return nil
             case .replace: return "\(n) = EXCLUDED.\(n)"
@@ -116,5 +122,6 @@ enum AppleTransactionColumns {
 
     /// `COPY pg_temp.staged_transactions (r, env, kind, tid, …) FROM STDIN`: the answer's receipt,
     /// environment and kind, then the transaction's fields (`StagedAnswers.encode`).
-    static let stagedCopy: SQL = "COPY pg_temp.staged_transactions (r, env, kind, \(fields.joined())) FROM STDIN"
+    static let stagedCopy: SQL =
+        "COPY pg_temp.staged_transactions (r, env, kind, \(fields.map { "\(ident: $0)" as SQL }.joined())) FROM STDIN"
 }
