@@ -85,11 +85,15 @@ public final class PGConnection {
         return conn
     }
 
-    /// Runs one or more statements without parameters (simple query protocol). Use for DDL and
-    /// fixed SQL only; values always travel through `query(_:_:)` parameters or COPY.
-    public func execute(_ sql: String) throws {
+    /// Runs one or more statements without parameters (simple query protocol): DDL, fixed SQL,
+    /// several statements in one text. The simple protocol cannot bind, so an `sql` that binds
+    /// values is refused (thrown, nothing sent): a value in such a text is an `SQLLiteral`.
+    /// Values always travel as `query` parameters, as COPY rows, or, where Postgres takes no
+    /// parameters, as typed literals written by `SQLLiteral`; never spliced into text otherwise.
+    public func execute(_ sql: SQL) throws {
         let c = try handle()
-        guard PQsendQuery(c, sql) == 1 else { throw connectionOrQueryError(c) }
+        try Self.refuseValues(sql, "execute (the simple protocol)")
+        guard PQsendQuery(c, sql.text) == 1 else { throw connectionOrQueryError(c) }
         var firstError: PGError?
         while let r = PQgetResult(c) {
             let status = PQresultStatus(r)
@@ -101,12 +105,14 @@ public final class PGConnection {
         if let firstError { throw firstError }
     }
 
-    /// Runs one statement with text parameters (`$1`, `$2`, … ; nil is SQL NULL) and returns its rows.
+    /// Runs one statement (extended protocol) with the values `sql` binds as its text parameters
+    /// (`$1`, `$2`, …; nil is SQL NULL) and returns its rows.
     @discardableResult
-    public func query(_ sql: String, _ params: [String?] = []) throws -> PGResult {
+    public func query(_ sql: SQL) throws -> PGResult {
         let c = try handle()
+        let params = sql.values
         let result = withCStrings(params) { pointers in
-            PQexecParams(c, sql, Int32(params.count), nil, pointers, nil, nil, 0)
+            PQexecParams(c, sql.text, Int32(params.count), nil, pointers, nil, nil, 0)
         }
         guard let result else { throw connectionOrQueryError(c) }
         let status = PQresultStatus(result)
@@ -119,10 +125,12 @@ public final class PGConnection {
     }
 
     /// `COPY … FROM STDIN` in text format; `body` writes the rows. Commits the COPY when `body`
-    /// returns, aborts it when `body` throws.
-    public func copyIn(_ sql: String, _ body: (PGCopyWriter) throws -> Void) throws {
+    /// returns, aborts it when `body` throws. COPY cannot bind: an `sql` that binds values is
+    /// refused (thrown, nothing sent).
+    public func copyIn(_ sql: SQL, _ body: (PGCopyWriter) throws -> Void) throws {
         let c = try handle()
-        guard let start = PQexec(c, sql) else { throw connectionOrQueryError(c) }
+        try Self.refuseValues(sql, "COPY FROM STDIN")
+        guard let start = PQexec(c, sql.text) else { throw connectionOrQueryError(c) }
         defer { PQclear(start) }
         guard PQresultStatus(start) == PGRES_COPY_IN else {
             throw PGConnection.error(from: start, connection: c, kind: .copy)
@@ -149,9 +157,12 @@ public final class PGConnection {
 
     /// `COPY … TO STDOUT` in text format: `onRow` gets each line (without its newline) as bytes
     /// valid only during the call. Streams: memory does not grow with the number of rows.
-    public func copyOut(_ sql: String, _ onRow: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    /// COPY cannot bind: an `sql` that binds values is refused (thrown, nothing sent); a value in
+    /// the query of `COPY (…) TO STDOUT` is an `SQLLiteral`.
+    public func copyOut(_ sql: SQL, _ onRow: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         let c = try handle()
-        guard let start = PQexec(c, sql) else { throw connectionOrQueryError(c) }
+        try Self.refuseValues(sql, "COPY TO STDOUT")
+        guard let start = PQexec(c, sql.text) else { throw connectionOrQueryError(c) }
         let startStatus = PQresultStatus(start)
         guard startStatus == PGRES_COPY_OUT else {
             let error = PGConnection.error(from: start, connection: c, kind: .copy)
@@ -200,6 +211,14 @@ public final class PGConnection {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Where Postgres takes no parameters, SQL that binds values is a mistake of the caller's:
+    /// thrown before anything is sent, naming what was refused.
+    private static func refuseValues(_ sql: SQL, _ what: String) throws {
+        guard sql.bindsValues else { return }
+        throw PGError(kind: .query, message: "\(what) cannot bind parameters, and this SQL binds \(sql.values.count): "
+            + "write its values as SQLLiteral, or run it with query; SQL: \(sql.text.prefix(200))")
     }
 
     private func drainResults(_ c: OpaquePointer) {

@@ -17,3 +17,11 @@ enum JobDatabase {
         return db
     }
 }
+
+extension PGConnection {
+    /// Runs `sql` for its effect: by the extended protocol when it binds values (one statement),
+    /// else by the simple one (several statements may follow each other).
+    func run(_ sql: SQL) throws {
+        if sql.bindsValues { _ = try query(sql) } else { try execute(sql) }
+    }
+}

@@ -114,7 +114,7 @@ public final class Night {
     private func acquireLock(_ db: PGConnection) throws {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.lockWaitSeconds) * 1_000_000_000
         while true {
-            let got = try db.query("SELECT pg_try_advisory_lock(hashtext($1))", ["iap-reconcile " + settings.jobSchema.name])
+            let got = try db.query("SELECT pg_try_advisory_lock(hashtext(\("iap-reconcile " + settings.jobSchema.name)))")
             if got.value(0, 0) == "t" { return }
             guard DispatchTime.now().uptimeNanoseconds < deadline else { break }
             usleep(200_000)
@@ -125,17 +125,17 @@ public final class Night {
 
     static func startLedger(_ db: PGConnection, settings: JobSettings, command: String) throws -> Int64 {
         let r = try db.query("""
-            INSERT INTO \(settings.jobSchema.quoted).runs (command, as_of) VALUES ($1, to_timestamp($2::bigint / 1000.0))
+            INSERT INTO \(settings.jobSchema.sql).runs (command, as_of) VALUES (\(command), to_timestamp(\(settings.asOf)::bigint / 1000.0))
             RETURNING run_id
-            """, [command, String(settings.asOf)])
+            """)
         return Int64(r.value(0, 0)!)!
     }
 
     private func finishLedger(_ db: PGConnection, summary: RunSummary) throws {
         try db.query("""
-            UPDATE \(settings.jobSchema.quoted).runs SET finished_at = now(), exit_code = $2, summary = $3::jsonb
-            WHERE run_id = $1
-            """, [String(summary.runID), summary.exitCode.map(String.init), summary.json])
+            UPDATE \(settings.jobSchema.sql).runs SET finished_at = now(), exit_code = \(summary.exitCode), summary = \(summary.json)::jsonb
+            WHERE run_id = \(summary.runID)
+            """)
     }
 }
 

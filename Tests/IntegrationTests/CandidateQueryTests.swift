@@ -28,7 +28,7 @@ struct CandidateQueryTests {
         try Migrations.apply(t.db, schema: try JobSchema("recon"))
         var differ: [String] = []
         for text in Self.hostile {
-            let sql = try t.scalar("SELECT recon.is_jws($1)", [text]) == "t"
+            let sql = try t.scalar("SELECT recon.is_jws(\(text))") == "t"
             if sql != SignedDataVerifier.isJWS(text) { differ.append(String(text.prefix(40))) }
         }
         #expect(differ.isEmpty, "is_jws and the reader disagree on \(differ)")
@@ -48,8 +48,8 @@ struct CandidateQueryTests {
         for (i, text) in Self.hostile.enumerated() {
             try t.db.query("""
                 INSERT INTO iap_receipts (receipt_id, user_id, receipt_data, submitted_at)
-                VALUES ($1, 'u-hostile', $2, '2026-11-20 10:00:00+00')
-                """, ["hostile-\(i)", text])
+                VALUES (\("hostile-\(i)"), 'u-hostile', \(text), '2026-11-20 10:00:00+00')
+                """)
         }
         try t.db.execute("UPDATE iap_receipts SET verify_status = NULL WHERE receipt_data LIKE '%.%'")
         let settings = JobSettings(asOf: 1_795_230_000_000, jobSchema: try JobSchema("recon"))

@@ -21,9 +21,9 @@ struct CopyTextTests {
         let values = Self.hostile
         try t.db.execute("CREATE TABLE v (i int, s text)")
         for (i, value) in values.enumerated() {
-            try t.db.query("INSERT INTO v VALUES ($1::int, $2)", [String(i), value])
+            try t.db.query("INSERT INTO v VALUES (\(i)::int, \(value))")
         }
-        let query = "SELECT i, s, s, NULL::text, '' FROM v ORDER BY i"
+        let query: SQL = "SELECT i, s, s, NULL::text, '' FROM v ORDER BY i"
         let expected = try t.db.query(query)
         var lines = 0
         try t.db.copyOut("COPY (\(query)) TO STDOUT") { line in

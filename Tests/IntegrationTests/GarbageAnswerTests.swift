@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import Postgres
 import Testing
 
 /// "Right to the row": an App Store that answers only garbage (HTTP 200, bodies Apple never sends)

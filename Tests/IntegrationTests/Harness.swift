@@ -32,7 +32,7 @@ final class TestDatabase {
         name = "t_\(label)_\(UInt32.random(in: 0...UInt32.max))"
         let admin = try PGConnection(conninfo: "dbname=postgres")
         defer { admin.close() }
-        try admin.execute("CREATE DATABASE \(name)")
+        try admin.execute("CREATE DATABASE \(ident: name)")
         db = try PGConnection(conninfo: "dbname=\(name)")
     }
 
@@ -45,19 +45,19 @@ final class TestDatabase {
         return env
     }
 
-    func scalar(_ sql: String, _ params: [String?] = []) throws -> String? {
-        let r = try db.query(sql, params)
+    func scalar(_ sql: SQL) throws -> String? {
+        let r = try db.query(sql)
         return r.rowCount > 0 ? r.value(0, 0) : nil
     }
 
-    func int(_ sql: String) throws -> Int { Int(try scalar(sql) ?? "0") ?? 0 }
+    func int(_ sql: SQL) throws -> Int { Int(try scalar(sql) ?? "0") ?? 0 }
 
     /// A schema of views over the four source relations in `public`; `overrides` gives the
     /// SELECT of some of them (a missing column, a slow read).
-    func sourceViews(_ schema: String, _ overrides: [String: String] = [:]) throws {
-        var sql = "CREATE SCHEMA \(schema);"
+    func sourceViews(_ schema: String, _ overrides: [String: SQL] = [:]) throws {
+        var sql: SQL = "CREATE SCHEMA \(ident: schema);"
         for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {
-            sql += " CREATE VIEW \(schema).\(relation) AS \(overrides[relation] ?? "SELECT * FROM public.\(relation)");"
+            sql += " CREATE VIEW \(ident: schema).\(ident: relation) AS \(overrides[relation] ?? "SELECT * FROM public.\(ident: relation)");"
         }
         try db.execute(sql)
     }
@@ -65,7 +65,7 @@ final class TestDatabase {
     func drop() {
         db.close()
         if let admin = try? PGConnection(conninfo: "dbname=postgres") {
-            try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            try? admin.execute("DROP DATABASE IF EXISTS \(ident: name) WITH (FORCE)")
             admin.close()
         }
     }

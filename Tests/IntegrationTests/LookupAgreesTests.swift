@@ -119,7 +119,7 @@ struct LookupAgreesTests {
             """).rows[0]
         let behind = try w.run(["lookup", "--transaction", tid])
         #expect(behind.status == 78 && behind.stderr.contains("at migration"), "\(behind.stderr)")
-        try w.t.db.query("INSERT INTO recon.schema_migrations (version, name) VALUES ($1::int, $2)", [latest[0], latest[1]])
+        try w.t.db.query("INSERT INTO recon.schema_migrations (version, name) VALUES (\(latest[0])::int, \(latest[1]))")
         // A text of another build recorded (issue 34): 78 naming the version; the row back without
         // a checksum (not backfilled yet: lookup writes nothing) is accepted.
         try w.t.db.execute("UPDATE recon.schema_migrations SET checksum = 'x' WHERE version = 2")

@@ -85,8 +85,8 @@ struct MigrationTests {
             """)
         for m in Migrations.all.prefix(k) {
             try t.db.transaction {
-                try t.db.execute(m.sql.replacingSchema("\"recon\""))
-                try t.db.query("INSERT INTO recon.schema_migrations (version, name) VALUES ($1, $2)", [String(m.version), m.name])
+                try t.db.execute(m.sql.replacingSchema(try JobSchema("recon")))
+                try t.db.query("INSERT INTO recon.schema_migrations (version, name) VALUES (\(m.version), \(m.name))")
             }
         }
     }
@@ -97,7 +97,8 @@ struct MigrationTests {
         let url = try #require(Bundle.module.url(forResource: "recon-at-8f8d6a6", withExtension: "sql", subdirectory: "Fixtures"))
         let db = try PGConnection(conninfo: "dbname=\(t.name)")
         defer { db.close() }
-        try db.execute(try String(contentsOf: url, encoding: .utf8))
+        // A checked-in dump, run as the fixed text it is.
+        try db.execute(SQL(unsafeSQL: try String(contentsOf: url, encoding: .utf8)))
     }
 
     /// A night on the generated data over the database `prepare` left; its reports, by file.
@@ -196,8 +197,8 @@ struct MigrationTests {
 
         // A version this build does not have: a newer build migrated the schema.
         try t.db.execute("""
-            UPDATE recon.schema_migrations SET checksum = '\(Migrations.all[3].checksum)' WHERE version = 4;
-            INSERT INTO recon.schema_migrations (version, name, checksum) VALUES (\(Migrations.latest + 1), 'from a newer build', 'abc')
+            UPDATE recon.schema_migrations SET checksum = \(literal: .text(Migrations.all[3].checksum)) WHERE version = 4;
+            INSERT INTO recon.schema_migrations (version, name, checksum) VALUES (\(literal: .int(Migrations.latest + 1)), 'from a newer build', 'abc')
             """)
         let newer = try migrate(t)
         #expect(newer.status == 78 && newer.stderr.contains("(version \(Migrations.latest + 1): not one of this build's migrations"),

@@ -117,7 +117,7 @@ struct NightTests {
         let tally = try RightToTheRowTests.tally(day.appendingPathComponent("summary.json"))
         for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {
             let buckets = try #require(tally[relation])
-            let rows = try w.t.int("SELECT count(*) FROM \(relation)")
+            let rows = try w.t.int("SELECT count(*) FROM \(ident: relation)")
             #expect(buckets["rows"] == rows && buckets.filter { $0.key != "rows" }.values.reduce(0, +) == rows,
                     "\(relation): \(buckets)")
         }
@@ -174,11 +174,11 @@ struct NightTests {
         let key = try w.t.scalar("SELECT finding_key FROM recon.findings WHERE report = 'clawback.csv' ORDER BY 1 LIMIT 1")
         let grant = try #require(key).split(separator: "|").last.map(String.init)
         // Support revokes the grant: the finding closes the next night.
-        try w.t.db.query("UPDATE iap_grants SET revoked_at = now() WHERE grant_id = $1", [grant])
+        try w.t.db.query("UPDATE iap_grants SET revoked_at = now() WHERE grant_id = \(grant)")
         #expect(try w.run(["--no-verify"], asOf: Self.nextNight).status == 0)
-        #expect(try w.t.scalar("SELECT closed_on::text FROM recon.findings WHERE finding_key = $1", [key]) == "2026-11-22")
+        #expect(try w.t.scalar("SELECT closed_on::text FROM recon.findings WHERE finding_key = \(key)") == "2026-11-22")
         // Someone re-grants by mistake: it reopens with its first date.
-        try w.t.db.query("UPDATE iap_grants SET revoked_at = NULL WHERE grant_id = $1", [grant])
+        try w.t.db.query("UPDATE iap_grants SET revoked_at = NULL WHERE grant_id = \(grant)")
         #expect(try w.run(["--no-verify"], asOf: "2026-11-23T03:00:00Z").status == 0)
         let clawback = Self.read(w.out.appendingPathComponent("2026-11-23/clawback.csv"))
         let row = clawback.components(separatedBy: "\r\n").first { $0.hasPrefix(grant! + ",") }

@@ -17,7 +17,7 @@ struct OperatorTests {
         let clawKey = try #require(try w.t.scalar(
             "SELECT finding_key FROM recon.findings WHERE report = 'clawback.csv' ORDER BY 1 LIMIT 1"))
         let grant = String(clawKey.split(separator: "|")[1])
-        try w.t.db.query("UPDATE iap_grants SET revoked_at = now() WHERE grant_id = $1", [grant])
+        try w.t.db.query("UPDATE iap_grants SET revoked_at = now() WHERE grant_id = \(grant)")
         let compKey = try #require(try w.t.scalar("""
             SELECT f.finding_key FROM recon.findings f
             JOIN recon.apple_transactions t ON t.transaction_id = split_part(f.finding_key, '|', 2)
@@ -27,8 +27,8 @@ struct OperatorTests {
         try w.t.db.query("""
             INSERT INTO iap_grants (grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at)
             SELECT 'G-support-1', 'U-support', NULL, product_id, transaction_id, original_transaction_id, quantity, now()
-            FROM recon.apple_transactions WHERE transaction_id = $1 AND environment = 'production'
-            """, [tid])
+            FROM recon.apple_transactions WHERE transaction_id = \(tid) AND environment = 'production'
+            """)
         let before = try openKeys(w)
         let next = try w.run(["--no-verify"], asOf: N.nextNight)
         #expect(next.status == 0, "\(next.stderr)")

@@ -60,7 +60,7 @@ struct RecordAnswersSetTests {
     /// A table's rows as JSON text, sorted, without the columns `now()` fills.
     static func rows(_ db: PGConnection, _ schema: String, _ table: String) throws -> [String] {
         try db.query("""
-            SELECT (to_jsonb(x) - 'updated_at' - 'first_learned_at' - 'learned_at')::text FROM \(schema).\(table) x ORDER BY 1
+            SELECT (to_jsonb(x) - 'updated_at' - 'first_learned_at' - 'learned_at')::text FROM \(ident: schema).\(ident: table) x ORDER BY 1
             """).rows.compactMap { $0[0] }
     }
 
@@ -83,8 +83,8 @@ struct RecordAnswersSetTests {
             }
             if Set(batch.map { $0["r"] as! String }).count < batch.count { repeatedBatches += 1 }
             let json = String(decoding: try JSONSerialization.data(withJSONObject: batch), as: UTF8.self)
-            try t.db.query("SELECT ra.record_answers($1::jsonb)", [json])
-            try t.db.query("SELECT rb.record_answers_each($1::jsonb)", [json])
+            try t.db.query("SELECT ra.record_answers(\(json)::jsonb)")
+            try t.db.query("SELECT rb.record_answers_each(\(json)::jsonb)")
         }
         #expect(repeatedBatches >= 20, "too few batches with a receipt twice: \(repeatedBatches)")
         for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
@@ -129,7 +129,7 @@ struct RecordAnswersSetTests {
                 groups += 1
                 if groups % 5 == 0 { try StagedAnswers.vacuum(t.db) }  // as the writer does now and then
             }
-            try t.db.query("SELECT sb.record_answers_each($1::jsonb)", [String(decoding: json, as: UTF8.self)])
+            try t.db.query("SELECT sb.record_answers_each(\(String(decoding: json, as: UTF8.self))::jsonb)")
         }
         #expect(split >= 20, "too few batches split into groups: \(split)")
         for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {

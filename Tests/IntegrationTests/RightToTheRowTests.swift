@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Postgres
 import Reconciliation
 @testable import ReconcileJob
 import Testing
@@ -31,7 +32,7 @@ struct RightToTheRowTests {
             INSERT INTO iap_orders (order_id, user_id, product_id, quantity, status, transaction_id, created_at)
             SELECT 'null-created', user_id, product_id, 1, 'created', NULL, NULL FROM iap_orders LIMIT 1;
             INSERT INTO iap_orders (order_id, user_id, product_id, quantity, status, transaction_id, created_at)
-            SELECT 'null-status', user_id, product_id, 1, NULL, NULL, '\(day)' FROM iap_orders LIMIT 1;
+            SELECT 'null-status', user_id, product_id, 1, NULL, NULL, \(literal: .text(day))::timestamptz FROM iap_orders LIMIT 1;
             INSERT INTO iap_receipts (receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status)
             SELECT 'null-submitted', user_id, NULL, NULL, receipt_data, NULL, NULL FROM iap_receipts
             WHERE receipt_data IS NOT NULL LIMIT 1;
@@ -57,7 +58,7 @@ struct RightToTheRowTests {
         let tally = try Self.tally(folder.appendingPathComponent("summary.json"))
         for relation in ["iap_products", "iap_orders", "iap_receipts", "iap_grants"] {
             let buckets = try #require(tally[relation], "no tally for \(relation)")
-            let rows = try w.t.int("SELECT count(*) FROM \(relation)")
+            let rows = try w.t.int("SELECT count(*) FROM \(ident: relation)")
             #expect(buckets["rows"] == rows)
             #expect(buckets.filter { $0.key != "rows" }.values.reduce(0, +) == rows, "\(relation): \(buckets)")
         }
@@ -159,18 +160,18 @@ struct RightToTheRowTests {
         // revoked grant, no grant, or a failed status do not settle an upload.
         try w.t.db.query("""
             INSERT INTO iap_receipts VALUES
-              ('r-settled-in', 'u-s', NULL, '4000000000000011', $1, '2026-11-20 10:00:00+00', 0),
-              ('r-settled-old', 'u-s', NULL, '4000000000000012', $1, '2025-01-01 10:00:00+00', 21006),
-              ('r-revoked-old', 'u-s', NULL, '4000000000000013', $1, '2025-01-01 10:00:00+00', 0),
-              ('r-nogrant-old', 'u-s', NULL, '4000000000000014', $1, '2025-01-01 10:00:00+00', 0),
-              ('r-failed-old', 'u-s', NULL, '4000000000000012', $1, '2025-01-01 10:00:00+00', 21002)
-            """, [data])
+              ('r-settled-in', 'u-s', NULL, '4000000000000011', \(data), '2026-11-20 10:00:00+00', 0),
+              ('r-settled-old', 'u-s', NULL, '4000000000000012', \(data), '2025-01-01 10:00:00+00', 21006),
+              ('r-revoked-old', 'u-s', NULL, '4000000000000013', \(data), '2025-01-01 10:00:00+00', 0),
+              ('r-nogrant-old', 'u-s', NULL, '4000000000000014', \(data), '2025-01-01 10:00:00+00', 0),
+              ('r-failed-old', 'u-s', NULL, '4000000000000012', \(data), '2025-01-01 10:00:00+00', 21002)
+            """)
         try w.t.db.query("""
             INSERT INTO iap_grants VALUES
-              ('g-settled-in', 'u-s', NULL, $1, '4000000000000011', NULL, 1, '2026-11-20 10:00:10+00', NULL),
-              ('g-settled-old', 'u-s', NULL, $1, '4000000000000012', NULL, 1, '2025-01-01 10:00:10+00', NULL),
-              ('g-revoked-old', 'u-s', NULL, $1, '4000000000000013', NULL, 1, '2025-01-01 10:00:10+00', '2025-01-02 10:00:00+00')
-            """, [product])
+              ('g-settled-in', 'u-s', NULL, \(product), '4000000000000011', NULL, 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-settled-old', 'u-s', NULL, \(product), '4000000000000012', NULL, 1, '2025-01-01 10:00:10+00', NULL),
+              ('g-revoked-old', 'u-s', NULL, \(product), '4000000000000013', NULL, 1, '2025-01-01 10:00:10+00', '2025-01-02 10:00:00+00')
+            """)
         #expect(try w.t.int("SELECT count(*) FROM (SELECT receipt_id FROM iap_receipts GROUP BY 1 HAVING count(*) > 1) d") == 0)
         let r = try w.run()
         #expect(r.status == 0, "\(r.stderr)")
@@ -206,18 +207,18 @@ struct RightToTheRowTests {
         let data = try #require(try w.t.scalar("SELECT receipt_data FROM iap_receipts WHERE receipt_data IS NOT NULL LIMIT 1"))
         // Settled at upload (status 0 and an active grant): the job never asks Apple about it.
         try w.t.db.query("""
-            INSERT INTO iap_orders VALUES ('two-units', 'u-two', $1, 2, 'delivered', '4000000000000002', '2026-11-20 10:00:00+00')
-            """, [product])
+            INSERT INTO iap_orders VALUES ('two-units', 'u-two', \(product), 2, 'delivered', '4000000000000002', '2026-11-20 10:00:00+00')
+            """)
         try w.t.db.query("""
-            INSERT INTO iap_receipts VALUES ('r-two', 'u-two', 'two-units', '4000000000000002', $1, '2026-11-20 10:00:05+00', 0)
-            """, [data])
+            INSERT INTO iap_receipts VALUES ('r-two', 'u-two', 'two-units', '4000000000000002', \(data), '2026-11-20 10:00:05+00', 0)
+            """)
         try w.t.db.query("""
             INSERT INTO iap_grants VALUES
-              ('g-two-a', 'u-two', 'two-units', $1, '4000000000000002', '4000000000000002', 1, '2026-11-20 10:00:10+00', NULL),
-              ('g-two-b', 'u-two', 'two-units', $1, '4000000000000002', '4000000000000002', 1, '2026-11-20 10:00:11+00', NULL),
-              ('g-one-a', 'u-one', NULL, $1, '4000000000000003', '4000000000000003', 1, '2026-11-20 10:00:10+00', NULL),
-              ('g-one-b', 'u-one', NULL, $1, '4000000000000003', '4000000000000003', 1, '2026-11-20 10:00:11+00', NULL)
-            """, [product])
+              ('g-two-a', 'u-two', 'two-units', \(product), '4000000000000002', '4000000000000002', 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-two-b', 'u-two', 'two-units', \(product), '4000000000000002', '4000000000000002', 1, '2026-11-20 10:00:11+00', NULL),
+              ('g-one-a', 'u-one', NULL, \(product), '4000000000000003', '4000000000000003', 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-one-b', 'u-one', NULL, \(product), '4000000000000003', '4000000000000003', 1, '2026-11-20 10:00:11+00', NULL)
+            """)
         let r = try w.run()
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!w.sim.calls().contains { $0.rid == "r-two" }, "a receipt settled at upload was sent")
@@ -269,8 +270,8 @@ struct RightToTheRowTests {
         defer { w.stop() }
         let token = SimReceipt(rid: "r-disagree", env: .sandbox, bundle: N.bundle, style: .ios7, st: 21008, txs: []).token()
         try w.t.db.query("""
-            INSERT INTO iap_receipts VALUES ('r-disagree', 'u-disagree', NULL, NULL, $1, '2026-11-20 10:00:00+00', NULL)
-            """, [token])
+            INSERT INTO iap_receipts VALUES ('r-disagree', 'u-disagree', NULL, NULL, \(token), '2026-11-20 10:00:00+00', NULL)
+            """)
         #expect(try w.run(["--retry-delay-minutes", "0"]).status == 0)
         let firstCalls = w.sim.calls().filter { $0.rid == "r-disagree" }.map { "\($0.env) \($0.outcome)" }
         #expect(firstCalls == ["production 21007", "sandbox 21008"])
@@ -312,11 +313,11 @@ struct RightToTheRowTests {
         // Receipts the first night verified: two Apple rejected as invalid, one valid answer of an
         // ordinary purchase, and one valid answer that does not show the transaction its row
         // names (a transaction_not_found receipt, given a transaction id of its own here).
-        func receipt(_ condition: String, last: Bool = false) throws -> (id: String, tid: String?, order: String) {
+        func receipt(_ condition: SQL, last: Bool = false) throws -> (id: String, tid: String?, order: String) {
             let r = try w.t.db.query("""
                 SELECT r.receipt_id, r.transaction_id, r.order_id FROM iap_receipts r JOIN recon.receipt_state s USING (receipt_id)
                 WHERE r.order_id IS NOT NULL AND \(condition)
-                ORDER BY r.receipt_id COLLATE "C" \(last ? "DESC" : "") LIMIT 1
+                ORDER BY r.receipt_id COLLATE "C" \(last ? "DESC" : "" as SQL) LIMIT 1
                 """)
             try #require(r.rowCount == 1, "no receipt where \(condition)")
             return (try #require(r.value(0, 0)), r.value(0, 1), try #require(r.value(0, 2)))
@@ -328,7 +329,7 @@ struct RightToTheRowTests {
                                             WHERE rt.receipt_id = r.receipt_id AND rt.transaction_id = r.transaction_id)
             """, last: true)
         let without = try receipt("s.verdict = 'valid' AND r.transaction_id IS NULL")
-        try w.t.db.query("UPDATE iap_receipts SET transaction_id = '4000000000000077' WHERE receipt_id = $1", [without.id])
+        try w.t.db.query("UPDATE iap_receipts SET transaction_id = '4000000000000077' WHERE receipt_id = \(without.id)")
         let product = try #require(try w.t.scalar("SELECT product_id FROM iap_products WHERE product_type = 'consumable' LIMIT 1"))
         // Each grant has two linked receipts, one rejected as invalid and one valid answer without
         // the grant's transaction: not every receipt was rejected, so transaction_not_found. On its
@@ -340,9 +341,9 @@ struct RightToTheRowTests {
         try #require(otherInvalid.id != invalid.id)
         try w.t.db.query("""
             INSERT INTO iap_grants VALUES
-              ('g-links-a', 'u-links', $2, $1, $3, $3, 1, '2026-11-20 10:00:10+00', NULL),
-              ('g-links-b', 'u-links', $4, $1, '4000000000000077', '4000000000000077', 1, '2026-11-20 10:00:10+00', NULL)
-            """, [product, ordinary.order, try #require(invalid.tid), otherInvalid.order])
+              ('g-links-a', 'u-links', \(ordinary.order), \(product), \(try #require(invalid.tid)), \(try #require(invalid.tid)), 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-links-b', 'u-links', \(otherInvalid.order), \(product), '4000000000000077', '4000000000000077', 1, '2026-11-20 10:00:10+00', NULL)
+            """)
         let r = try w.run(["--no-verify"])
         #expect(r.status == 0, "\(r.stderr)")
         let clawbacks = Self.csvRows(w.out.appendingPathComponent("2026-11-21/clawback.csv"))
@@ -399,15 +400,14 @@ struct RightToTheRowTests {
                 quantity, purchase_date_ms, original_purchase_date_ms, bundle_id, source)
             SELECT '4000000000000092', environment, original_transaction_id, product_id, quantity,
                    purchase_date_ms + 3600000, original_purchase_date_ms, bundle_id, source
-            FROM recon.apple_transactions WHERE transaction_id = $1 AND environment = 'production'
-            """, [second.tid])
+            FROM recon.apple_transactions WHERE transaction_id = \(second.tid) AND environment = 'production'
+            """)
         try w.t.db.query("""
             INSERT INTO iap_grants VALUES
-              ('g-crowd-same', $1, NULL, $2, $3, $3, 1, '2026-11-20 10:00:10+00', NULL),
-              ('g-crowd-restore', $4, NULL, $5, '4000000000000091', $6, 1, '2026-11-20 10:00:10+00', NULL),
-              ('g-crowd-second', $7, NULL, $8, '4000000000000092', NULL, 1, '2026-11-20 10:00:10+00', NULL)
-            """, [same.user, same.product, same.tid, restore.user, restore.product, restore.tid,
-                  second.user, second.product])
+              ('g-crowd-same', \(same.user), NULL, \(same.product), \(same.tid), \(same.tid), 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-crowd-restore', \(restore.user), NULL, \(restore.product), '4000000000000091', \(restore.tid), 1, '2026-11-20 10:00:10+00', NULL),
+              ('g-crowd-second', \(second.user), NULL, \(second.product), '4000000000000092', NULL, 1, '2026-11-20 10:00:10+00', NULL)
+            """)
         let r = try w.run(["--no-verify"])
         #expect(r.status == 0, "\(r.stderr)")
         let duplicates = Self.csvRows(w.out.appendingPathComponent("2026-11-21/duplicate_grants.csv"))

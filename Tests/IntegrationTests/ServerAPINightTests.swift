@@ -181,9 +181,9 @@ struct ServerAPINightTests {
 
         // Apple knows it, we do not: our rows of a granted purchase are gone.
         try w.t.db.execute("""
-            DELETE FROM iap_grants WHERE transaction_id = '\(grantedTID)';
-            DELETE FROM iap_receipts WHERE transaction_id = '\(grantedTID)';
-            DELETE FROM iap_orders WHERE transaction_id = '\(grantedTID)'
+            DELETE FROM iap_grants WHERE transaction_id = \(literal: .text(grantedTID));
+            DELETE FROM iap_receipts WHERE transaction_id = \(literal: .text(grantedTID));
+            DELETE FROM iap_orders WHERE transaction_id = \(literal: .text(grantedTID))
             """)
         let unknown = try w.run(["lookup", "--transaction", grantedTID, "--json"])
         #expect(unknown.status == 0 && unknown.stdout.contains("\"unknown_to_us\""), "\(unknown.stdout)\(unknown.stderr)")

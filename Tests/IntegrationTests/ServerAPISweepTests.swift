@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Postgres
 import Reconciliation
 import Testing
 
@@ -44,7 +45,7 @@ struct ServerAPISweepTests {
             #expect(got == want, "\(file) after a kill differs from an uninterrupted run\n\(NightTests.diff(got, want))")
         }
         for type in ["REFUND", "REFUND_REVERSED", "ONE_TIME_CHARGE"] {
-            let sql = "SELECT count(*) FROM recon.notifications WHERE notification_type = '\(type)'"
+            let sql: SQL = "SELECT count(*) FROM recon.notifications WHERE notification_type = \(type)"
             #expect(try w.t.int(sql) == straight.t.int(sql), "\(type) notifications stored")
         }
         #expect(try w.t.int("SELECT count(*) FROM recon.notification_sweeps") == 6)

@@ -59,9 +59,9 @@ struct SignedTransactionNightTests {
             signedDate: 1_763_650_001_000, environment: "Production")
         let jws = foreign.signTransaction(payload)
         try w.t.db.query("""
-            INSERT INTO public.iap_receipts VALUES ('RFORGED', 'U999999999', NULL, '2000000000000001', $1,
+            INSERT INTO public.iap_receipts VALUES ('RFORGED', 'U999999999', NULL, '2000000000000001', \(jws),
                 '2026-11-21T12:00:00Z', NULL)
-            """, [jws])
+            """)
         let next = try w.run(asOf: NightTests.nextNight)
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try w.t.scalar("SELECT rejection FROM recon.receipt_state WHERE receipt_id = 'RFORGED'") == "unknown_root")

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Testing
 
 /// Issue 33, item 3 ("No failure path spins"): an App Store that gives no HTTP answer at all costs

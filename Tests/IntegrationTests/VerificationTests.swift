@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Testing
 
 /// Issue 2's acceptance: the verification stage against the real simulator over real HTTP and
@@ -16,10 +17,10 @@ struct VerificationTests {
         #expect(r.status == 0, "iap-sim seed failed: \(r.stderr)")
         try t.db.execute("""
             UPDATE iap_receipts SET verify_status = NULL;
-            DELETE FROM iap_receipts WHERE submitted_at < timestamptz '\(asOf)' - interval '30 days'
-                                        OR submitted_at > timestamptz '\(asOf)';
+            DELETE FROM iap_receipts WHERE submitted_at < \(literal: .text(asOf))::timestamptz - interval '30 days'
+                                        OR submitted_at > \(literal: .text(asOf))::timestamptz;
             DELETE FROM iap_receipts WHERE receipt_id NOT IN (
-                SELECT receipt_id FROM iap_receipts ORDER BY receipt_id LIMIT \(receipts));
+                SELECT receipt_id FROM iap_receipts ORDER BY receipt_id LIMIT \(literal: .int(receipts)));
             """)
         #expect(try t.int("SELECT count(*) FROM iap_receipts") == receipts)
     }
@@ -170,7 +171,7 @@ struct VerificationTests {
         defer { t.drop() }
         try Self.seed(t, users: 200, receipts: 150)
         let password = "pg-PASSW0RD-value"
-        try t.db.execute("CREATE ROLE secret_user LOGIN PASSWORD '\(password)' SUPERUSER")
+        try t.db.execute("CREATE ROLE secret_user LOGIN PASSWORD \(literal: .string(password)) SUPERUSER")
         defer { try? t.db.execute("DROP OWNED BY secret_user CASCADE; DROP ROLE secret_user") }
         let sim = try SimulatorProcess(["--shared-secret", Self.secret, "--fault-rate", "0.3", "--seed", "5"])
         defer { sim.stop() }
@@ -237,7 +238,7 @@ struct VerificationTests {
     }
 }
 
-func column(_ t: TestDatabase, _ sql: String) throws -> [String] {
+func column(_ t: TestDatabase, _ sql: SQL) throws -> [String] {
     let r = try t.db.query(sql)
     return (0..<r.rowCount).map { r.value($0, 0) ?? "" }
 }

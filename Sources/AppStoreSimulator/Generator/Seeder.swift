@@ -59,13 +59,14 @@ public struct SeedSummary: Sendable {
 public enum Seeder {
     static let relations = ["iap_products", "iap_orders", "iap_receipts", "iap_grants"]
 
-    /// Checks an identifier for use in SQL text (schema names cannot travel as parameters).
-    static func ident(_ name: String) throws -> String {
+    /// Checks an identifier for use in SQL text (schema names cannot travel as parameters), and
+    /// quotes it.
+    static func ident(_ name: String) throws -> SQL {
         let ok = !name.isEmpty && name.utf8.count <= 63 && name.utf8.enumerated().allSatisfy { i, c in
             (c >= 97 && c <= 122) || c == 95 || (i > 0 && c >= 48 && c <= 57)
         }
         guard ok else { throw SimulatorError(message: "--schema must be a lower-case SQL identifier, got '\(name)'") }
-        return "\"" + name + "\""
+        return "\(ident: name)"
     }
 
     public static func run(_ options: SeedOptions, progress: @escaping @Sendable (String) -> Void = { _ in }) throws
@@ -137,13 +138,13 @@ public enum Seeder {
         for rel in relations + ["sim_truth"] {
             let kind = try setup.query("""
                 SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = $1 AND c.relname = $2
-                """, [options.schema, rel])
+                WHERE n.nspname = \(options.schema) AND c.relname = \(rel)
+                """)
             guard kind.rowCount > 0, let k = kind.value(0, 0) else { continue }
             switch k {
-            case "v": try setup.execute("DROP VIEW \(s).\(rel) CASCADE")
-            case "m": try setup.execute("DROP MATERIALIZED VIEW \(s).\(rel) CASCADE")
-            default: try setup.execute("DROP TABLE \(s).\(rel) CASCADE")
+            case "v": try setup.execute("DROP VIEW \(s).\(ident: rel) CASCADE")
+            case "m": try setup.execute("DROP MATERIALIZED VIEW \(s).\(ident: rel) CASCADE")
+            default: try setup.execute("DROP TABLE \(s).\(ident: rel) CASCADE")
             }
         }
         try setup.execute("""
@@ -211,7 +212,7 @@ public enum Seeder {
                 return n
             }))
         }
-        let columns = [
+        let columns: [String: SQL] = [
             "iap_orders": "order_id, user_id, product_id, quantity, status, transaction_id, created_at",
             "iap_receipts": "receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status",
             "iap_grants": "grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at",
@@ -238,7 +239,7 @@ public enum Seeder {
                 defer { db.close() }
                 var n = 0
                 var users = 0
-                try db.copyIn("COPY \(s).\(rel) (\(columns[rel]!)) FROM STDIN") { w in
+                try db.copyIn("COPY \(s).\(ident: rel) (\(columns[rel]!)) FROM STDIN") { w in
                     try plan.forEach { d in
                         n += try emit(w, d)
                         users += 1

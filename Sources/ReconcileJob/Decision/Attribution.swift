@@ -20,7 +20,7 @@ extension DecideStage {
         if let namespace = settings.accountTokenNamespace {
             var orders: [String] = []
             try db.copyOut("""
-                COPY (SELECT order_id FROM o WHERE created_ms >= \(settings.windowStart - 86_400_000)) TO STDOUT
+                COPY (SELECT order_id FROM o WHERE created_ms >= \(literal: .int(settings.windowStart - 86_400_000))) TO STDOUT
                 """) { line in
                 if let id = CopyText.fields(line).first ?? nil { orders.append(id) }
             }
@@ -43,10 +43,10 @@ extension DecideStage {
     }
 
     /// The transactions (`t`) learned from the Server API alone, whose purchase `who` attributes.
-    static let attributedSources = "t.source IN ('notification', 'transaction_history')"
+    static let attributedSources: SQL = "t.source IN ('notification', 'transaction_history')"
 
     /// `who`: for each transaction learned from the Server API alone, its token order and its user.
-    var attributionSQL: String {
+    var attributionSQL: SQL {
         """
         DROP TABLE IF EXISTS who;
         CREATE \(newTable("who")) AS
@@ -85,9 +85,8 @@ extension DecideStage {
     /// refunds.csv into `{S}.current_findings` (contract §6): every production transaction with a
     /// refund (a verifyReceipt cancellation, or a signed revocation that is not FAMILY_REVOKE)
     /// whose revocation or reversal date lies in the refund window.
-    var refundsSQL: String {
-        let from = settings.refundWindowStart
-        let window = "BETWEEN \(from) AND \(settings.asOf)"
+    var refundsSQL: SQL {
+        let window: SQL = "BETWEEN \(settings.refundWindowStart)::bigint AND \(settings.asOf)::bigint"
         return """
         INSERT INTO \(S).current_findings (report, finding_key, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14)
         WITH refunded AS (

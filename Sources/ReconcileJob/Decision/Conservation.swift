@@ -28,12 +28,12 @@ enum Conservation {
     ]
 
     /// An order is delivered on its own columns (over `x`); every other order is open.
-    static let delivered = "x.status = 'delivered' OR x.transaction_id IS NOT NULL"
+    static let delivered: SQL = "x.status = 'delivered' OR x.transaction_id IS NOT NULL"
 
     /// A relation's first bucket when it takes most rows on the row's own columns (most orders
     /// are delivered), with its condition over `x`, as the CASE of `bucketSQL` says it first:
     /// `sql` counts those rows by a filter and joins only the others.
-    static let firstBucket: [SourceRelation: (name: String, condition: String)] = [
+    static let firstBucket: [SourceRelation: (name: String, condition: SQL)] = [
         .orders: ("delivered", delivered),
     ]
 
@@ -46,26 +46,26 @@ enum Conservation {
     /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
     /// `layouts`: the reports' descriptions (a test hands in changed ones).
     static func bucketSQL(_ relation: SourceRelation, settings: JobSettings,
-                          layouts: (ReportFile) -> ReportLayout = \.layout) -> (case: String, joins: String) {
-        let S = settings.jobSchema.quoted
-        let start = "to_timestamp(\(settings.windowStart) / 1000.0)"
-        let end = "to_timestamp(\(settings.asOf) / 1000.0)"
+                          layouts: (ReportFile) -> ReportLayout = \.layout) -> (case: SQL, joins: SQL) {
+        let S = settings.jobSchema.sql
+        let start: SQL = "to_timestamp(\(settings.windowStart)::bigint / 1000.0)"
+        let end: SQL = "to_timestamp(\(settings.asOf)::bigint / 1000.0)"
         // Membership through LEFT JOINs to distinct sets (hash joins that may spill), never
         // correlated subqueries: one pass per relation at any size.
-        func distinct(_ column: String, _ from: String, _ alias: String, on: String) -> String {
-            "LEFT JOIN (SELECT DISTINCT \(column) AS k FROM \(from)) \(alias) ON \(alias).k = x.\(on)"
+        func distinct(_ column: SQL, _ from: SQL, _ alias: String, on: String) -> SQL {
+            "LEFT JOIN (SELECT DISTINCT \(column) AS k FROM \(from)) \(ident: alias) ON \(ident: alias).k = x.\(ident: on)"
         }
         // The findings table's column of a report's cell, from the report's description.
-        func cell(_ report: ReportFile, _ name: String) -> String { layouts(report).cellColumn(name)! }
-        func findings(_ report: ReportFile) -> String {
-            "\(S).current_findings WHERE report = '\(report.rawValue)'"
+        func cell(_ report: ReportFile, _ name: String) -> SQL { "\(ident: layouts(report).cellColumn(name)!)" }
+        func findings(_ report: ReportFile) -> SQL {
+            "\(S).current_findings WHERE report = \(report.rawValue)"
         }
         switch relation {
         case .products:
             return ("CASE WHEN x.product_type IN \(SourceRelation.productTypes) THEN 'ok' END", "")
         case .orders:
             // `rest`: the open orders, made once by `sql` (the first bucket's other rows).
-            let openOrders = "(SELECT order_id FROM \(restOfFirstBucket))"
+            let openOrders: SQL = "(SELECT order_id FROM \(ident: restOfFirstBucket))"
             return ("""
                 CASE WHEN \(delivered) THEN 'delivered'
                      WHEN rep.k IS NOT NULL THEN 'open_reported'
@@ -95,7 +95,7 @@ enum Conservation {
                 END
                 """, "")
         case .grants:
-            let linked = "(at.k IS NOT NULL OR rt.k IS NOT NULL OR ro.k IS NOT NULL)"
+            let linked: SQL = "(at.k IS NOT NULL OR rt.k IS NOT NULL OR ro.k IS NOT NULL)"
             return ("""
                 CASE WHEN cb.k IS NOT NULL THEN 'clawed_back'
                      WHEN dg.k IS NOT NULL THEN 'duplicate'
@@ -123,9 +123,9 @@ enum Conservation {
     /// settled nearly every receipt, so the grants probed are a few; before, every active grant's
     /// transaction_id was hashed for every receipt (a third of the query, and it spilled at 5M
     /// rows). The receipts with their state are read twice from one materialized set.
-    static func receiptRows(settings: JobSettings) -> String {
-        let S = settings.jobSchema.quoted
-        let src = "\"\(settings.sourceSchema)\""
+    static func receiptRows(settings: JobSettings) -> SQL {
+        let S = settings.jobSchema.sql
+        let src: SQL = "\(ident: settings.sourceSchema)"
         return """
             (WITH j AS MATERIALIZED (
                 SELECT x.receipt_id, x.transaction_id, x.verify_status, x.submitted_at, s.definitive, s.verdict
@@ -148,9 +148,9 @@ enum Conservation {
     /// read from the source.)
     /// `bucketed: false`: the rows' buckets are counted elsewhere (the grants', by the decide stage:
     /// `counted` of `compute`); only the input errors and the independent row count are asked.
-    static func sql(_ relation: SourceRelation, settings: JobSettings, bucketed: Bool = true) -> String {
-        let table = "\"\(settings.sourceSchema)\".\(relation.rawValue)"
-        let key = relation.key
+    static func sql(_ relation: SourceRelation, settings: JobSettings, bucketed: Bool = true) -> SQL {
+        let table: SQL = "\(ident: settings.sourceSchema).\(relation.name)"
+        let key = relation.keySQL
         let (bucket, joins) = bucketSQL(relation, settings: settings)
         guard let copy = relation.copy else {
             return """
@@ -169,14 +169,14 @@ enum Conservation {
             SELECT '#rows', count(*) FROM \(table)
             """
         }
-        let from = relation == .receipts ? receiptRows(settings: settings) : "\(copy) x"
-        var placed = "SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins)) placed GROUP BY b"
+        let from = relation == .receipts ? receiptRows(settings: settings) : "\(ident: copy) x"
+        var placed: SQL = "SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins)) placed GROUP BY b"
         if relation == .receipts {
             // The unresolved receipts are also kept (`unresolvedTable`): a data-modifying CTE runs
             // once, to the end, whether or not the query reads it.
             placed = """
                 WITH placed AS MATERIALIZED (SELECT x.receipt_id, \(bucket) AS b FROM \(from) \(joins)),
-                kept AS (INSERT INTO \(unresolvedTable) SELECT receipt_id FROM placed WHERE b = 'unresolved')
+                kept AS (INSERT INTO \(ident: unresolvedTable) SELECT receipt_id FROM placed WHERE b = 'unresolved')
                 SELECT b, count(*) FROM placed GROUP BY b
                 """
         }
@@ -186,17 +186,17 @@ enum Conservation {
             // are joined with the sets the other buckets ask. Together the two filters take
             // every row once: a condition is true, or it is not.
             placed = """
-                WITH \(restOfFirstBucket) AS MATERIALIZED (SELECT * FROM \(from) WHERE (\(condition)) IS NOT TRUE)
-                SELECT '\(first)', count(*) FROM \(from) WHERE \(condition)
+                WITH \(ident: restOfFirstBucket) AS MATERIALIZED (SELECT * FROM \(from) WHERE (\(condition)) IS NOT TRUE)
+                SELECT \(first)::text, count(*) FROM \(from) WHERE \(condition)
                 UNION ALL
-                SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(restOfFirstBucket) x \(joins)) placed GROUP BY b
+                SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(ident: restOfFirstBucket) x \(joins)) placed GROUP BY b
                 """
         }
         return """
-        \(bucketed ? placed + "\nUNION ALL" : "")
-        SELECT 'input_error', count(*) FROM bad_\(copy)
+        \(bucketed ? placed + "\nUNION ALL" : "" as SQL)
+        SELECT 'input_error', count(*) FROM \(ident: "bad_" + copy)
         UNION ALL
-        SELECT 'input_error', coalesce(sum(n - 1), 0) FROM dk_\(copy)
+        SELECT 'input_error', coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy)
         UNION ALL
         SELECT '#rows', count(*) FROM \(table)
         """
@@ -214,8 +214,8 @@ enum Conservation {
         let query = sql(relation, settings: settings, bucketed: counted == nil)
         if relation == .receipts {
             try db.execute("""
-                DROP TABLE IF EXISTS \(unresolvedTable);
-                CREATE UNLOGGED TABLE \(unresolvedTable) (receipt_id text) WITH (autovacuum_enabled = false)
+                DROP TABLE IF EXISTS \(ident: unresolvedTable);
+                CREATE UNLOGGED TABLE \(ident: unresolvedTable) (receipt_id text) WITH (autovacuum_enabled = false)
                 """)
         }
         let rows = try db.query(query).rows

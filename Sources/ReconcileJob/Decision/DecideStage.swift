@@ -16,8 +16,8 @@ public final class DecideStage: Sendable {
     /// Where the stage's scratch tables live and which Apple transactions it reads: the night's,
     /// or those of a few families for `lookup` (LookupFamilies.swift).
     let scope: Scope
-    var S: String { settings.jobSchema.quoted }
-    var src: String { "\"\(settings.sourceSchema)\"" }
+    var S: SQL { settings.jobSchema.sql }
+    var src: SQL { "\(ident: settings.sourceSchema)" }
 
     public enum Scope: Sendable {
         /// The night: unlogged tables in the job schema, seen by the stage's other sessions
@@ -29,7 +29,7 @@ public final class DecideStage: Sendable {
     }
 
     /// `CREATE \(newTable("x"))`: a scratch table of the scope (with `columns`, e.g. `" (a text)"`).
-    func newTable(_ name: String, _ columns: String = "") -> String {
+    func newTable(_ name: SQL, _ columns: SQL = "") -> SQL {
         switch scope {
         case .night: return "UNLOGGED TABLE \(name)\(columns) WITH (autovacuum_enabled = false)"
         case .lookup: return "TEMPORARY TABLE \(name)\(columns)"
@@ -37,7 +37,7 @@ public final class DecideStage: Sendable {
     }
 
     /// The Apple transactions the stage decides from.
-    var appleTransactions: String {
+    var appleTransactions: SQL {
         switch scope {
         case .night: return "\(S).apple_transactions"
         case .lookup: return "pg_temp.lk_apple"
@@ -67,8 +67,8 @@ public final class DecideStage: Sendable {
     struct Prepared: Sendable {
         let products: ProductCatalog
         /// The copies of the receipts, the orders and the grants, in that order.
-        let copies: [String]
-        let crowdedKeys: String
+        let copies: [SQL]
+        let crowdedKeys: SQL
     }
 
     /// Drops the working tables of an earlier run, makes the products' and reads their catalog,
@@ -84,7 +84,7 @@ public final class DecideStage: Sendable {
     /// input_errors.csv's rows: the copies' bad rows and duplicated keys.
     func recordInputErrors(_ db: PGConnection) throws {
         try db.execute("DELETE FROM \(S).input_errors")
-        try db.execute(inputErrorSQL(duplicated: try duplicatedRelations(db)))
+        try db.run(inputErrorSQL(duplicated: try duplicatedRelations(db)))
     }
 
     /// The families, decided: both kinds of family rows at once, each on a stream of its own

@@ -23,7 +23,7 @@ extension DecideStage {
     /// most of the `T` query). The owed transactions' receipts (`owed_links`) are joined once for
     /// both the first receipt and the exact order by receipt: the second join of the receipts
     /// with their transactions was a parallel scan of every receipt.
-    var transactionCTEs: String {
+    var transactionCTEs: SQL {
         """
         WITH owed AS MATERIALIZED (
             SELECT t.transaction_id, t.environment, t.product_id FROM \(appleTransactions) t
@@ -64,7 +64,7 @@ extension DecideStage {
     /// receipts' states and the orders' sort were most of the `G` query (issue "The night at
     /// Postgres's floor"). "Apple showed it" is `known_to_apple`, in either environment.
     /// Those counts are made before the query (`unknownGrantsSQL`).
-    var grantCTEs: String {
+    var grantCTEs: SQL {
         """
         WITH grant_family AS (
             SELECT g.grant_id, g.user_id, g.order_id, g.product_id, g.transaction_id, g.original_transaction_id,
@@ -85,7 +85,7 @@ extension DecideStage {
     /// (`grantCTEs`). It reads only the grants' copy and what was learned from Apple, so it is made
     /// beside the copies once the grants' is (NightPlan.swift). An unlogged night table
     /// (NightTables.swift).
-    var unknownGrantsSQL: String {
+    var unknownGrantsSQL: SQL {
         """
         DROP TABLE IF EXISTS unknown;
         CREATE \(newTable("unknown")) AS
@@ -109,7 +109,7 @@ extension DecideStage {
     ///   counts' rows and hashed every grant instead.
     /// - The counts and the order in one table: the query probes one small hash per grant, not
     ///   two.
-    var unknownFactsSQL: String {
+    var unknownFactsSQL: SQL {
         """
         CREATE TEMPORARY TABLE unknown_facts AS
             WITH unknown_links AS (
@@ -163,9 +163,9 @@ extension DecideStage {
     /// sets: transaction ids of two grants; original ids
     /// (other than the grant's own transaction id) of two grants; and such original ids that are
     /// also a grant's transaction id, looked up in the index (a key named once as each).
-    func crowdedKeysSQL(transactionIndexed: Bool) -> String {
-        let grants = "\(src).\(SourceRelation.grants.rawValue)"
-        let namedTwice = transactionIndexed ? """
+    func crowdedKeysSQL(transactionIndexed: Bool) -> SQL {
+        let grants: SQL = "\(src).\(ident: SourceRelation.grants.rawValue)"
+        let namedTwice: SQL = transactionIndexed ? """
             SELECT transaction_id FROM \(grants) WHERE transaction_id IS NOT NULL
             GROUP BY transaction_id HAVING count(*) > 1
             UNION
@@ -186,14 +186,14 @@ extension DecideStage {
             """
         return """
         DROP TABLE IF EXISTS crowded_keys;
-        \(transactionIndexed ? "SET enable_hashagg = off;" : "")
+        \(transactionIndexed ? "SET enable_hashagg = off;" : "" as SQL)
         CREATE \(newTable("crowded_keys")) AS
             SELECT original_transaction_id AS k FROM \(appleTransactions) WHERE original_transaction_id <> transaction_id
             UNION
             SELECT transaction_id FROM \(appleTransactions) WHERE environment <> 'production'
             UNION
             \(namedTwice);
-        \(transactionIndexed ? "RESET enable_hashagg;" : "")
+        \(transactionIndexed ? "RESET enable_hashagg;" : "" as SQL)
         ANALYZE crowded_keys
         """
     }
@@ -202,7 +202,7 @@ extension DecideStage {
     /// see `FamilyRow`. The window `family` counts a family's transactions for `settled`; it sorts
     /// as the rows are sorted, so Postgres sorts once. The transactions of the quiet families
     /// `crowdedKeysSQL` describes are left out.
-    var transactionRowsSQL: String {
+    var transactionRowsSQL: SQL {
         """
         \(transactionCTEs)
         SELECT \(FamilyRow.selectList(TransactionColumn.self, \.sql))
@@ -224,7 +224,7 @@ extension DecideStage {
     /// key and grant; the window `family` counts a family's grants for `onlyGrant`. The grants of
     /// the quiet families `crowdedKeysSQL` describes are left out: the grant whose transaction is
     /// its family's key and which covers it (`covers_its_family`), the key not crowded.
-    var grantRowsSQL: String {
+    var grantRowsSQL: SQL {
         """
         \(grantCTEs)
         SELECT \(FamilyRow.selectList(GrantColumn.self, \.sql))
@@ -243,7 +243,7 @@ extension DecideStage {
     /// The working tables `run` makes side by side, made in order on one session from `sources`
     /// (the source relations, or copies of some of their rows), but `crowded_keys`: the caller
     /// makes it (`crowdedKeysSQL`, or `everyKeyCrowdedSQL` to have every family sent).
-    func prepareInOrder(_ db: PGConnection, sources: (SourceRelation) -> String) throws -> ProductCatalog {
+    func prepareInOrder(_ db: PGConnection, sources: (SourceRelation) -> SQL) throws -> ProductCatalog {
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
         for relation in [SourceRelation.receipts, .orders, .grants] {
@@ -259,7 +259,7 @@ extension DecideStage {
     }
 
     /// `crowded_keys` holding every transaction id: the family queries then leave no family out.
-    var everyKeyCrowdedSQL: String {
+    var everyKeyCrowdedSQL: SQL {
         """
         DROP TABLE IF EXISTS crowded_keys;
         CREATE \(newTable("crowded_keys")) AS

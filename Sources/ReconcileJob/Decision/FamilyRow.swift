@@ -15,22 +15,22 @@ enum TransactionColumn: Int, CaseIterable {
     /// The transaction is in production, neither refunded nor revoked, and one active grant of its
     /// own covers it (not `owed`): `settled` when it is its family's only one; with its key its own
     /// id and not crowded, its family is left out of the `T` query (DecideStage.crowdedKeysSQL).
-    static let standsCovered = "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
+    static let standsCovered: SQL = "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
         + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL"
 
     /// A refund stands unless a REFUND_REVERSED came at or after it (`Revocation.isReversed`; the
     /// `T` rows carry the facts and the core decides, refunds.csv and closed.csv use this).
-    static let reversed = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
+    static let reversed: SQL = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
 
     /// Over `t` (apple_transactions), `f` (first receipt), `e1`/`e2` (exact orders),
     /// `w` (whose purchase, for transactions no upload showed: Attribution.swift). `f`, `e1` and
     /// `e2` hold only the transactions that their active grants may not cover, the only ones whose
     /// receipt, user and order a rule reads (DecideStage.transactionCTEs); for the others
     /// `receiptID`, `orderID` and its columns are empty and `userID` is `who`'s or empty.
-    var sql: String {
-        func order(_ column: String) -> String {
-            "CASE WHEN e1.order_id IS NOT NULL THEN e1.\(column) WHEN e2.order_id IS NOT NULL THEN e2.\(column) "
-                + "ELSE w.token_\(column == "order_id" ? "order_id" : column) END"
+    var sql: SQL {
+        func order(_ column: String) -> SQL {
+            "CASE WHEN e1.order_id IS NOT NULL THEN e1.\(ident: column) WHEN e2.order_id IS NOT NULL THEN e2.\(ident: column) "
+                + "ELSE w.\(ident: "token_" + column) END"
         }
         switch self {
         case .key: return "t.original_transaction_id"
@@ -77,7 +77,7 @@ enum GrantColumn: Int, CaseIterable {
     /// Over `gf` (a grant with its family key) and `uf` (its receipt links and the quantity of the
     /// order linked to its transaction, counted only when Apple never showed its transaction:
     /// DecideStage.unknownFactsSQL).
-    var sql: String {
+    var sql: SQL {
         switch self {
         case .key: return "gf.fkey"
         case .kind: return "'G'"
@@ -111,7 +111,7 @@ struct FamilyRow {
     /// named `fkey`, `kind`, `id`: each kind's query sorts by family key and id (DecideStage).
     /// The fourth is the kind's quiet flag (`settled`, `onlyGrant`), read before the rest of the row
     /// (`FamilyRow.quietFlag`).
-    static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> String) -> String {
+    static func selectList<C: CaseIterable>(_ columns: C.Type, _ sql: (C) -> SQL) -> SQL {
         var list = columns.allCases.map(sql)
         list[0] += " AS fkey"
         list[1] += " AS kind"

@@ -131,7 +131,7 @@ final class FindingSink: @unchecked Sendable {
     /// Empties the table, before the sink's transaction and the refunds' rows (the night's plan:
     /// step `empty findings`).
     static func empty(_ db: PGConnection, schema: JobSchema) throws {
-        try db.execute("TRUNCATE \(schema.quoted).current_findings")  // made by migration 10
+        try db.execute("TRUNCATE \(schema.sql).current_findings")  // made by migration 10
     }
 
     func begin() throws {
@@ -151,7 +151,7 @@ final class FindingSink: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let rows = pending
         pending.removeAll(keepingCapacity: true)
-        try db.copyIn("COPY \(schema.quoted).current_findings FROM STDIN") { w in
+        try db.copyIn("COPY \(schema.sql).current_findings FROM STDIN") { w in
             for row in rows { try w.row(row) }
         }
     }

@@ -20,7 +20,7 @@ final class CompensationSpool: @unchecked Sendable {
     init(settings: JobSettings) throws {
         schema = settings.jobSchema
         db = try JobDatabase.connect(settings)
-        try db.execute("TRUNCATE \(schema.quoted).compensation_spool")  // made by migration 10
+        try db.execute("TRUNCATE \(schema.sql).compensation_spool")  // made by migration 10
     }
 
     /// A candidate with an exact order: its row goes to the sink now; its order is kept out of inference.
@@ -44,7 +44,7 @@ final class CompensationSpool: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let rows = pending
         pending.removeAll(keepingCapacity: true)
-        try db.copyIn("COPY \(schema.quoted).compensation_spool FROM STDIN") { w in for row in rows { try w.row(row) } }
+        try db.copyIn("COPY \(schema.sql).compensation_spool FROM STDIN") { w in for row in rows { try w.row(row) } }
     }
 
     func close() { db.close() }
@@ -60,7 +60,7 @@ extension DecideStage {
     /// match, to `emit`. Open orders an exact match took are left out, as the rule says.
     func matchSpooledCandidates(_ db: PGConnection, emit: (String, [String]) throws -> Void) throws {
         let cells = (1...CompensationSpool.cells).map { "c\($0)" }
-        let nulls = cells.map { _ in "NULL::text" }.joined(separator: ", ")
+        let nulls = cells.map { _ in "NULL::text" as SQL }.joined(separator: ", ")
         var group: (user: String, product: String)?
         var orders: [Order] = []
         var purchases: [(ms: EpochMillis, key: String, cells: [String])] = []
@@ -81,7 +81,7 @@ extension DecideStage {
         try db.copyOut("""
             COPY (SELECT * FROM (
             SELECT 'C' AS kind, s.user_id, s.product_id, s.purchase_ms AS at, s.transaction_id AS id, s.environment,
-                   \(cells.map { "s.\($0)" }.joined(separator: ", "))
+                   \(cells.map { "s.\(ident: $0)" as SQL }.joined(separator: ", "))
             FROM \(S).compensation_spool s WHERE s.kind = 'C'
             UNION ALL
             SELECT 'O', o.user_id, o.product_id, o.created_ms, o.order_id, o.quantity::text, \(nulls)

@@ -34,12 +34,12 @@ enum NightTables {
     /// another of them and adds its coordination (docs/benchmarks.md, "Measured choices").
     static func use(_ db: PGConnection, schema: JobSchema) throws {
         try db.execute("""
-            SELECT set_config('search_path', '\(schema.quoted), ' || current_setting('search_path'), false);
+            SELECT set_config('search_path', \(literal: .text(schema.sql.text + ", ")) || current_setting('search_path'), false);
             SET work_mem = '128MB'; SET jit = off; SET max_parallel_workers_per_gather = 0
             """)
     }
 
     static func drop(_ db: PGConnection, schema: JobSchema) throws {
-        try db.execute("DROP TABLE IF EXISTS " + names.map { "\(schema.quoted).\($0)" }.joined(separator: ", "))
+        try db.execute("DROP TABLE IF EXISTS \(names.map { "\(schema.sql).\(ident: $0)" as SQL }.joined())")
     }
 }

@@ -19,8 +19,10 @@ extension SourceRelation {
     }
 
     /// The columns of the copy, over the source row `x` (times also in epoch milliseconds).
-    var copyColumns: String {
-        func ms(_ c: String) -> String { "\(Self.epochMilliseconds("x.\(c)")) AS \(c.replacingOccurrences(of: "_at", with: "_ms"))" }
+    var copyColumns: SQL {
+        func ms(_ c: String) -> SQL {
+            "\(Self.epochMilliseconds("x.\(ident: c)")) AS \(ident: String(c.dropLast(3)) + "_ms")"
+        }
         switch self {
         case .products: return "x.*"
         case .orders:
@@ -29,7 +31,7 @@ extension SourceRelation {
             return "x.receipt_id, x.user_id, x.order_id, x.transaction_id, x.verify_status, x.submitted_at, \(ms("submitted_at"))"
         case .grants:
             return "x.grant_id, x.user_id, x.order_id, x.product_id, x.transaction_id, x.original_transaction_id, "
-                + "x.quantity, x.granted_at, \(ms("granted_at")), x.revoked_at, \(ms("revoked_at"))"
+                + "x.quantity, x.granted_at, \(ms("granted_at")), x.revoked_at, \(ms("revoked_at"))" as SQL
         }
     }
 
@@ -44,19 +46,20 @@ extension SourceRelation {
     /// planner chose the hash; without the index, key order would need a sort, slower, so the
     /// planner chooses then).
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
-    func copySQL(source: String, jobSchema: JobSchema, keyIndexed: Bool = false,
-                 newTable: (String) -> String) -> String {
-        guard let copy else { return "" }
+    func copySQL(source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false,
+                 newTable: (SQL) -> SQL) -> SQL {
+        guard let copyName = copy else { return "" }
         let checks = checks(jobSchema: jobSchema)
-        let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" }.joined(separator: ",\n       ")
-        let bad = checks.map { "y.\($0.problemColumn) IS NOT NULL" }.joined(separator: " OR ")
-        let dk = "dk_\(copy)"
+        let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" as SQL }.joined(separator: ",\n       ")
+        let bad = checks.map { "y.\($0.problemColumn) IS NOT NULL" as SQL }.joined(separator: " OR ")
+        let copy: SQL = "\(ident: copyName)", dk: SQL = "\(ident: "dk_" + copyName)", badCopy: SQL = "\(ident: "bad_" + copyName)"
+        let key = keySQL
         return """
-        DROP TABLE IF EXISTS \(copy), bad_\(copy), \(dk);
-        \(keyIndexed ? "SET enable_hashagg = off;" : "")
+        DROP TABLE IF EXISTS \(copy), \(badCopy), \(dk);
+        \(keyIndexed ? "SET enable_hashagg = off;" : "" as SQL)
         CREATE \(newTable(dk)) AS
             SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
-        \(keyIndexed ? "RESET enable_hashagg;" : "")
+        \(keyIndexed ? "RESET enable_hashagg;" : "" as SQL)
         ANALYZE \(dk);
         CREATE \(newTable(copy)) AS
         SELECT y.*, (\(bad)) AS bad FROM (
@@ -70,8 +73,8 @@ extension SourceRelation {
             ) x\(productJoin)
             OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
         ) y;
-        CREATE \(newTable("bad_\(copy)")) AS SELECT * FROM \(copy) WITH NO DATA;
-        WITH moved AS (DELETE FROM \(copy) WHERE bad RETURNING *) INSERT INTO bad_\(copy) SELECT * FROM moved;
+        CREATE \(newTable(badCopy)) AS SELECT * FROM \(copy) WITH NO DATA;
+        WITH moved AS (DELETE FROM \(copy) WHERE bad RETURNING *) INSERT INTO \(badCopy) SELECT * FROM moved;
         SET default_statistics_target = 10;
         ANALYZE \(copy);
         RESET default_statistics_target;
@@ -84,12 +87,12 @@ extension DecideStage {
     /// piece of SQL per relation (they are made side by side: NightTables.swift). No indexes: every statement
     /// reads them whole through hash joins (the three indexes they had cost seconds and no plan at
     /// the benchmark's size used them).
-    func copiesSQL(_ db: PGConnection) throws -> [String] {
+    func copiesSQL(_ db: PGConnection) throws -> [SQL] {
         let indexed = try keyIndexedRelations(db)
         // The receipts first: the longest copy (its checks decode base64), so the other two share
         // the second core meanwhile.
         return [SourceRelation.receipts, .orders, .grants].map {
-            $0.copySQL(source: "\(src).\($0.rawValue)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0),
+            $0.copySQL(source: "\(src).\($0.name)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0),
                        newTable: { newTable($0) })
         }
     }
@@ -109,9 +112,9 @@ extension DecideStage {
                 JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
                 JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
                 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
-                WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3
+                WHERE n.nspname = \(settings.sourceSchema) AND c.relname = \(relation.rawValue) AND a.attname = \(column)
                   AND am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL)
-            """, [settings.sourceSchema, relation.rawValue, column])
+            """)
         return r.value(0, 0) == "t"
     }
 
@@ -120,7 +123,7 @@ extension DecideStage {
         var found: Set<SourceRelation> = []
         for relation in SourceRelation.allCases {
             guard let copy = relation.copy else { continue }
-            if try db.query("SELECT EXISTS (SELECT 1 FROM dk_\(copy))").value(0, 0) == "t" { found.insert(relation) }
+            if try db.query("SELECT EXISTS (SELECT 1 FROM \(ident: "dk_" + copy))").value(0, 0) == "t" { found.insert(relation) }
         }
         return found
     }

@@ -37,9 +37,9 @@ public enum SourceCheck {
             FROM pg_class c
             JOIN pg_namespace n ON n.oid = c.relnamespace
             LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-            WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
+            WHERE n.nspname = \(schema) AND c.relkind IN ('r', 'v', 'm', 'p', 'f')
               AND c.relname IN ('iap_products', 'iap_orders', 'iap_receipts', 'iap_grants')
-            """, [schema])
+            """)
         var found: [String: [String: String]] = [:]
         for row in 0..<result.rowCount {
             let relation = result.value(row, 0)!
@@ -90,11 +90,12 @@ public enum SourceCheck {
     /// privilege (exit 78), before any row is read, rather than a failure halfway through.
     static func checkPrivileges(_ db: PGConnection, schema: String) throws {
         let result = try db.query("""
-            SELECT r.name, has_schema_privilege(current_user, $1, 'USAGE')
-                   AND has_table_privilege(current_user, format('%I.%I', $1, r.name), 'SELECT'),
+            SELECT r.name, has_schema_privilege(current_user, s.name, 'USAGE')
+                   AND has_table_privilege(current_user, format('%I.%I', s.name, r.name), 'SELECT'),
                    current_user
-            FROM unnest(ARRAY['iap_products', 'iap_orders', 'iap_receipts', 'iap_grants']) AS r(name)
-            """, [schema])
+            FROM (SELECT \(schema)::text AS name) s,
+                 unnest(ARRAY['iap_products', 'iap_orders', 'iap_receipts', 'iap_grants']) AS r(name)
+            """)
         var missing: [String] = []
         var role = ""
         for row in 0..<result.rowCount {

@@ -5,6 +5,8 @@
 // App Store, and the conservation tally (where every row went). So a row is either an input
 // error or taken into account: it can never fall between the two.
 
+import Postgres
+
 /// The four source relations and the checks of their rows.
 enum SourceRelation: String, CaseIterable, Sendable {
     case products = "iap_products"
@@ -16,12 +18,12 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// `kp` for the relations that name a product) is not NULL; its value is the problem text.
     struct Check {
         let column: String
-        let problem: String
+        let problem: SQL
         /// Its column in the job's copy of the relation (SourceCopies.swift): the problem text, or NULL.
-        var problemColumn: String { "p_\(column)" }
+        var problemColumn: SQL { "\(ident: "p_" + column)" }
     }
 
-    /// The key column: a null key or a key of several rows is an input error.
+    /// The key column: a null key or a key of several rows is an input error (`keySQL` in SQL).
     var key: String {
         switch self {
         case .products: return "product_id"
@@ -31,8 +33,14 @@ enum SourceRelation: String, CaseIterable, Sendable {
         }
     }
 
+    /// The key column as an identifier.
+    var keySQL: SQL { "\(ident: key)" }
+
+    /// The relation as an identifier (the caller puts the source schema before it).
+    var name: SQL { "\(ident: rawValue)" }
+
     /// Which row of a duplicated key is used: the first by these columns.
-    var firstRowOrder: String {
+    var firstRowOrder: SQL {
         switch self {
         case .products: return "product_type, bundle_id"
         case .orders: return "user_id, product_id, quantity, status, transaction_id, created_at"
@@ -45,14 +53,14 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// Orders and grants name a product, which must have a valid row in `iap_products`.
     var namesProduct: Bool { self == .orders || self == .grants }
 
-    static let productTypes = "('consumable', 'non_consumable', 'auto_renewable', 'non_renewing')"
+    static let productTypes: SQL = "('consumable', 'non_consumable', 'auto_renewable', 'non_renewing')"
 
     /// Every column the contract does not mark `null`, with the problem a row may have there.
     /// `dataFormLater`: the receipts' `receipt_data` is checked here only for null, and the caller
     /// applies `appReceiptOrDotted` and the JWS form (see `candidateSQL`).
     func checks(jobSchema: JobSchema, dataFormLater: Bool = false) -> [Check] {
         func notNull(_ column: String) -> Check {
-            Check(column: column, problem: "CASE WHEN x.\(column) IS NULL THEN '\(column) is null' END")
+            Check(column: column, problem: "CASE WHEN x.\(ident: column) IS NULL THEN \(literal: .text(column + " is null")) END")
         }
         let product = Check(column: "product_id", problem: """
             CASE WHEN x.product_id IS NULL THEN 'product_id is null'
@@ -84,15 +92,15 @@ enum SourceRelation: String, CaseIterable, Sendable {
     }
 
     /// SQL boolean over `x` (and `kp`): the row has at least one problem.
-    func hasProblem(jobSchema: JobSchema, dataFormLater: Bool = false) -> String {
-        "(" + checks(jobSchema: jobSchema, dataFormLater: dataFormLater).map { "(\($0.problem)) IS NOT NULL" }.joined(separator: " OR ") + ")"
+    func hasProblem(jobSchema: JobSchema, dataFormLater: Bool = false) -> SQL {
+        "(\(checks(jobSchema: jobSchema, dataFormLater: dataFormLater).map { "(\($0.problem)) IS NOT NULL" as SQL }.joined(separator: " OR ")))"
     }
 
     /// `FROM` text: `relation` as `x`, joined to the known products as `kp` where the checks need them.
-    func from(_ relation: String) -> String { "\(relation) x\(productJoin)" }
+    func from(_ relation: SQL) -> SQL { "\(relation) x\(productJoin)" }
 
     /// The join to the known products (as `kp`) that the checks of `x` need, or nothing.
-    var productJoin: String {
+    var productJoin: SQL {
         namesProduct ? " LEFT JOIN known_products kp ON kp.product_id = x.product_id" : ""
     }
 
@@ -104,7 +112,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// milliseconds is then integer arithmetic. Other times (and null, and infinity, which fails
     /// as before) take the numeric path. Faster in the copies (docs/benchmarks.md, "Measured
     /// choices"); checked equal on millions of times, half of them at .5 ms, and in IntegrationTests.
-    static func epochMilliseconds(_ column: String) -> String {
+    static func epochMilliseconds(_ column: SQL) -> SQL {
         "CASE WHEN \(column) >= '1970-01-02' AND \(column) < '2041-01-01' "
             + "THEN ((date_part('epoch', \(column)) * 1000000::float8)::bigint + 500) / 1000 "
             + "ELSE (extract(epoch FROM \(column)) * 1000)::bigint END"
@@ -116,25 +124,26 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// question alone, one without the base64 one: `is_base64` of a JWS missed its fast pattern
     /// and translated the whole text twice (issue 33). `strpos` finds no dot in base64 at memchr's
     /// speed (LIKE, tried, scans byte by byte and slowed the night's check of a million receipts).
-    static func decodable(_ column: String, schema: JobSchema) -> String {
-        "(CASE WHEN strpos(\(column), '.') > 0 THEN \(schema.quoted).is_jws(\(column)) "
-            + "ELSE coalesce(\(schema.quoted).is_base64(\(column)), false) END)"
+    static func decodable(_ column: SQL, schema: JobSchema) -> SQL {
+        "(CASE WHEN strpos(\(column), '.') > 0 THEN \(schema.sql).is_jws(\(column)) "
+            + "ELSE coalesce(\(schema.sql).is_base64(\(column)), false) END)"
     }
 
     /// SQL predicate, `decodable` without the JWS form: a text with a dot passes (the caller checks
     /// its form: `CompactJWS.looksLikeJWS`, equal to `is_jws`), one without must be base64. The
     /// regular expression of `is_jws` was the largest cost of the candidate query (issue 33,
     /// docs/benchmarks.md); the job reads every byte of an upload anyway, at a fraction of that.
-    static func appReceiptOrDotted(_ column: String, schema: JobSchema) -> String {
+    static func appReceiptOrDotted(_ column: SQL, schema: JobSchema) -> SQL {
         "(CASE WHEN strpos(\(column), '.') > 0 THEN true "
-            + "ELSE coalesce(\(schema.quoted).is_base64(\(column)), false) END)"
+            + "ELSE coalesce(\(schema.sql).is_base64(\(column)), false) END)"
     }
 
     /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are
     /// (a hash of the key column only); the few keys that occur twice or more keep their first
     /// row by `firstRowOrder` (contract: a duplicated key is an input error, and one row is used).
-    func firstRowPerKey(_ relation: String) -> String {
-        let duplicated = "SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
+    func firstRowPerKey(_ relation: SQL) -> SQL {
+        let key = keySQL
+        let duplicated: SQL = "SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1"
         return """
         (SELECT * FROM \(relation) WHERE \(key) IS NOT NULL AND \(key) NOT IN (\(duplicated))
          UNION ALL
@@ -144,7 +153,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
     }
 
     /// The rows the decisions use: the first row of each key, without problems (alias `x`).
-    func cleanRows(_ relation: String, jobSchema: JobSchema, dataFormLater: Bool = false) -> String {
+    func cleanRows(_ relation: SQL, jobSchema: JobSchema, dataFormLater: Bool = false) -> SQL {
         "(SELECT x.* FROM \(from(firstRowPerKey(relation))) WHERE NOT \(hasProblem(jobSchema: jobSchema, dataFormLater: dataFormLater)))"
     }
 }
@@ -155,22 +164,22 @@ extension DecideStage {
     /// The optional list price (contract §1 `price`, `currency`) as milliunits of one unit and
     /// its currency: used only when the price is 0 or more (below 10^12) and the currency is three
     /// upper-case letters; any other value counts as no price (`ignoredPricesSQL` counts them).
-    var listPriceColumns: String {
+    var listPriceColumns: SQL {
         guard settings.listPriceColumns else { return "NULL::bigint AS list_milli, NULL::text AS list_currency" }
         return "CASE WHEN \(Self.usablePrice) THEN round(price * 1000)::bigint END AS list_milli, "
             + "CASE WHEN \(Self.usablePrice) THEN currency::text END AS list_currency"
     }
 
-    static let usablePrice = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
+    static let usablePrice: SQL = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
 
     /// Products whose price or currency is present but unusable (a warning, not an input error:
     /// the row still decides, only its amounts stay empty).
-    var ignoredPricesSQL: String {
+    var ignoredPricesSQL: SQL {
         "SELECT count(*) FROM \(src).iap_products WHERE (price IS NOT NULL OR currency IS NOT NULL) "
             + "AND NOT coalesce(\(Self.usablePrice), false)"
     }
 
-    var productsSQL: String {
+    var productsSQL: SQL {
         """
         DROP TABLE IF EXISTS p, known_products;
         CREATE \(newTable("p")) AS
@@ -190,35 +199,38 @@ extension DecideStage {
     /// (kept in `bad_o`, `bad_r`, `bad_g`), every row of the rare duplicated keys read again from
     /// the source (only when there are any: `duplicated` names those relations), one line per
     /// duplicated key, and the products (a handful of rows) straight from the source.
-    func inputErrorSQL(duplicated: Set<SourceRelation>) -> String {
-        let parts = SourceRelation.allCases.flatMap { relation -> [String] in
-            let key = relation.key
-            let table = "\(src).\(relation.rawValue)"
-            func values(_ problem: (SourceRelation.Check) -> String) -> String {
-                relation.checks(jobSchema: settings.jobSchema).map { "('\($0.column)', \(problem($0)))" }
+    /// Fixed text but for the run id: one statement, its values bound (the copies' checks are
+    /// literals, as the copies themselves run as several statements in one text).
+    func inputErrorSQL(duplicated: Set<SourceRelation>) -> SQL {
+        let parts = SourceRelation.allCases.flatMap { relation -> [SQL] in
+            let key = relation.keySQL
+            let table: SQL = "\(src).\(relation.name)"
+            let relationName = SQLLiteral.text(relation.rawValue), keyName = SQLLiteral.text(relation.key)
+            func values(_ problem: (SourceRelation.Check) -> SQL) -> SQL {
+                relation.checks(jobSchema: settings.jobSchema).map { "(\(literal: .text($0.column)), \(problem($0)))" as SQL }
                     .joined(separator: ", ")
             }
-            func rows(from: String, _ problem: (SourceRelation.Check) -> String, where condition: String) -> String {
+            func rows(from: SQL, _ problem: (SourceRelation.Check) -> SQL, where condition: SQL) -> SQL {
                 """
-                SELECT '\(relation.rawValue)', coalesce(x.\(key), ''), v.col, v.problem
+                SELECT \(literal: relationName), coalesce(x.\(key), ''), v.col, v.problem
                 FROM \(from) CROSS JOIN LATERAL (VALUES \(values(problem))) AS v(col, problem)
                 WHERE v.problem IS NOT NULL AND \(condition)
                 """
             }
             guard let copy = relation.copy else {
                 return [rows(from: relation.from(table), \.problem, where: "true"), """
-                    SELECT '\(relation.rawValue)', \(key), '\(key)', 'duplicate key (' || count(*) || ' rows)'
+                    SELECT \(literal: relationName), \(key), \(literal: keyName), 'duplicate key (' || count(*) || ' rows)'
                     FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
                     """]
             }
-            var parts = [rows(from: "bad_\(copy) x", { "x.\($0.problemColumn)" }, where: "NOT x.dup_key")]
+            var parts = [rows(from: "\(ident: "bad_" + copy) x", { "x.\($0.problemColumn)" }, where: "NOT x.dup_key")]
             if duplicated.contains(relation) {
-                parts.append(rows(from: relation.from(table), \.problem, where: "x.\(key) IN (SELECT k FROM dk_\(copy))"))
+                parts.append(rows(from: relation.from(table), \.problem, where: "x.\(key) IN (SELECT k FROM \(ident: "dk_" + copy))"))
             }
-            parts.append("SELECT '\(relation.rawValue)', k, '\(key)', 'duplicate key (' || n || ' rows)' FROM dk_\(copy)")
+            parts.append("SELECT \(literal: relationName), k, \(literal: keyName), 'duplicate key (' || n || ' rows)' FROM \(ident: "dk_" + copy)")
             return parts
         }
-        return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID) FROM ("
+        return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID)::bigint FROM ("
             + parts.joined(separator: "\nUNION ALL ") + ") e"
     }
 }

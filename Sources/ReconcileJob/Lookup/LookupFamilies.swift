@@ -20,8 +20,8 @@ struct LookupFamilies {
     let db: PGConnection
     let settings: JobSettings
     let stage: DecideStage
-    var S: String { settings.jobSchema.quoted }
-    var src: String { "\"\(settings.sourceSchema)\"" }
+    var S: SQL { settings.jobSchema.sql }
+    var src: SQL { "\(ident: settings.sourceSchema)" }
 
     init(db: PGConnection, settings: JobSettings) {
         self.db = db
@@ -101,7 +101,7 @@ struct LookupFamilies {
     private func pass(keys: Set<String>, fresh: [SignedTransaction], userProducts: Set<UserProduct>,
                       settings decisionSettings: DecisionSettings) throws -> Decided {
         try gatherRows(keys: keys, fresh: fresh, userProducts: userProducts)
-        let products = try stage.prepareInOrder(db, sources: { "pg_temp.lk_\($0.rawValue)" })
+        let products = try stage.prepareInOrder(db, sources: { "pg_temp.\(ident: "lk_" + $0.rawValue)" })
         // Every family is sent: the night leaves out only families it proves quiet, whose verdict
         // the rules give all the same.
         try db.execute(stage.everyKeyCrowdedSQL)
@@ -120,22 +120,21 @@ struct LookupFamilies {
     private func gatherRows(keys: Set<String>, fresh: [SignedTransaction], userProducts: Set<UserProduct>) throws {
         // Parameters travel in INSERTs (CREATE TABLE AS takes none).
         try db.execute("CREATE TEMPORARY TABLE lk_keys (k text PRIMARY KEY)")
-        try db.query("INSERT INTO lk_keys SELECT DISTINCT unnest($1::text[])", [textArrayLiteral(keys.sorted())])
+        try db.query("INSERT INTO lk_keys SELECT DISTINCT unnest(\(keys.sorted())::text[])")
         try db.execute("""
             CREATE TEMPORARY TABLE lk_apple (LIKE \(S).apple_transactions INCLUDING DEFAULTS);
             INSERT INTO lk_apple SELECT * FROM \(S).apple_transactions WHERE original_transaction_id IN (SELECT k FROM lk_keys);
             ALTER TABLE lk_apple ADD PRIMARY KEY (transaction_id, environment);
             \(Migrations.learnTransactions.replacingOccurrences(of: "{S}.apple_transactions", with: "pg_temp.lk_apple")
                 .replacingOccurrences(of: "{S}.learn_transactions", with: "pg_temp.learn_transactions")
-                .replacingOccurrences(of: "{S}", with: S))
+                .replacingSchema(settings.jobSchema))
             """)
         let items = fresh.map { LearnTransactions.Item($0, source: .transactionHistory) }
-        try db.query("SELECT pg_temp.learn_transactions($1::jsonb)",
-                     [String(decoding: try JSONEncoder().encode(items), as: UTF8.self)])
+        let json = String(decoding: try JSONEncoder().encode(items), as: UTF8.self)
+        try db.query("SELECT pg_temp.learn_transactions(\(json)::jsonb)")
         let users = userProducts.sorted { ($0.user, $0.product) < ($1.user, $1.product) }
         try db.execute("CREATE TEMPORARY TABLE lk_user_products (user_id text, product_id text)")
-        try db.query("INSERT INTO lk_user_products SELECT * FROM unnest($1::text[], $2::text[])",
-                     [textArrayLiteral(users.map(\.user)), textArrayLiteral(users.map(\.product))])
+        try db.query("INSERT INTO lk_user_products SELECT * FROM unnest(\(users.map(\.user))::text[], \(users.map(\.product))::text[])")
         try db.execute("""
             CREATE TEMPORARY TABLE lk_ids AS SELECT transaction_id AS id FROM lk_apple UNION SELECT k FROM lk_keys;
             CREATE TEMPORARY TABLE lk_iap_grants AS SELECT * FROM \(src).iap_grants WHERE grant_id IN (
@@ -156,8 +155,8 @@ struct LookupFamilies {
                    OR lower(order_id) IN (SELECT lower(app_account_token) FROM lk_apple WHERE app_account_token IS NOT NULL)
                    OR (user_id, product_id) IN (SELECT user_id, product_id FROM lk_user_products)
                 UNION SELECT order_id FROM lk_iap_receipts
-                UNION SELECT unnest($1::text[]))
-            """, [textArrayLiteral(tokenOrders)])
+                UNION SELECT unnest(\(tokenOrders)::text[]))
+            """)
     }
 
     /// With `--account-token-namespace`: the orders whose name-based token one of `lk_apple`'s
@@ -170,8 +169,8 @@ struct LookupFamilies {
         let wanted = Set(tokens.rows.compactMap { $0[0] })
         guard !wanted.isEmpty else { return [] }
         var found: [String] = []
-        let from = UTC.timestamp(settings.windowStart - 2 * 86_400_000)
-        try db.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= '\(from)'::timestamptz) TO STDOUT") { line in
+        let from = SQLLiteral.timestamptz(UTC.timestamp(settings.windowStart - 2 * 86_400_000))
+        try db.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= \(literal: from)) TO STDOUT") { line in
             if let id = CopyText.fields(line).first ?? nil, let token = AccountToken.nameBased(namespace: namespace, name: id),
                wanted.contains(token) { found.append(id) }
         }
@@ -186,37 +185,36 @@ struct LookupFamilies {
     /// grants name), and of every purchase whose exact order may be one of the user's orders of
     /// that product (a receipt naming it, or its token). A superset: the rules decide.
     private func competingKeys(_ up: UserProduct) throws -> Set<String> {
-        var tokens = try db.query("SELECT lower(order_id) FROM \(src).iap_orders WHERE user_id = $1 AND order_id IS NOT NULL",
-                                  [up.user]).rows.compactMap { $0[0] }
+        var tokens = try db.query("SELECT lower(order_id) FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL")
+            .rows.compactMap { $0[0] }
         if let namespace = settings.accountTokenNamespace {
-            let ids = try db.query("SELECT order_id FROM \(src).iap_orders WHERE user_id = $1 AND order_id IS NOT NULL", [up.user])
+            let ids = try db.query("SELECT order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL")
             tokens += ids.rows.compactMap { $0[0].flatMap { AccountToken.nameBased(namespace: namespace, name: $0) } }
         }
-        let from = settings.windowStart
         let result = try db.query("""
             WITH user_ids AS (
-                SELECT transaction_id AS id FROM \(src).iap_grants WHERE user_id = $1
-                UNION SELECT original_transaction_id FROM \(src).iap_grants WHERE user_id = $1
-                UNION SELECT transaction_id FROM \(src).iap_receipts WHERE user_id = $1
+                SELECT transaction_id AS id FROM \(src).iap_grants WHERE user_id = \(up.user)
+                UNION SELECT original_transaction_id FROM \(src).iap_grants WHERE user_id = \(up.user)
+                UNION SELECT transaction_id FROM \(src).iap_receipts WHERE user_id = \(up.user)
             ), user_receipts AS (
                 SELECT rt.transaction_id FROM \(S).receipt_transactions rt
-                JOIN \(src).iap_receipts r ON r.receipt_id = rt.receipt_id WHERE r.user_id = $1
+                JOIN \(src).iap_receipts r ON r.receipt_id = rt.receipt_id WHERE r.user_id = \(up.user)
             ), order_receipts AS (
                 SELECT rt.transaction_id FROM \(S).receipt_transactions rt
                 JOIN \(src).iap_receipts r ON r.receipt_id = rt.receipt_id
-                WHERE r.order_id IN (SELECT order_id FROM \(src).iap_orders WHERE user_id = $1 AND product_id = $2)
+                WHERE r.order_id IN (SELECT order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND product_id = \(up.product))
             )
             SELECT DISTINCT t.original_transaction_id FROM \(S).apple_transactions t
-            WHERE (t.product_id = $2 AND t.environment = 'production' AND t.purchase_date_ms BETWEEN $3::bigint AND $4::bigint
-                   AND (t.history_user_id = $1
+            WHERE (t.product_id = \(up.product) AND t.environment = 'production' AND t.purchase_date_ms BETWEEN \(settings.windowStart)::bigint AND \(settings.asOf)::bigint
+                   AND (t.history_user_id = \(up.user)
                         OR t.transaction_id IN (SELECT transaction_id FROM user_receipts)
-                        OR lower(t.app_account_token) = ANY($5::text[])
+                        OR lower(t.app_account_token) = ANY(\(tokens)::text[])
                         OR t.original_transaction_id IN (SELECT id FROM user_ids)
                         OR t.original_transaction_id IN (SELECT a.original_transaction_id FROM \(S).apple_transactions a
                                                          WHERE a.transaction_id IN (SELECT id FROM user_ids))))
                OR t.transaction_id IN (SELECT transaction_id FROM order_receipts)
-               OR lower(t.app_account_token) = ANY($5::text[])
-            """, [up.user, up.product, String(from), String(settings.asOf), textArrayLiteral(tokens)])
+               OR lower(t.app_account_token) = ANY(\(tokens)::text[])
+            """)
         return Set(result.rows.compactMap { $0[0] })
     }
 
@@ -224,8 +222,8 @@ struct LookupFamilies {
     private func openOrders(_ up: UserProduct) throws -> [Order] {
         let r = try db.query("""
             SELECT order_id, quantity::text, created_ms::text FROM o
-            WHERE user_id = $1 AND product_id = $2 AND transaction_id IS NULL AND status <> 'delivered'
-            """, [up.user, up.product])
+            WHERE user_id = \(up.user) AND product_id = \(up.product) AND transaction_id IS NULL AND status <> 'delivered'
+            """)
         return r.rows.compactMap { row in
             guard let id = row[0], let at = row[2].flatMap({ Int64($0) }) else { return nil }
             return Order(orderID: id, userID: up.user, productID: up.product, quantity: row[1].flatMap { Int($0) } ?? 1,

@@ -169,8 +169,8 @@ extension LookupRun {
     func firstSeen(_ keys: [String], db: PGConnection) throws -> String? {
         guard !keys.isEmpty else { return nil }
         return try db.query("""
-            SELECT to_char(min(first_seen), 'YYYY-MM-DD') FROM \(settings.jobSchema.quoted).findings
-            WHERE finding_key = ANY($1::text[]) AND closed_on IS NULL
-            """, [textArrayLiteral(keys)]).value(0, 0)
+            SELECT to_char(min(first_seen), 'YYYY-MM-DD') FROM \(settings.jobSchema.sql).findings
+            WHERE finding_key = ANY(\(keys)::text[]) AND closed_on IS NULL
+            """).value(0, 0)
     }
 }

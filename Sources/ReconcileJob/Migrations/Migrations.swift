@@ -49,10 +49,10 @@ enum Migrations {
     static func apply(_ db: PGConnection, schema: JobSchema) throws -> Outcome {
         // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there:
         // ask first, so a nightly role without it works once the schema exists.
-        let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema.name]).rowCount > 0
-        if !exists { try db.execute("CREATE SCHEMA \(schema.quoted)") }
+        let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = \(schema.name)").rowCount > 0
+        if !exists { try db.execute("CREATE SCHEMA \(schema.sql)") }
         try db.execute("""
-            CREATE TABLE IF NOT EXISTS \(schema.quoted).schema_migrations (
+            CREATE TABLE IF NOT EXISTS \(schema.sql).schema_migrations (
                 version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text)
             """)
         // The checksum column came after the table: a database of an earlier build gains it here.
@@ -60,10 +60,10 @@ enum Migrations {
         // nightly role that is not the owner must still run (chaos `privileges`).
         let hasChecksum = try db.query("""
             SELECT 1 FROM pg_attribute
-            WHERE attrelid = to_regclass($1) AND attname = 'checksum' AND NOT attisdropped
-            """, [schema.quoted + ".schema_migrations"]).rowCount > 0
+            WHERE attrelid = to_regclass(\(schema.sql.text + ".schema_migrations")) AND attname = 'checksum' AND NOT attisdropped
+            """).rowCount > 0
         if !hasChecksum {
-            try db.execute("ALTER TABLE \(schema.quoted).schema_migrations ADD COLUMN IF NOT EXISTS checksum text")
+            try db.execute("ALTER TABLE \(schema.sql).schema_migrations ADD COLUMN IF NOT EXISTS checksum text")
         }
         var outcome = Outcome()
         try db.transaction {
@@ -71,20 +71,20 @@ enum Migrations {
             let check = try SchemaCheck.read(db, schema: schema)
             if let problem = check.refusal { throw JobError(.configuration, problem) }
             for (version, text) in check.backfill {
-                try db.query("UPDATE \(schema.quoted).schema_migrations SET checksum = $1 WHERE version = $2 AND checksum IS NULL",
-                             [text.checksum, String(version)])
+                try db.query("UPDATE \(schema.sql).schema_migrations SET checksum = \(text.checksum) WHERE version = \(version) AND checksum IS NULL")
             }
             outcome.unknownTexts = check.unknownTexts
         }
         for migration in all {
             try db.transaction {
                 try lock(db, schema)
-                let present = try db.query("SELECT 1 FROM \(schema.quoted).schema_migrations WHERE version = $1",
-                                           [String(migration.version)])
+                let present = try db.query("SELECT 1 FROM \(schema.sql).schema_migrations WHERE version = \(migration.version)")
                 guard present.rowCount == 0 else { return }
-                try db.execute(migration.sql.replacingSchema(schema.quoted))
-                try db.query("INSERT INTO \(schema.quoted).schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                             [String(migration.version), migration.name, migration.checksum])
+                try db.execute(migration.sql.replacingSchema(schema))
+                try db.query("""
+                    INSERT INTO \(schema.sql).schema_migrations (version, name, checksum)
+                    VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                    """)
                 outcome.applied.append(migration.version)
             }
         }
@@ -92,7 +92,7 @@ enum Migrations {
     }
 
     private static func lock(_ db: PGConnection, _ schema: JobSchema) throws {
-        _ = try db.query("SELECT pg_advisory_xact_lock(hashtext($1))", ["iap-reconcile migrate " + schema.name])
+        _ = try db.query("SELECT pg_advisory_xact_lock(hashtext(\("iap-reconcile migrate " + schema.name)))")
     }
 
     static func sha256(_ text: String) -> String {
@@ -143,10 +143,11 @@ enum Migrations {
     }
 }
 
-/// A schema name the job may splice into SQL: checked to be a plain identifier, then quoted.
+/// A schema name the job writes into SQL: checked to be a plain identifier, then quoted.
 public struct JobSchema: Sendable {
     public let name: String
-    public var quoted: String { "\"\(name)\"" }
+    /// The name as an SQL identifier, double-quoted: `\(S)` in the job's statements.
+    public var sql: SQL { "\(ident: name)" }
 
     public init(_ name: String) throws {
         let ok = !name.isEmpty && name.count <= 63 && name.utf8.allSatisfy { c in
@@ -160,14 +161,17 @@ public struct JobSchema: Sendable {
 }
 
 extension String {
-    func replacingSchema(_ quoted: String) -> String {
-        var out = ""
+    /// A frozen text (a migration, a function definition taken from one) as SQL, each `{S}` the
+    /// job schema's quoted name. The text is the code's own, byte for byte as checksummed; it
+    /// holds no values, so it runs as it is.
+    func replacingSchema(_ schema: JobSchema) -> SQL {
+        var out: SQL = ""
         var rest = Substring(self)
         while let r = rest.firstRange(of: "{S}") {
-            out += rest[..<r.lowerBound]
-            out += quoted
+            out += SQL(unsafeSQL: String(rest[..<r.lowerBound]))
+            out += schema.sql
             rest = rest[r.upperBound...]
         }
-        return out + rest
+        return out + SQL(unsafeSQL: String(rest))
     }
 }

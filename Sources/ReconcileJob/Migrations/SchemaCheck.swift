@@ -68,17 +68,17 @@ struct SchemaCheck {
 
     static func read(_ db: PGConnection, schema: JobSchema) throws -> SchemaCheck {
         let table = schema.name + ".schema_migrations"
-        guard try db.query("SELECT to_regclass($1) IS NOT NULL", [table]).value(0, 0) == "t" else {
+        guard try db.query("SELECT to_regclass(\(table)) IS NOT NULL").value(0, 0) == "t" else {
             return SchemaCheck(schema: schema, rows: [], states: [:])
         }
         // Read-only callers may meet a table an earlier build made, without the column.
         let hasChecksum = try db.query("""
-            SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'checksum' AND NOT attisdropped
-            """, [table]).rowCount > 0
+            SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(\(table)) AND attname = 'checksum' AND NOT attisdropped
+            """).rowCount > 0
         let rows = try db.query("""
             SELECT version, name, to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                   \(hasChecksum ? "checksum" : "NULL::text")
-            FROM \(schema.quoted).schema_migrations ORDER BY version
+                   \(hasChecksum ? "checksum" : "NULL::text" as SQL)
+            FROM \(schema.sql).schema_migrations ORDER BY version
             """).rows.map { Row(version: Int($0[0] ?? "") ?? 0, name: $0[1] ?? "", appliedAt: $0[2] ?? "", checksum: $0[3]) }
         let recorded = Set(rows.map(\.version))
         let bodies = rows.contains { $0.checksum == nil } ? try liveBodies(db, schema: schema) : []
@@ -120,8 +120,8 @@ struct SchemaCheck {
     /// again, as the migrations' texts have it.
     static func liveBodies(_ db: PGConnection, schema: JobSchema) throws -> Set<String> {
         let sources = try db.query("""
-            SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1
-            """, [schema.name]).rows.compactMap { $0[0] }
-        return Set(sources.map { Migrations.sha256($0.replacingOccurrences(of: schema.quoted + ".", with: "{S}.")) })
+            SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = \(schema.name)
+            """).rows.compactMap { $0[0] }
+        return Set(sources.map { Migrations.sha256($0.replacingOccurrences(of: schema.sql.text + ".", with: "{S}.")) })
     }
 }

@@ -116,22 +116,22 @@ enum NightPlan {
         for (i, (relation, copy)) in copies.enumerated() {
             add("copy \(relation.rawValue)", "decide", .pool, reads: ["source." + relation.rawValue, "value: catalog"],
                 writes: ["night.\(copy)", "night.bad_\(copy)", "night.dk_\(copy)"]) { c in
-                try c.db.execute(values.with { $0.prepared!.copies[i] })
+                try c.db.run(values.with { $0.prepared!.copies[i] })
             }
         }
         add("crowded keys", "decide", .pool, reads: ["source.iap_grants", "job.apple_transactions", "value: catalog"],
             writes: ["night.crowded_keys"], note: "the families no rule can find anything in, left out of the family queries") { c in
-            try c.db.execute(values.with { $0.prepared!.crowdedKeys })
+            try c.db.run(values.with { $0.prepared!.crowdedKeys })
         }
         add("unknown grants", "decide", .pool, reads: ["night.g", "job.apple_transactions"], writes: ["night.unknown"]) { c in
-            try c.db.execute(decide().unknownGrantsSQL)
+            try c.db.run(decide().unknownGrantsSQL)
         }
         add("token orders", "decide", .pool, reads: ["night.o", "job.apple_transactions"], writes: ["night.token_orders"]) { c in
             try decide().prepareTokenOrders(c.db)
         }
         add("attribution", "decide", .pool,
             reads: ["night.r", "night.g", "night.o", "night.token_orders", "job.apple_transactions"], writes: ["night.who"]) { c in
-            try c.db.execute(decide().attributionSQL)
+            try c.db.run(decide().attributionSQL)
         }
         let familyReads = ["night.g", "night.r", "night.o", "night.p", "night.known_products", "night.unknown", "night.who",
                            "night.crowded_keys", "job.apple_transactions", "job.receipt_transactions", "job.receipt_state",
@@ -176,7 +176,7 @@ enum NightPlan {
         add("refunds", "decide", .pool,
             reads: ["job.apple_transactions", "job.receipt_transactions", "night.r", "night.g", "night.p", "night.who"],
             writes: ["job.current_findings: refunds.csv"], after: ["families: merged"]) { c in
-            try c.db.execute(decide().refundsSQL)
+            try c.db.run(decide().refundsSQL)
         }
         // The tally (contract §1), beside other work. The receipts first, because unresolved.csv is
         // their `unresolved` bucket; they start when the grants' family rows are sorted: from then
@@ -205,7 +205,7 @@ enum NightPlan {
         add("findings history", "write", .own,
             reads: ["job.current_findings", "job.findings", "night.g", "job.apple_transactions"], writes: ["job.findings"],
             note: "first_seen, closed_on and why; the CSV files compute first_seen as it will set it, so they do not wait for it") { c in
-            try c.db.execute(decide().historySQL)
+            try c.db.run(decide().historySQL)
         }
 
         // The reports, in a temporary folder moved into place at the end.

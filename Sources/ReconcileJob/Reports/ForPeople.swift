@@ -85,9 +85,9 @@ extension ReportWriter {
             COPY (
             WITH nights AS (
                 SELECT DISTINCT (as_of AT TIME ZONE 'UTC')::date AS d FROM \(S).runs
-                WHERE command = 'run' AND exit_code = 0 AND (as_of AT TIME ZONE 'UTC')::date < '\(day)'::date
-                UNION SELECT '\(day)'::date
-            ), last AS (SELECT d FROM nights ORDER BY d DESC LIMIT \(SummaryPage.nights))
+                WHERE command = 'run' AND exit_code = 0 AND (as_of AT TIME ZONE 'UTC')::date < \(literal: .date(day))
+                UNION SELECT \(literal: .date(day))
+            ), last AS (SELECT d FROM nights ORDER BY d DESC LIMIT \(literal: .int(SummaryPage.nights)))
             SELECT to_char(l.d, 'YYYY-MM-DD'), f.report,
                    count(*) FILTER (WHERE f.first_seen = l.d),
                    count(*) FILTER (WHERE f.closed_on = l.d),

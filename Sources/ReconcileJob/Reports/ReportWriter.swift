@@ -20,7 +20,7 @@ extension ReportFile {
 struct ReportWriter {
     let settings: JobSettings
     let logger: Logger
-    var S: String { settings.jobSchema.quoted }
+    var S: SQL { settings.jobSchema.sql }
 
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
@@ -107,20 +107,21 @@ struct ReportWriter {
     /// A night that failed leaves no temporary folder behind.
     func removeFolder() { try? FileSystem.removeTree(folder.temp) }
 
-    private func query(for file: ReportFile) -> String {
+    /// Read by `COPY (…) TO STDOUT`, which takes no parameters: its values are typed literals.
+    private func query(for file: ReportFile) -> SQL {
         let width = file.columns.count
         switch file {
         case .closed:
             return """
                 SELECT report, finding_key, to_char(first_seen, 'YYYY-MM-DD'), to_char(closed_on, 'YYYY-MM-DD'),
                        coalesce(closed_because, 'input_changed')
-                FROM \(S).findings WHERE closed_on = '\(UTC.date(settings.asOf))'::date
+                FROM \(S).findings WHERE closed_on = \(literal: .date(UTC.date(settings.asOf)))
                   -- of earlier nights: a finding seen and gone within tonight's reruns is no work done
                   AND first_seen < closed_on
                 ORDER BY report COLLATE "C", finding_key COLLATE "C"
                 """
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed:
-            let cells = (1..<width).map { "c\($0)" }
+            let cells = (1..<width).map { "\(ident: "c\($0)")" as SQL }
             var select = cells
             // first_seen as tonight's findings history leaves it, which may be running meanwhile.
             select.insert("to_char(\(DecideStage.firstSeenSQL(asOf: settings.asOf)), 'YYYY-MM-DD')",
@@ -128,8 +129,8 @@ struct ReportWriter {
             return """
                 SELECT \(select.joined(separator: ", "))
                 FROM \(S).current_findings c LEFT JOIN \(S).findings f ON f.finding_key = c.finding_key
-                WHERE c.report = '\(file.rawValue)'
-                ORDER BY \(cells.map { "\($0) COLLATE \"C\"" }.joined(separator: ", "))
+                WHERE c.report = \(literal: .text(file.rawValue))
+                ORDER BY \(cells.map { "\($0) COLLATE \"C\"" as SQL }.joined(separator: ", "))
                 """
         case .unresolved:
             // The receipts the tally placed in `unresolved` (Conservation.unresolvedTable): contract
@@ -140,7 +141,7 @@ struct ReportWriter {
                 SELECT r.receipt_id, r.user_id, r.order_id, r.transaction_id, coalesce(s.attempts, 0)::text,
                        s.last_status::text, s.last_error,
                        to_char(s.last_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                FROM r JOIN \(Conservation.unresolvedTable) u ON u.receipt_id = r.receipt_id
+                FROM r JOIN \(ident: Conservation.unresolvedTable) u ON u.receipt_id = r.receipt_id
                 LEFT JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id
                 ORDER BY r.receipt_id COLLATE "C"
                 """

@@ -43,6 +43,6 @@ enum LearnTransactions {
     static func store(_ items: [Item], db: PGConnection, schema: JobSchema) throws {
         guard !items.isEmpty else { return }
         let json = try JSONEncoder().encode(items)
-        try db.query("SELECT \(schema.quoted).learn_transactions($1::jsonb)", [String(decoding: json, as: UTF8.self)])
+        try db.query("SELECT \(schema.sql).learn_transactions(\(String(decoding: json, as: UTF8.self))::jsonb)")
     }
 }

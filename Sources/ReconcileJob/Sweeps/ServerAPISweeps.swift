@@ -29,7 +29,7 @@ struct ServerAPISweeps {
     let api: ServerAPISettings
     let runID: Int64
     let logger: Logger
-    var S: String { settings.jobSchema.quoted }
+    var S: SQL { settings.jobSchema.sql }
 
     static let notificationTypes = ["REFUND", "REFUND_REVERSED", "ONE_TIME_CHARGE"]
 
@@ -54,8 +54,8 @@ struct ServerAPISweeps {
             let earliest = max(settings.asOf, now) - maxDays * 86_400_000 + 3_600_000
             for type in Self.notificationTypes {
                 let position = try db.query("""
-                    SELECT reached_ms FROM \(S).notification_sweeps WHERE notification_type = $1 AND environment = $2
-                    """, [type, environment.rawValue])
+                    SELECT reached_ms FROM \(S).notification_sweeps WHERE notification_type = \(type) AND environment = \(environment.rawValue)
+                    """)
                 let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
                 let first = DecisionSettings.windowStart(asOf: settings.asOf, days: min(settings.refundWindowDays, Int(maxDays)))
                 let start = max(stored ?? first, earliest)
@@ -106,13 +106,13 @@ struct ServerAPISweeps {
     /// `--history-limit`. A customer asked before is asked with the same transaction id and the
     /// stored revision (valid only for the same query), so only what changed comes back.
     func historyCustomers(_ db: PGConnection) throws -> (list: [(user: String, transaction: String, revision: String?)], total: Int) {
-        let src = "\"\(settings.sourceSchema)\""
+        let src: SQL = "\(ident: settings.sourceSchema)"
         let result = try db.query("""
             WITH cand AS (
                 SELECT user_id, bool_or(status = 'paid') AS paid, max(created_at) AS newest
                 FROM \(src).iap_orders
                 WHERE transaction_id IS NULL AND status IS DISTINCT FROM 'delivered' AND user_id IS NOT NULL
-                  AND created_at >= to_timestamp($1::bigint / 1000.0) AND created_at <= to_timestamp($2::bigint / 1000.0)
+                  AND created_at >= to_timestamp(\(settings.windowStart)::bigint / 1000.0) AND created_at <= to_timestamp(\(settings.asOf)::bigint / 1000.0)
                 GROUP BY user_id
             ), known AS (
                 SELECT DISTINCT ON (r.user_id) r.user_id, rt.transaction_id
@@ -125,8 +125,8 @@ struct ServerAPISweeps {
             FROM cand c JOIN known k ON k.user_id = c.user_id
             LEFT JOIN \(S).history_customers h ON h.user_id = c.user_id
             ORDER BY c.paid DESC, c.newest DESC, c.user_id
-            LIMIT $3
-            """, [String(settings.windowStart), String(settings.asOf), String(settings.historyLimit)])
+            LIMIT \(settings.historyLimit)
+            """)
         var list: [(String, String, String?)] = []
         var total = 0
         for i in 0..<result.rowCount {
@@ -194,8 +194,8 @@ final class NotificationSweep: Conversation {
                 let inserted = try db.query("""
                     INSERT INTO \(S).notifications (notification_uuid, notification_type, subtype, environment,
                         transaction_id, signed_date_ms, run_id)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (notification_uuid) DO NOTHING
-                    """, [r.uuid, r.type, r.subtype, environment.rawValue, r.tid, String(r.signed), String(sweeps.runID)])
+                    VALUES (\(r.uuid), \(r.type), \(r.subtype), \(environment.rawValue), \(r.tid), \(r.signed), \(sweeps.runID)) ON CONFLICT (notification_uuid) DO NOTHING
+                    """)
                 if inserted.affectedRows > 0 { stored += 1 }
             }
             try LearnTransactions.store(items, db: db, schema: sweeps.settings.jobSchema)
@@ -203,11 +203,11 @@ final class NotificationSweep: Conversation {
                 // The position advances only with what was stored, in the same transaction.
                 try db.query("""
                     INSERT INTO \(S).notification_sweeps (notification_type, environment, reached_ms, run_id)
-                    VALUES ($1, $2, $3, $4)
+                    VALUES (\(type), \(environment.rawValue), \(end), \(sweeps.runID))
                     ON CONFLICT (notification_type, environment) DO UPDATE
                     SET reached_ms = greatest(notification_sweeps.reached_ms, EXCLUDED.reached_ms),
                         run_id = EXCLUDED.run_id, updated_at = now()
-                    """, [type, environment.rawValue, String(end), String(sweeps.runID)])
+                    """)
             }
         }
         if last { finished = true } else { token = page.paginationToken }
@@ -262,9 +262,9 @@ final class HistoryCustomer: Conversation {
             // The revision of each page stored with its transactions: a rerun continues from here.
             try db.query("""
                 INSERT INTO \(S).history_customers (user_id, transaction_id, environment, revision, run_id)
-                VALUES ($1, $2, 'production', $3, $4)
+                VALUES (\(userID), \(transactionID), 'production', \(page.revision), \(sweeps.runID))
                 ON CONFLICT (user_id) DO UPDATE SET revision = EXCLUDED.revision, run_id = EXCLUDED.run_id, asked_at = now()
-                """, [userID, transactionID, page.revision, String(sweeps.runID)])
+                """)
         }
         learned += items.count
         revision = page.revision

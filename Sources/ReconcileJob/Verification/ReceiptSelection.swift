@@ -37,21 +37,22 @@ struct ReceiptSelection {
     /// data, user and time present). One row per receipt_id (a duplicated key keeps its first row
     /// by submitted_at).
     /// `dataFormLater`: `receipt_data`'s form is left to the caller (`candidateSQL`).
-    static func unresolvedReceiptsSQL(select: String, settings: JobSettings, eligibleNow: Bool,
-                                      dataFormLater: Bool = false) -> String {
-        let src = "\"\(settings.sourceSchema)\""
-        let job = settings.jobSchema.quoted
+    /// Read by `COPY (…) TO STDOUT`, which takes no parameters: its values are typed literals.
+    static func unresolvedReceiptsSQL(select: SQL, settings: JobSettings, eligibleNow: Bool,
+                                      dataFormLater: Bool = false) -> SQL {
+        let src: SQL = "\(ident: settings.sourceSchema)"
+        let job = settings.jobSchema.sql
         return """
         SELECT \(select)
         FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema,
                                                  dataFormLater: dataFormLater)) r
         LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
-        WHERE r.submitted_at >= to_timestamp(\(settings.windowStart) / 1000.0)
-          AND r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+        WHERE r.submitted_at >= to_timestamp(\(literal: .int(settings.windowStart)) / 1000.0)
+          AND r.submitted_at <= to_timestamp(\(literal: .int(settings.asOf)) / 1000.0)
           AND NOT coalesce(s.definitive, false)
           AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
                 SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
-          \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "")
+          \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "" as SQL)
         """
     }
 
@@ -63,7 +64,7 @@ struct ReceiptSelection {
     /// drops any that is not a JWS in form (`kind(ofCandidate:)`). The same rows as
     /// `unresolvedReceiptsSQL` (a test compares them). `OFFSET 0` keeps each subquery whole, so
     /// the copy is made once, after the sort, and the order passes through.
-    var candidateSQL: String {
+    var candidateSQL: SQL {
         let sorted = Self.unresolvedReceiptsSQL(
             select: """
                 r.receipt_id, r.receipt_data, coalesce(s.attempts, 0) AS attempts, coalesce(s.failed_runs, 0) AS failed_runs,
@@ -100,22 +101,23 @@ struct ReceiptSelection {
     /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
     /// or subscriptions granted within the refund window, oldest-checked first. Receipts checked
     /// within `sweepIntervalHours` are skipped, so a rerun after a crash does not ask again.
-    var sweepSQL: String {
-        let src = "\"\(settings.sourceSchema)\""
-        let job = settings.jobSchema.quoted
-        let refundStart = settings.refundWindowStart
+    /// Read by `COPY (…) TO STDOUT`, which takes no parameters: its values are typed literals.
+    var sweepSQL: SQL {
+        let src: SQL = "\(ident: settings.sourceSchema)"
+        let job = settings.jobSchema.sql
+        let refundStart = SQLLiteral.int(settings.refundWindowStart), asOf = SQLLiteral.int(settings.asOf)
         return """
         WITH holders AS (
             SELECT DISTINCT g.user_id FROM \(src).iap_grants g
             JOIN \(src).iap_products p ON p.product_id = g.product_id
             WHERE g.revoked_at IS NULL AND p.product_type IN ('non_consumable', 'auto_renewable', 'non_renewing')
-              AND g.granted_at >= to_timestamp(\(refundStart) / 1000.0)
-              AND g.granted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+              AND g.granted_at >= to_timestamp(\(literal: refundStart) / 1000.0)
+              AND g.granted_at <= to_timestamp(\(literal: asOf) / 1000.0)
         ), newest AS (
             SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
             FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
             JOIN holders h ON h.user_id = r.user_id
-            WHERE r.submitted_at <= to_timestamp(\(settings.asOf) / 1000.0)
+            WHERE r.submitted_at <= to_timestamp(\(literal: asOf) / 1000.0)
               \(settings.serverAPI == nil ? Self.noSignedTransactions(job) : "")
             ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
         )
@@ -133,15 +135,15 @@ struct ReceiptSelection {
                     ELSE coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
                         SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = n.transaction_id AND g.revoked_at IS NULL)
                END)
-          AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - interval '\(settings.sweepIntervalHours) hours'
+          AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - \(literal: .int(settings.sweepIntervalHours)) * interval '1 hour'
         ORDER BY coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity'), n.receipt_id
-        LIMIT \(settings.sweepLimit)
+        LIMIT \(literal: .int(settings.sweepLimit))
         """
     }
 
     /// Without the Server API a signed transaction is not swept: it says what it said when it was
     /// signed, verifyReceipt cannot read it, and verifying it again learns no refund.
-    static func noSignedTransactions(_ job: String) -> String {
+    static func noSignedTransactions(_ job: SQL) -> SQL {
         "AND NOT \(job).is_jws(r.receipt_data)"
     }
 

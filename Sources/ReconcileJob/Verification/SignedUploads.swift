@@ -105,10 +105,10 @@ final class SignedUploads: Sendable {
 
     /// A signed transaction an earlier run verified still verifies with today's roots.
     private func rootsProvedByEarlierRun(db: PGConnection, settings: JobSettings) throws -> Bool {
-        let job = settings.jobSchema.quoted
+        let job = settings.jobSchema.sql
         let result = try db.query("""
             SELECT r.receipt_data FROM \(job).receipt_state s
-            JOIN "\(settings.sourceSchema)".iap_receipts r ON r.receipt_id = s.receipt_id
+            JOIN \(ident: settings.sourceSchema).iap_receipts r ON r.receipt_id = s.receipt_id
             WHERE s.kind = 'signed_transaction' AND s.verdict = 'valid' AND r.receipt_data IS NOT NULL
             ORDER BY s.last_attempt_at DESC LIMIT 3
             """)

@@ -11,7 +11,7 @@ import Postgres
 enum StagedAnswers {
     /// Makes the session's two staging tables (once per connection).
     static func prepare(_ db: PGConnection, schema: JobSchema) throws {
-        try db.execute("SELECT \(schema.quoted).answer_staging()")
+        try db.execute("SELECT \(schema.sql).answer_staging()")
     }
 
     /// The staging tables are emptied with DELETE (record_staged_answers); a vacuum after this
@@ -59,9 +59,9 @@ enum StagedAnswers {
             for t in a.txs ?? [] { encode(t, of: a, into: &encoder) }
         }
         if !encoder.bytes.isEmpty {
-            try db.copyIn("COPY pg_temp.staged_transactions FROM STDIN") { try $0.write(encoder.bytes) }
+            try db.copyIn(AppleTransactionColumns.stagedCopy) { try $0.write(encoder.bytes) }
         }
-        try db.execute("SELECT \(schema.quoted).record_staged_answers()")
+        try db.execute("SELECT \(schema.sql).record_staged_answers()")
     }
 
     /// A row of `staged_answers`, its columns in the table's order.
@@ -73,7 +73,8 @@ enum StagedAnswers {
         e.endRow()
     }
 
-    /// A row of `staged_transactions`: the answer's receipt, environment and kind, then the transaction.
+    /// A row of `staged_transactions`: the answer's receipt, environment and kind, then the
+    /// transaction's fields in `AppleTransactionColumns.fields` order (a test holds the two equal).
     static func encode(_ t: AnswerRecord.Transaction, of a: AnswerRecord, into e: inout CopyTextEncoder) {
         e.field(a.r); e.field(a.env); e.field(a.kind)
         e.field(t.tid); e.field(t.otid); e.field(t.pid); e.field(t.q); e.field(t.pd)
