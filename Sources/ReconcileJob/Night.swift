@@ -73,7 +73,7 @@ public final class Night {
         return """
             The night's plan. Every step runs under the job schema's advisory lock, held by the run's own \
             session (main); a step starts once the steps it waits for (those before it that write what \
-            it reads or writes, or read what it writes) have ended and the milestones it names are reached.
+            it reads or writes, or read what it writes) have ended and the milestones it names are reached.\n
 
             """ + night.plan(stages, command: "run", values: values).table
     }
