@@ -57,6 +57,8 @@ struct NightPlanTests {
         ])
         let at = try Self.run(plan)
         #expect(at["beside"]!.started < at["long"]!.ended)
+        let half = try #require(at["long"]!.milestones["half"])
+        #expect(at["long"]!.started < half && half <= at["beside"]!.started && half < at["long"]!.ended)
         #expect(seen.withLock { $0 } == ["beside runs", "long ends"])
     }
 
@@ -123,8 +125,19 @@ struct NightPlanTests {
         #expect(checked > 40)
         // Steps did run side by side (the scheduler is not a loop over the list).
         #expect(trace.contains { a in trace.contains { b in a.step < b.step && a.started < b.ended && b.started < a.ended } })
-        // The steps the milestones start began before the step that reaches them ended.
-        #expect(at["refunds"]!.started >= at["families"]!.started && at["tally receipts"]!.started < at["families"]!.ended)
+        // A step that names a milestone (`starts: once …`) began after it was reached; the
+        // receipts' tally began while the families were still being decided.
+        var milestonesChecked = 0
+        for step in plan.steps {
+            for mark in step.after {
+                let (name, milestone) = (String(mark.split(separator: ":")[0]), String(mark.split(separator: ": ")[1]))
+                let reachedAt = try #require(at[name]?.milestones[milestone], "\(mark) never reached")
+                #expect(reachedAt <= at[step.name]!.started, "\(step.name) started before \(mark)")
+                milestonesChecked += 1
+            }
+        }
+        #expect(milestonesChecked >= 3)
+        #expect(at["tally receipts"]!.started < at["families"]!.ended)
         // The same reports as the binary's night.
         let day = "2026-11-21"
         for file in ReportFile.allCases {

@@ -58,6 +58,8 @@ struct StepTrace: Sendable, Equatable {
     let step: String
     let started: UInt64
     let ended: UInt64
+    /// When it reached each of its milestones (at its end for one it did not say it reached).
+    var milestones: [String: UInt64] = [:]
 }
 
 /// A plan: steps in order, and the scheduler that runs them.
@@ -157,6 +159,8 @@ private final class PlanRun: @unchecked Sendable {
     var idle: [PGConnection] = []
     var opened: [PGConnection] = []
     var started: [UInt64]
+    /// When each milestone was first reached (`"step: milestone"`).
+    var reachedAt: [String: UInt64] = [:]
     var trace: [StepTrace] = []
     var stagesLogged: Set<String> = []
 
@@ -235,14 +239,25 @@ private final class PlanRun: @unchecked Sendable {
                 session = db
             }
             try step.work(StepContext(db: session, reached: { [self] mark in
-                condition.withLock { reached.insert(step.milestone(mark)); condition.broadcast() }
+                condition.withLock {
+                    if reached.insert(step.milestone(mark)).inserted {
+                        reachedAt[step.milestone(mark)] = DispatchTime.now().uptimeNanoseconds - origin
+                    }
+                    condition.broadcast()
+                }
             }, stageSeconds: { [self] in StepTrace.stageSeconds(condition.withLock { trace }, plan: plan) }))
         }
         own?.close()
         condition.withLock {
             states[i] = .ended
-            trace.append(StepTrace(step: step.name, started: started[i], ended: DispatchTime.now().uptimeNanoseconds - origin))
-            for mark in step.milestones { reached.insert(step.milestone(mark)) }
+            let ended = DispatchTime.now().uptimeNanoseconds - origin
+            for mark in step.milestones where reached.insert(step.milestone(mark)).inserted {
+                reachedAt[step.milestone(mark)] = ended
+            }
+            trace.append(StepTrace(step: step.name, started: started[i], ended: ended,
+                                   milestones: Dictionary(uniqueKeysWithValues: step.milestones.map {
+                                       ($0, reachedAt[step.milestone($0)] ?? ended)
+                                   })))
             switch step.session {
             case .main: mainBusy = false
             case .pool:
