@@ -68,14 +68,13 @@ public final class Night {
     public static func planTable(settings: JobSettings, stages: Stages) -> String {
         var settings = settings
         try? settings.configureServerAPI()
-        let night = Night(settings: settings, logger: Logger(label: "plan"))
         let values = NightValues(settings: settings, summary: RunSummary(asOf: settings.asOf, windowDays: settings.windowDays))
         return """
             The night's plan. Every step runs under the job schema's advisory lock, held by the run's own \
             session (main); a step starts once the steps it waits for (those before it that write what \
             it reads or writes, or read what it writes) have ended and the milestones it names are reached.\n
 
-            """ + night.plan(stages, command: "run", values: values).table
+            """ + NightPlan.make(stages, command: "run", values: values, logger: Logger(label: "plan")).table
     }
 
     /// When each step of the last run ran (a traced night's test reads it).

@@ -9,15 +9,17 @@ import Workbook
 /// text, times in `--report-timezone`) and `summary.html` (one self-contained page: counts, money,
 /// the oldest open finding, 30 nights of history from `{S}.runs` and `{S}.findings`).
 extension ReportWriter {
+    /// `--report-timezone`, checked when the options were read.
+    var reportZone: TimeZone { TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")! }
+
     /// reconciliation.xlsx, from the CSV files of the temporary folder.
     func writeWorkbook(summary: RunSummary, oldest: SummaryPage.OldestFinding?) throws {
-        let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
         do {
             let reports = ReportFile.allCases
             try Workbook.write(csvFolder: folder.temp, reports: reports,
                                dataRows: reports.map { summary.counts[$0.name] ?? 0 },
                                summary: summaryLines(summary, oldest: oldest),
-                               timeZone: zone, to: folder.file("reconciliation.xlsx"))
+                               timeZone: reportZone, to: folder.file("reconciliation.xlsx"))
         } catch let failure as Workbook.Failure {
             throw cannotWrite(failure.path, failure.reason)
         }
@@ -25,10 +27,10 @@ extension ReportWriter {
 
     /// summary.html.
     func writePage(summary: RunSummary, oldest: SummaryPage.OldestFinding?, nights: [SummaryPage.Night]) throws {
-        let zone = TimeZone(identifier: settings.reportTimeZone) ?? TimeZone(identifier: "UTC")!
         var input = SummaryPage.Input(
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
             money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: nights)
+        let zone = reportZone
         if zone.identifier != "UTC" {
             let f = DateFormatter()
             f.locale = Locale(identifier: "en_US_POSIX")
