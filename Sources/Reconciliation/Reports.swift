@@ -12,6 +12,8 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case closed = "closed.csv"
     case unresolved = "unresolved.csv"
     case inputErrors = "input_errors.csv"
+    /// Apple's refund requests and what `respond` answered (issue 35).
+    case consumptionRequests = "consumption_requests.csv"
 
     /// The file's name without `.csv`: its key in summary.json's `counts` and `reasons`, and its
     /// sheet's name in the workbook.
@@ -43,6 +45,17 @@ public enum ReportFile: String, CaseIterable, Sendable {
             ])
         case .inputErrors:
             return ReportLayout([.init("relation"), .init("key"), .init("column"), .init("problem")])
+        case .consumptionRequests:
+            // Its rows are made in SQL (ReportWriter's query), in this order.
+            return ReportLayout([
+                .init("requested_at", .dateTime), .init("environment"), .init("transaction_id"), .init("original_transaction_id"),
+                .init("user_id"), .init("product_id"), .init("quantity", .integer),
+                .init("amount", .money, money: .summed([MoneyTotal("refund_declined", stateIs: "declined", column: "outcome")])),
+                .init("currency", money: .currency), .init("reason"), .init("answer"), .init("detail"),
+                .init("delivery_status"), .init("consumption_percentage", .integer), .init("refund_preference"),
+                .init("answered_at", .dateTime), .init("apple_error_code"), .init("outcome"), .init("outcome_at", .dateTime),
+                .init("notification_uuid"),
+            ])
         case .closed:
             return ReportLayout([.init("report"), .init("finding_key"), .init("first_seen", .date), .init("closed_on", .date),
                                  .init("closed_because")])
@@ -58,7 +71,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
     public var isFindings: Bool {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
-        case .unresolved, .inputErrors, .closed: return false
+        case .unresolved, .inputErrors, .closed, .consumptionRequests: return false
         }
     }
 
@@ -92,16 +105,19 @@ public enum MoneyRole: Sendable, Equatable {
     case summed([MoneyTotal])
 }
 
-/// One of summary.json's money totals, and the rows it counts (by their `state` cell).
+/// One of summary.json's money totals, and the rows it counts (by their `state` cell, or the
+/// cell of `column`).
 public struct MoneyTotal: Sendable, Equatable {
     public let name: String
     public let stateIs: String?
     public let stateIsNot: String?
+    public let column: String
 
-    public init(_ name: String, stateIs: String? = nil, stateIsNot: String? = nil) {
+    public init(_ name: String, stateIs: String? = nil, stateIsNot: String? = nil, column: String = "state") {
         self.name = name
         self.stateIs = stateIs
         self.stateIsNot = stateIsNot
+        self.column = column
     }
 
     func counts(state: String?) -> Bool {
@@ -167,11 +183,13 @@ public struct ReportLayout: Sendable, Equatable {
     public func addMoney(_ cells: [String], to totals: inout [String: [String: Int64]]) {
         guard let c = columns.firstIndex(where: { $0.money == .currency }), c < cells.count, !cells[c].isEmpty else { return }
         let currency = cells[c]
-        let state = names.firstIndex(of: "state").flatMap { $0 < cells.count ? cells[$0] : nil }
         for (i, column) in columns.enumerated() {
             guard case .summed(let sums)? = column.money, i < cells.count, !cells[i].isEmpty,
                   let m = Money.milliunits(Substring(cells[i])) else { continue }
-            for total in sums where total.counts(state: state) { totals[currency, default: [:]][total.name, default: 0] += m }
+            for total in sums {
+                let state = names.firstIndex(of: total.column).flatMap { $0 < cells.count ? cells[$0] : nil }
+                if total.counts(state: state) { totals[currency, default: [:]][total.name, default: 0] += m }
+            }
         }
     }
 }

@@ -25,10 +25,12 @@ let environmentHelp = """
                                  never logged, reported or printed
       IAP_API_URL_PRODUCTION     https://api.storekit.apple.com
       IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
+      IAP_CONSUMPTION_RESPONSES  send: respond sends its answers to Apple (as
+                                 --send); record (default): records them only
 
     APP STORE SERVER API SWEEPS (with the three IAP_* key variables)
-      Each night asks Get Notification History for REFUND, REFUND_REVERSED and
-      ONE_TIME_CHARGE from where the last finished sweep reached (the first
+      Each night asks Get Notification History for REFUND, REFUND_REVERSED,
+      ONE_TIME_CHARGE and REFUND_DECLINED from where the last finished sweep reached (the first
       night: --refund-window-days back), and Get Transaction History for the
       customers with open orders in the window (--history-limit). Consumable
       refunds reach clawback.csv and refunds.csv; purchases that never reached
@@ -40,7 +42,9 @@ let environmentHelp = """
     REPORTS (run: <out>/<as-of UTC date>/, swapped in whole)
       compensate.csv, duplicate_grants.csv, clawback.csv, refunds.csv,
       unattributed.csv, closed.csv (findings of earlier nights gone tonight,
-      and why), unresolved.csv, input_errors.csv: for machines, UTC.
+      and why), unresolved.csv, input_errors.csv, consumption_requests.csv
+      (Apple's refund requests, what respond answered, the outcome): for
+      machines, UTC.
       summary.json: counts, money per currency (owed, claw_back, refunded,
       refunded_still_granted), the tally. Amounts: Apple's signed price, else
       iap_products.price (optional).

@@ -215,7 +215,7 @@ struct IAPReconcile: ParsableCommand {
             \(environmentHelp)
             """,
         version: iapReconcileVersion,
-        subcommands: [Run.self, Verify.self, Migrate.self, LookupCommand.self],
+        subcommands: [Run.self, Verify.self, Migrate.self, LookupCommand.self, RespondCommand.self],
         defaultSubcommand: Run.self)
 }
 

@@ -29,7 +29,8 @@ struct ReportsForPeopleTests {
             for (c, column) in header.enumerated() {
                 let letter = Self.letter(c)
                 let shown = sheet.rows[0][letter]?.text ?? ""
-                let isTime = ["purchase_date", "granted_at", "cancellation_date", "revocation_date", "last_attempt_at"].contains(column)
+                let isTime = ["purchase_date", "granted_at", "cancellation_date", "revocation_date", "last_attempt_at", "requested_at",
+                              "answered_at", "outcome_at"].contains(column)
                 #expect(shown == (isTime ? "\(column) (Asia/Shanghai)" : column), "\(name) header \(shown)")
                 for (i, row) in csv.enumerated().dropFirst() where c < row.count && !row[c].isEmpty {
                     let cell = try #require(sheet.rows[i][letter], "\(name) row \(i) \(column) is missing")

@@ -35,7 +35,7 @@ struct ServerAPISweepTests {
         #expect(killedInSweep, "the run ended before the sweep could be interrupted")
         let pagesBefore = w.apiCalls().filter { $0.endpoint == "notification_history" }.count
         #expect(pagesBefore >= 2)
-        #expect(try w.t.int("SELECT count(*) FROM recon.notification_sweeps") < 6, "every sweep had finished before the kill")
+        #expect(try w.t.int("SELECT count(*) FROM recon.notification_sweeps") < 8, "every sweep had finished before the kill")
 
         let again = try w.night()
         #expect(again.status == 0, "\(again.stderr)")
@@ -44,11 +44,11 @@ struct ServerAPISweepTests {
             let want = NightTests.read(day(straight).appendingPathComponent(file))
             #expect(got == want, "\(file) after a kill differs from an uninterrupted run\n\(NightTests.diff(got, want))")
         }
-        for type in ["REFUND", "REFUND_REVERSED", "ONE_TIME_CHARGE"] {
+        for type in ["REFUND", "REFUND_REVERSED", "ONE_TIME_CHARGE", "REFUND_DECLINED"] {
             let sql: SQL = "SELECT count(*) FROM recon.notifications WHERE notification_type = \(type)"
             #expect(try w.t.int(sql) == straight.t.int(sql), "\(type) notifications stored")
         }
-        #expect(try w.t.int("SELECT count(*) FROM recon.notification_sweeps") == 6)
+        #expect(try w.t.int("SELECT count(*) FROM recon.notification_sweeps") == 8, "four types, two environments")
         #expect(try money(w) == money(straight))
 
         // A rerun for the same date: every sweep already reached as_of, nothing is asked again.

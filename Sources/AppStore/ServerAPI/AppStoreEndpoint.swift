@@ -184,8 +184,8 @@ public enum AppStoreReply: Sendable, Equatable {
     case unauthorized
     /// 404 4040010: Apple knows no such transaction in this environment.
     case notFound
-    /// Any other 4xx: Apple will not answer this request.
-    case refused(String)
+    /// Any other 4xx: Apple will not answer this request (its `errorCode` when the body has one).
+    case refused(String, errorCode: Int? = nil)
     /// 429: nothing to the endpoint before `untilMs` (UNIX ms; nil: no readable Retry-After).
     case rateLimited(untilMs: Int64?)
     /// Retryable: 5xx, Apple's retryable codes, a transport failure.
@@ -200,7 +200,7 @@ public enum AppStoreReply: Sendable, Equatable {
         case .transactionNotFound: return .notFound
         case .rateLimited(let until): return .rateLimited(untilMs: until)
         case .retry(let problem): return .retry(problem)
-        case .refused(_, let problem): return .refused(problem)
+        case .refused(let code, let problem): return .refused(problem, errorCode: code)
         }
     }
 }

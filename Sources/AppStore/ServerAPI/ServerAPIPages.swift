@@ -29,6 +29,20 @@ extension ServerAPI {
         Array(#"{"startDate":\#(startMs),"endDate":\#(endMs),"notificationType":"#.utf8) + Array(JSONText.quote(type).utf8) + [0x7D]
     }
 
+    /// Send Consumption Information v2's `ConsumptionRequest` body (keys in Apple's order of the
+    /// page; a member left out when the answer leaves it out).
+    public static func consumptionRequestBody(_ answer: ConsumptionAnswer) -> [UInt8] {
+        var w = JSONWriter(capacity: 160)
+        w.beginObject()
+        w.field("customerConsented", answer.customerConsented)
+        w.field("deliveryStatus", answer.deliveryStatus.rawValue)
+        w.field("sampleContentProvided", answer.sampleContentProvided)
+        w.field("consumptionPercentage", answer.consumptionPercentage)
+        w.field("refundPreference", answer.refundPreference?.rawValue)
+        w.endObject()
+        return w.bytes
+    }
+
     /// Percent-encodes everything but unreserved characters (RFC 3986), for tokens in a query.
     static func queryEscaped(_ s: String) -> String {
         var out = ""

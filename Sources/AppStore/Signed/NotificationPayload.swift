@@ -19,6 +19,13 @@ public struct SignedNotification: Sendable, Equatable {
     /// The verified `data.signedTransactionInfo`; nil for a notification without one (TEST,
     /// summary notifications), which the job ignores.
     public var transaction: SignedTransaction?
+    /// `data.signedTransactionInfo` as signed (verified: `transaction`), kept by whoever must
+    /// verify it again later (`respond` decides a request on each run until it is answered).
+    public var signedTransactionInfo: String?
+    /// `data.consumptionRequestReason` of a CONSUMPTION_REQUEST (`UNINTENDED_PURCHASE`,
+    /// `FULFILLMENT_ISSUE`, `UNSATISFIED_WITH_PURCHASE`, `LEGAL`, `OTHER`; not checked against
+    /// the list: Apple adds values). Text of at most 64 bytes.
+    public var consumptionRequestReason: String?
 }
 
 extension SignedDataVerifier {
@@ -34,6 +41,7 @@ extension SignedDataVerifier {
         }
         var notification = SignedNotification(type: read.type, subtype: read.subtype, uuid: read.uuid,
                                               signedDate: read.signedDate, transaction: nil)
+        notification.consumptionRequestReason = read.consumptionRequestReason
         if let bundleIDs, !bundleIDs.isEmpty, let bundle = read.bundleID, !bundleIDs.contains(bundle) {
             return .failure(.wrongBundle("notification of bundle \(VerifyReceipt.sanitized(bundle.utf8, limit: 60)) is not allowed"))
         }
@@ -49,6 +57,7 @@ extension SignedDataVerifier {
                 return .failure(.malformed("payload data.environment differs from its signedTransactionInfo's"))
             }
             notification.transaction = transaction
+            notification.signedTransactionInfo = inner
             return .success(notification)
         }
     }
@@ -66,6 +75,7 @@ struct NotificationPayloadReader {
         var bundleID: String?
         var environment: String?
         var signedTransactionInfo: String?
+        var consumptionRequestReason: String?
     }
 
     let doc: JSONDocument
@@ -86,14 +96,16 @@ struct NotificationPayloadReader {
                        signedDate: signedDate)
         guard let data else { return out }
         guard doc.kind(data) == .object else { throw Garbage("data is \(doc.kindName(data)), not an object") }
-        var bundle, environment, info: Int?
+        var bundle, environment, info, reason: Int?
         doc.forEachMember(of: data) { k, v in
             if doc.keyIs(k, "bundleId") { bundle = v }
+            else if doc.keyIs(k, "consumptionRequestReason") { reason = v }
             else if doc.keyIs(k, "environment") { environment = v }
             else if doc.keyIs(k, "signedTransactionInfo") { info = v }
         }
         out.bundleID = try bundle.map { try doc.strictText($0, field: "data.bundleId") }
         out.environment = try environment.map { try doc.strictText($0, field: "data.environment", maxBytes: 64) }
+        out.consumptionRequestReason = try reason.map { try doc.strictText($0, field: "data.consumptionRequestReason", maxBytes: 64) }
         if let info {
             let text = try doc.strictText(info, field: "data.signedTransactionInfo", maxBytes: 64 * 1024)
             guard CompactJWS.looksLikeJWS(text) else { throw Garbage("data.signedTransactionInfo is not a JWS") }

@@ -65,7 +65,7 @@ private final class Asking: AppStoreExchange {
             outcome = .body(body)
         case .notFound:
             outcome = .notFound
-        case .refused(let problem):
+        case .refused(let problem, _):
             outcome = .refused(problem)
         case .unauthorized, .rateLimited, .retry:
             break

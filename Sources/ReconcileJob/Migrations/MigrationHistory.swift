@@ -100,5 +100,6 @@ extension Migrations {
                 ("answer_staging", "7d17513885a9b63ff0f7fd01bb8edef54a1fb8629ea8d9d629a551c44933c000"),
                 ("record_staged_answers", "bc817d520d0c2f081053f2417505a5640a75401fce2a9be8fdae367cd1580f75")]),
         ],
+        13: [ShippedText("30c1145b0a9851edbd8bd978ff63c73b2abef66af9cf0516011badf89a11fa96", shipped: "from this build", functions: [])],
     ]
 }

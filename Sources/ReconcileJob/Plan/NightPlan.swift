@@ -210,10 +210,12 @@ enum NightPlan {
 
         // The reports, in a temporary folder moved into place at the end.
         add("report folder", "write", .none, writes: ["folder"], after: ["families: merged"]) { _ in try writer().makeFolder() }
-        let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors]
+        let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
+                                   .consumptionRequests]
         let fileReads: [ReportFile: [String]] = [
             .unresolved: ["night.r", "night.unresolved_ids", "job.receipt_state"],
             .inputErrors: ["job.input_errors"],
+            .consumptionRequests: ["job.consumption_requests", "job.notifications", "job.apple_transactions"],
         ]
         for file in files {
             let reads = fileReads[file] ?? ["job.current_findings: " + file.rawValue]

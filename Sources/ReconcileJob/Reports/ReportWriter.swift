@@ -12,7 +12,7 @@ extension ReportFile {
     var findingsReport: Bool {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
-        case .closed, .unresolved, .inputErrors: return false
+        case .closed, .unresolved, .inputErrors, .consumptionRequests: return false
         }
     }
 }
@@ -23,7 +23,8 @@ struct ReportWriter {
     var S: SQL { settings.jobSchema.sql }
 
     /// Column of each findings report that counts "per reason/kind" in the summary.
-    static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason"]
+    static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason",
+                                                     .consumptionRequests: "answer"]
 
     /// Tonight's report folder, and the temporary one the reports are written into.
     struct Folder: Sendable {
@@ -39,6 +40,8 @@ struct ReportWriter {
         var rows = 0
         var perReason: [String: Int] = [:]
         var money = MoneyTotals()
+        /// consumption_requests.csv: rows per `answer`, then per `outcome`.
+        var answersAndOutcomes: [String: [String: Int]] = [:]
     }
 
     var folder: Folder { Folder(out: settings.out, day: UTC.date(settings.asOf)) }
@@ -80,6 +83,7 @@ struct ReportWriter {
             money.merge(w.money)
         }
         summary.money = money.totals
+        summary.refundRequests = RefundFunnel(written[.consumptionRequests]?.answersAndOutcomes ?? [:])
     }
 
     /// The last step: the whole tally checked (contract §1: a failed check leaves no report),
@@ -145,6 +149,8 @@ struct ReportWriter {
                 LEFT JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id
                 ORDER BY r.receipt_id COLLATE "C"
                 """
+        case .consumptionRequests:
+            return consumptionRequestsQuery
         case .inputErrors:
             return """
                 SELECT relation, key, column_name, problem FROM \(S).input_errors
@@ -153,6 +159,45 @@ struct ReportWriter {
         }
     }
 
+
+    /// How long after a request the night waits for Apple's outcome before `no_outcome`.
+    static let outcomeWaitMs: EpochMillis = 30 * 86_400_000
+
+    /// consumption_requests.csv: the requests of the refund window (by their signed date), what
+    /// `respond` answered, and Apple's outcome for the transaction after the request: `refunded`
+    /// (a REFUND notification, or the transaction's refund, dated after the request), `declined`
+    /// (REFUND_DECLINED: Apple sends it for refunds asked in the app, so it is a lower bound),
+    /// `pending`, or `no_outcome` 30 days on.
+    private var consumptionRequestsQuery: SQL {
+        let asOf = settings.asOf, start = settings.refundWindowStart
+        let time: (SQL) -> SQL = { "to_char(\($0) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')" }
+        let ms: (SQL) -> SQL = { time("to_timestamp(\($0) / 1000.0)") }
+        return """
+            SELECT \(ms("c.requested_ms")), c.environment, c.transaction_id, c.original_transaction_id, c.user_id, c.product_id,
+                   c.quantity::text, \(S).money_text(c.price_milli), CASE WHEN c.price_milli IS NOT NULL THEN c.currency END,
+                   c.reason, c.state, c.detail, c.delivery_status, c.consumption_percentage::text, c.refund_preference,
+                   \(time("c.sent_at")), c.error_code::text,
+                   CASE WHEN o.refunded_ms IS NOT NULL THEN 'refunded'
+                        WHEN o.declined_ms IS NOT NULL THEN 'declined'
+                        WHEN c.requested_ms + \(literal: .int(Int(Self.outcomeWaitMs))) > \(literal: .int(Int(asOf))) THEN 'pending'
+                        ELSE 'no_outcome' END,
+                   \(ms("coalesce(o.refunded_ms, o.declined_ms)")), c.notification_uuid
+            FROM \(S).consumption_requests c
+            CROSS JOIN LATERAL (
+                SELECT least(min(n.signed_date_ms) FILTER (WHERE n.notification_type = 'REFUND'),
+                             (SELECT min(t.cancellation_date_ms) FROM \(S).apple_transactions t
+                              WHERE t.transaction_id = c.transaction_id AND t.environment = c.environment
+                                AND t.cancellation_date_ms >= c.requested_ms
+                                AND t.cancellation_date_ms <= \(literal: .int(Int(asOf))))) AS refunded_ms,
+                       min(n.signed_date_ms) FILTER (WHERE n.notification_type = 'REFUND_DECLINED') AS declined_ms
+                FROM \(S).notifications n
+                WHERE n.transaction_id = c.transaction_id AND n.environment = c.environment
+                  AND n.signed_date_ms >= c.requested_ms AND n.signed_date_ms <= \(literal: .int(Int(asOf)))
+            ) o
+            WHERE c.requested_ms >= \(literal: .int(Int(start))) AND c.requested_ms <= \(literal: .int(Int(asOf)))
+            ORDER BY c.requested_ms, c.notification_uuid COLLATE "C"
+            """
+    }
 
     /// One CSV file into the temporary folder: its rows, the count per reason column, and its
     /// money columns summed.
@@ -183,6 +228,8 @@ struct ReportWriter {
         var n = 0
         var perReason: [String: Int] = [:]
         let reasonIndex = Self.reasonColumn[file].flatMap { file.columns.firstIndex(of: $0) }
+        var pairs: [String: [String: Int]] = [:]
+        let answerIndex = file.columns.firstIndex(of: "answer"), outcomeIndex = file.columns.firstIndex(of: "outcome")
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
             guard cells.count == layout.columns.count else {
@@ -193,12 +240,13 @@ struct ReportWriter {
             money.add(layout, cells)
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
+            if let answerIndex, let outcomeIndex { pairs[cells[answerIndex], default: [:]][cells[outcomeIndex], default: 0] += 1 }
         }
         closed = true
         guard fclose(handle) == 0 else {
             throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
         }
-        return Written(rows: n, perReason: perReason, money: money)
+        return Written(rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs)
     }
 
 }
@@ -226,7 +274,7 @@ public enum RunReport {
         let v = s.verification
         lines.append("  verification      \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected")
         for file in ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "closed", "unresolved",
-                     "input_errors"] {
+                     "input_errors", "consumption_requests"] {
             var line = "  " + file.padding(toLength: 18, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
             if let r = s.reasons[file], !r.isEmpty {
                 line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"

@@ -22,6 +22,8 @@ public struct RunSummary: Sendable {
     public var skippedChecks: [String] = []
     /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`): milliunits.
     public var money: [String: [String: Int64]] = [:]
+    /// Refund defense (consumption_requests.csv counted): requests, answers, outcomes, rates.
+    public var refundRequests = RefundFunnel()
 
     /// What a night without App Store Server API credentials cannot check.
     public static let checksNeedingServerAPI = [
@@ -64,6 +66,7 @@ public struct RunSummary: Sendable {
         var money: [String: [String: String]]
         var skipped_checks: [String]
         var sweeps: Sweeps?
+        var refund_requests: RefundFunnel
         struct Sweeps: Encodable {
             var notifications: [String: Int]
             var notifications_rejected: Int
@@ -90,6 +93,7 @@ public struct RunSummary: Sendable {
             exit_code = s.exitCode
             money = s.money.mapValues { $0.mapValues(Money.text) }
             skipped_checks = s.skippedChecks
+            refund_requests = s.refundRequests
             sweeps = s.sweeps.map {
                 Sweeps(notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,
                        history_customers: $0.historyCustomers, history_left: $0.historyLeft,

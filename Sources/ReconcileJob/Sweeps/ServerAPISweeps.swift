@@ -31,7 +31,8 @@ struct ServerAPISweeps {
     let logger: Logger
     var S: SQL { settings.jobSchema.sql }
 
-    static let notificationTypes = ["REFUND", "REFUND_REVERSED", "ONE_TIME_CHARGE"]
+    /// REFUND_DECLINED: the outcome of a refund request `respond` answered (consumption_requests.csv).
+    static let notificationTypes = ["REFUND", "REFUND_REVERSED", "ONE_TIME_CHARGE", "REFUND_DECLINED"]
 
     func run(db: PGConnection) throws -> SweepCounts {
         var counts = SweepCounts()
@@ -43,7 +44,7 @@ struct ServerAPISweeps {
         let pager = Pager(transport: transport)
         let bundles: Set<String>? = settings.bundleIDs.isEmpty ? nil : settings.bundleIDs
 
-        // 1. Notification history: six sweeps, one page at a time each.
+        // 1. Notification history: eight sweeps (four types, two environments), one page at a time each.
         let hadRefundsBefore = try db.query("SELECT 1 FROM \(S).notifications WHERE notification_type = 'REFUND' LIMIT 1").rowCount > 0
         var sweeps: [NotificationSweep] = []
         for environment in AppStoreEnvironment.allCases {

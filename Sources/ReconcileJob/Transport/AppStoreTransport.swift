@@ -82,6 +82,8 @@ struct AppStoreTransport {
     let service: String
     /// Requests per second per endpoint (`--api-rate`); missing: 90% of Apple's.
     var rates: [ServerAPIEndpoint: Double] = [:]
+    /// The share of Apple's limits used where `rates` does not say (`RateBudget.share`).
+    var share = RateBudget.safety
     /// `lookup` only: a 429 asking to wait longer than this ends the run (exit 75) instead.
     var longestRateLimitWaitMs: Int64?
 
@@ -120,7 +122,7 @@ struct AppStoreTransport {
         typealias E = Feed.Exchange
         let http = HTTPMulti()
         defer { http.close() }
-        var budget = RateBudget(rates: rates)
+        var budget = RateBudget(rates: rates, share: share)
         var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt) }
         var teamTokens = serverAPI?.teamKey.map { BearerTokens(key: $0) }
         var inFlight: [Int: (exchange: E, request: AppStoreRequest)] = [:]
@@ -355,7 +357,7 @@ struct AppStoreTransport {
         case .notFound:
             return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt,
                           problem: "Apple knows no such transaction (4040010)")
-        case .refused(let problem):
+        case .refused(let problem, _):
             return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: problem)
         case .rateLimited:
             return Answer(status: nil, answerClass: .retry, problem: "HTTP 429, rate limited")

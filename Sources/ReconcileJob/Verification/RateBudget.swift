@@ -33,6 +33,9 @@ struct RateBudget {
     static let windowNs: UInt64 = 1_010_000_000
     /// The share of Apple's published limit the job uses when `--api-rate` does not say.
     static let safety = 0.9
+    /// The share of Apple's published limits this run uses where `rates` does not say: `safety`
+    /// for the night, `--share-percent` for `respond` (the two together stay within Apple's).
+    let share: Double
 
     /// Requests sent and not answered yet, per key.
     private var inFlight: [Key: Int] = [:]
@@ -46,13 +49,14 @@ struct RateBudget {
     /// How long an endpoint whose hourly allowance ran low waits before it asks again.
     static let hourlyPauseNs: UInt64 = 60_000_000_000
 
-    init(rates: [ServerAPIEndpoint: Double]) {
+    init(rates: [ServerAPIEndpoint: Double], share: Double = RateBudget.safety) {
+        self.share = share
         self.rates = Dictionary(uniqueKeysWithValues: rates.map { ($0.key.rawValue, $0.value) })
     }
 
     /// Requests a window holds for `key`: `--api-rate`, else 90% of Apple's; a tenth in the sandbox.
     func limit(_ key: Key) -> Int {
-        let rate = rates[key.budget.name] ?? key.budget.appleRate * Self.safety
+        let rate = rates[key.budget.name] ?? key.budget.appleRate * share
         // Apple's sandbox allows a tenth of production.
         return max(1, Int((key.environment == .production ? rate : rate / 10).rounded(.down)))
     }

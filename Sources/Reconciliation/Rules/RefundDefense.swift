@@ -118,6 +118,17 @@ public enum RefundDefense {
         now <= requestedAt + windowMs
     }
 
+    /// The user a request concerns, by the same reading as `decide`: the holder of the active
+    /// grant of a delivered purchase, else the purchase's user (nil: none of ours).
+    public static func user(of transactionID: String, environment: AppStoreEnvironment, in family: Family,
+                            verdict: LookupVerdict) -> String? {
+        guard let known = family.transactions.first(where: {
+            $0.transaction.transactionID == transactionID && $0.transaction.environment == environment
+        }) else { return verdict.userID }
+        let active = family.grants.map(\.grant).filter { $0.transactionID == transactionID && $0.isActive }
+        return verdict.userID ?? active.first?.userID ?? known.userID
+    }
+
     /// The answer to a refund request for the transaction `transactionID` (`environment`) of
     /// `family`, whose night verdict is `verdict`. In order: too late (`expired`); a purchase the
     /// rules cannot judge (`not_judged`); no consent before the request (`no_consent`); else the
@@ -184,5 +195,52 @@ public enum RefundDefense {
         return .answer(ConsumptionAnswer(deliveryStatus: status,
                                          sampleContentProvided: shop.sampleContentProvided ?? settings.sampleContentProvided,
                                          consumptionPercentage: percentage, refundPreference: preference))
+    }
+}
+
+/// The refund defense funnel of one night (summary.json `refund_requests`, the page and the
+/// workbook), counted from consumption_requests.csv's rows: so its totals are the file's.
+public struct RefundFunnel: Sendable, Equatable, Encodable {
+    public var requests = 0
+    /// Answered: Apple accepted the answer (202), always inside the 12 hours (`respond` sends
+    /// nothing later).
+    public var answered_in_time = 0
+    /// Per `answer` of the file (`sent`, `would_send`, `no_consent`, `expired`, …).
+    public var answers: [String: Int] = [:]
+    public var refunded = 0
+    /// A lower bound: Apple documents REFUND_DECLINED only for refunds asked for in the app.
+    public var declined = 0
+    public var pending = 0
+    public var no_outcome = 0
+    /// Refunded among the requests answered (sent), and among the others, of those whose
+    /// outcome is known or overdue (pending left out); nil when there are none. REFUND only.
+    public var refund_rate_answered: Double?
+    public var refund_rate_unanswered: Double?
+
+    public init() {}
+
+    /// From the file's rows counted per answer, then per outcome.
+    public init(_ pairs: [String: [String: Int]]) {
+        var settled = (answered: 0, other: 0), refundedIn = (answered: 0, other: 0)
+        for (answer, outcomes) in pairs {
+            for (outcome, n) in outcomes {
+                requests += n
+                answers[answer, default: 0] += n
+                let sent = answer == "sent"
+                if sent { answered_in_time += n }
+                switch outcome {
+                case "refunded": refunded += n
+                case "declined": declined += n
+                case "pending": pending += n
+                default: no_outcome += n
+                }
+                guard outcome != "pending" else { continue }
+                if sent { settled.answered += n } else { settled.other += n }
+                if outcome == "refunded" { if sent { refundedIn.answered += n } else { refundedIn.other += n } }
+            }
+        }
+        func rate(_ a: Int, _ b: Int) -> Double? { b == 0 ? nil : (Double(a) / Double(b) * 10_000).rounded() / 10_000 }
+        refund_rate_answered = rate(refundedIn.answered, settled.answered)
+        refund_rate_unanswered = rate(refundedIn.other, settled.other)
     }
 }

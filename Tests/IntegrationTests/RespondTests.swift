@@ -1,0 +1,161 @@
+@testable import AppStoreSimulator
+import Foundation
+import Postgres
+import Testing
+
+/// Issue 35: `iap-reconcile respond` end to end, the built executable against a real Postgres
+/// and the simulator over real HTTP. Here the requests come from the shop's own
+/// `iap_notifications`, signed by the test PKI as Apple signs them, hostile rows among them.
+@Suite("respond: answering Apple's refund requests", .serialized, .enabled(if: Harness.hasDatabase))
+struct RespondTests {
+    typealias W = ServerAPINightTests.World
+    static let asOfMs = UTC.parse(NightTests.asOf)!
+
+    /// A CONSUMPTION_REQUEST for `row`, signed at `signedMs` (or another type).
+    static func notification(_ row: AppleTruthRow, pki: TestPKI, signedMs: Int64, uuid: String,
+                             type: String = "CONSUMPTION_REQUEST", reason: String = "UNINTENDED_PURCHASE") -> String {
+        let transaction = pki.signTransaction(row.payload(signedDate: signedMs, refund: nil))
+        let json = #"{"notificationType":"\#(type)","notificationUUID":"\#(uuid)","data":{"bundleId":"\#(row.bundleID)","#
+            + #""environment":"\#(row.appleEnvironment)","signedTransactionInfo":"\#(transaction)","consumptionRequestReason":"\#(reason)"},"#
+            + #""version":"2.0","signedDate":\#(signedMs)}"#
+        return pki.sign(payload: Array(json.utf8))
+    }
+
+    static func uuid(_ n: Int) -> String { String(format: "6f1d%04x-0000-4000-8000-%012x", n, n) }
+
+    static func json(_ r: ProcessResult) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)")
+    }
+
+    @Test("requests from iap_notifications: decided as lookup decides, consent and the 12 hours kept, bad payloads kept aside, nothing sent without --send")
+    func shopNotifications() throws {
+        let w = try ServerAPINightTests.world("respond_shop", share: "0.25")
+        defer { w.stop() }
+        let night = try w.night()
+        #expect(night.status == 0, "\(night.stderr)")
+        let pki = try PKIFiles.load(directory: w.dir.appendingPathComponent("pki").path)
+        let rows = try AppleTruth.parse(String(contentsOf: w.truth, encoding: .utf8))
+        let candidates = rows.filter { $0.environment == .production && $0.refund == nil && $0.productType == .consumable }
+        let compensate = Set(LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "compensate.csv")
+            .map { $0["transaction_id"]! })
+        let undelivered = Array(candidates.filter { compensate.contains($0.transactionID) }.prefix(4))
+        let delivered = Array(candidates.filter { !compensate.contains($0.transactionID) }.prefix(6))
+        #expect(undelivered.count == 4 && delivered.count == 6)
+        let asked = undelivered + delivered
+
+        try w.t.db.execute("""
+            CREATE TABLE public.iap_notifications (signed_payload text, received_at timestamptz);
+            CREATE TABLE public.iap_consents (user_id text, consented_at timestamptz);
+            CREATE TABLE public.iap_consumption (transaction_id text, consumption_percentage int)
+            """)
+        func insert(_ payload: String?, at ms: Int64) throws {
+            try w.t.db.query("INSERT INTO public.iap_notifications VALUES (\(payload), to_timestamp(\(ms)::bigint / 1000.0))")
+        }
+        // Every request but the last two is inside its 12 hours at --now; those two are older.
+        var signedAt: [String: Int64] = [:]
+        for (i, row) in asked.enumerated() {
+            let ms = i < asked.count - 2 ? Self.asOfMs - Int64(i + 1) * 600_000 : Self.asOfMs - 13 * 3_600_000
+            signedAt[row.transactionID] = ms
+            try insert(Self.notification(row, pki: pki, signedMs: ms, uuid: Self.uuid(i)), at: ms + 1000)
+            // Apple repeats a notification: the same UUID again, stored once.
+            if i == 0 { try insert(Self.notification(row, pki: pki, signedMs: ms, uuid: Self.uuid(i)), at: ms + 3_600_000) }
+        }
+        // Consent for all but the second delivered purchase's user; the third's came after the request.
+        let noConsent = delivered[1].customer, lateConsent = delivered[2].customer
+        for row in asked where row.customer != noConsent {
+            let at = row.customer == lateConsent ? Self.asOfMs - 60_000 : Self.asOfMs - 40 * 86_400_000
+            try w.t.db.query("INSERT INTO public.iap_consents VALUES (\(row.customer), to_timestamp(\(at)::bigint / 1000.0))")
+        }
+        try w.t.db.query("INSERT INTO public.iap_consumption VALUES (\(delivered[0].transactionID), 67932), (\(delivered[3].transactionID), 250000)")
+        // Hostile rows: a broken signature, garbage, NULL, an empty text, another type (not ours, not an error).
+        let good = Self.notification(delivered[4], pki: pki, signedMs: Self.asOfMs - 60_000, uuid: Self.uuid(900))
+        var tampered = Array(good.utf8)
+        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        try insert(String(decoding: tampered, as: UTF8.self), at: Self.asOfMs - 50_000)
+        try insert("not a jws at all", at: Self.asOfMs - 40_000)
+        try insert(nil, at: Self.asOfMs - 30_000)
+        try insert("", at: Self.asOfMs - 25_000)
+        try insert(Self.notification(delivered[5], pki: pki, signedMs: Self.asOfMs - 20_000, uuid: Self.uuid(901), type: "ONE_TIME_CHARGE"),
+                   at: Self.asOfMs - 20_000)
+
+        let first = try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let doc = try Self.json(first)
+        #expect(doc["found"] as? Int == asked.count && doc["rejected"] as? Int == 4 && doc["send"] as? Bool == false, "\(doc)")
+        let decided = try #require(doc["decided"] as? [[String: Any]])
+        #expect(decided.count == asked.count)
+        for item in decided {
+            let tid = item["transaction_id"] as! String
+            let row = asked.first { $0.transactionID == tid }!
+            let state = item["state"] as! String
+            let body = (item["body"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            if signedAt[tid]! < Self.asOfMs - 12 * 3_600_000 {
+                #expect(state == "expired", "\(tid): \(item)")
+                continue
+            }
+            if row.customer == noConsent || row.customer == lateConsent {
+                #expect(state == "no_consent", "\(tid): \(item)")
+                continue
+            }
+            // The verdict lookup gives, on the same facts: respond's answer follows it.
+            let verdict = try #require(try LookupAgreesTests.lookup(w, tid))["verdict"] as? String
+            #expect(state == "would_send", "\(tid) (\(verdict ?? "?")): \(item)")
+            #expect(body?["customerConsented"] as? Bool == true && body?["sampleContentProvided"] as? Bool == false, "\(item)")
+            if verdict == "granted" {
+                #expect(body?["deliveryStatus"] as? String == "DELIVERED", "\(tid): \(item)")
+                let pct = tid == delivered[0].transactionID ? 67932 : nil
+                #expect(body?["consumptionPercentage"] as? Int == pct, "\(tid): \(item)")
+            } else {
+                #expect(verdict == "compensate" && body?["deliveryStatus"] as? String == "UNDELIVERED_OTHER"
+                        && body?["consumptionPercentage"] as? Int == 0, "\(tid) (\(verdict ?? "?")): \(item)")
+            }
+            #expect(body?["refundPreference"] == nil)
+        }
+        #expect(decided.contains { ($0["body"] as? String)?.contains("DELIVERED") == true })
+        #expect(try w.t.int("SELECT count(*) FROM recon.respond_rejects") == 4)
+        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE sends > 0") == 0, "sent without --send")
+        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests") == asked.count)
+
+        // Again: nothing new is found; the open ones are decided again, the same way.
+        let again = try Self.json(try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"]))
+        #expect(again["found"] as? Int == 0)
+        let reDecided = (again["decided"] as? [[String: Any]] ?? []).map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
+        let firstOpen = decided.filter { $0["state"] as? String != "expired" }.map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
+        #expect(reDecided.sorted() == firstOpen.sorted())
+
+        // The night lists them: one row per request, the answer as stored.
+        let second = try w.night()
+        #expect(second.status == 0, "\(second.stderr)")
+        let csv = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "consumption_requests.csv")
+        #expect(csv.count == asked.count)
+        for row in csv {
+            let stored = try w.t.scalar("SELECT state FROM recon.consumption_requests WHERE notification_uuid = \(row["notification_uuid"]!)")
+            #expect(row["answer"] == stored && row["outcome"] == "pending" && row["reason"] == "UNINTENDED_PURCHASE", "\(row)")
+        }
+        let summary = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: w.out.appendingPathComponent("2026-11-21/summary.json"))) as? [String: Any])
+        let funnel = try #require(summary["refund_requests"] as? [String: Any])
+        #expect(funnel["requests"] as? Int == csv.count && funnel["pending"] as? Int == csv.count && funnel["answered_in_time"] as? Int == 0)
+    }
+
+    @Test("a job schema behind this build: exit 78 asking for migrate; no key: 78; bad options: 64")
+    func refusals() throws {
+        let w = try ServerAPINightTests.world("respond_refusals", users: 20)
+        defer { w.stop() }
+        let behind = try w.run(["respond", "--now", NightTests.asOf, "--no-progress"])
+        #expect(behind.status == 78 && behind.stderr.contains("iap-reconcile migrate"), "\(behind.stderr)")
+        var noKey = w.env
+        noKey["IAP_KEY_ID"] = nil
+        let unset = try w.run(["respond", "--now", NightTests.asOf], environment: noKey)
+        #expect(unset.status == 78 && unset.stderr.contains("IAP_KEY_ID"), "\(unset.stderr)")
+        for bad in [["--share-percent", "0"], ["--refund-preference", "always"], ["--decline-above", "101"], ["--now", "yesterday"],
+                    ["--as-of", NightTests.asOf]] {
+            let r = try w.run(["respond"] + bad)
+            #expect(r.status == 64, "\(bad): \(r.status) \(r.stderr)")
+        }
+        var env = w.env
+        env["IAP_CONSUMPTION_RESPONSES"] = "yes please"
+        let badEnv = try w.run(["respond", "--now", NightTests.asOf], environment: env)
+        #expect(badEnv.status == 64 && badEnv.stderr.contains("IAP_CONSUMPTION_RESPONSES"), "\(badEnv.stderr)")
+    }
+}
