@@ -1,6 +1,7 @@
 @testable import AppStoreSimulator
 import Foundation
 import Postgres
+import Reconciliation
 import Testing
 
 /// Issue 35: `iap-reconcile respond` end to end, the built executable against a real Postgres
@@ -33,13 +34,19 @@ struct RespondTests {
         defer { w.stop() }
         let night = try w.night()
         #expect(night.status == 0, "\(night.stderr)")
-        let pki = try PKIFiles.load(directory: w.dir.appendingPathComponent("pki").path)
-        let rows = try AppleTruth.parse(String(contentsOf: w.truth, encoding: .utf8))
-        let candidates = rows.filter { $0.environment == .production && $0.refund == nil && $0.productType == .consumable }
-        let compensate = Set(LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "compensate.csv")
-            .map { $0["transaction_id"]! })
+        let pki = try TestPKI.load(directory: w.dir.appendingPathComponent("pki").path)
+        let rows = try AppleTruthFile.parse(String(contentsOf: w.truth, encoding: .utf8))
+        let candidates: [AppleTruthRow] = rows.filter {
+            $0.environment == .production && $0.refund == nil && $0.productType == .consumable && $0.bundleID == NightTests.bundle
+        }
+        let compensateRows = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "compensate.csv")
+        let compensate = Set(compensateRows.map { $0["transaction_id"]! })
         let undelivered = Array(candidates.filter { compensate.contains($0.transactionID) }.prefix(4))
-        let delivered = Array(candidates.filter { !compensate.contains($0.transactionID) }.prefix(6))
+        // Granted, by lookup's verdict: the first six.
+        var delivered: [AppleTruthRow] = []
+        for row in candidates where !compensate.contains(row.transactionID) && delivered.count < 6 {
+            if try LookupAgreesTests.lookup(w, row.transactionID)?["verdict"] as? String == "granted" { delivered.append(row) }
+        }
         #expect(undelivered.count == 4 && delivered.count == 6)
         let asked = undelivered + delivered
 
@@ -81,8 +88,10 @@ struct RespondTests {
         let first = try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"])
         #expect(first.status == 0, "\(first.stderr)")
         let doc = try Self.json(first)
-        #expect(doc["found"] as? Int == asked.count && doc["rejected"] as? Int == 4 && doc["send"] as? Bool == false, "\(doc)")
+        #expect(doc["found"] as? Int == asked.count && doc["rejected"] as? Int == 4 && doc["send"] as? Bool == false,
+                "found \(doc["found"] ?? "nil"), rejected \(doc["rejected"] ?? "nil"), read \(doc["read"] ?? "nil")")
         let decided = try #require(doc["decided"] as? [[String: Any]])
+        var verdicts: [String: Int] = [:]
         #expect(decided.count == asked.count)
         for item in decided {
             let tid = item["transaction_id"] as! String
@@ -100,19 +109,22 @@ struct RespondTests {
             // The verdict lookup gives, on the same facts: respond's answer follows it.
             let verdict = try #require(try LookupAgreesTests.lookup(w, tid))["verdict"] as? String
             #expect(state == "would_send", "\(tid) (\(verdict ?? "?")): \(item)")
+            verdicts[verdict ?? "?", default: 0] += 1
             #expect(body?["customerConsented"] as? Bool == true && body?["sampleContentProvided"] as? Bool == false, "\(item)")
             if verdict == "granted" {
                 #expect(body?["deliveryStatus"] as? String == "DELIVERED", "\(tid): \(item)")
                 let pct = tid == delivered[0].transactionID ? 67932 : nil
                 #expect(body?["consumptionPercentage"] as? Int == pct, "\(tid): \(item)")
             } else {
-                #expect(verdict == "compensate" && body?["deliveryStatus"] as? String == "UNDELIVERED_OTHER"
+                // Never (fully) granted: compensated by the night, or before its window (not delivered either).
+                #expect(["compensate", "outside_window"].contains(verdict) && body?["deliveryStatus"] as? String == "UNDELIVERED_OTHER"
                         && body?["consumptionPercentage"] as? Int == 0, "\(tid) (\(verdict ?? "?")): \(item)")
             }
             #expect(body?["refundPreference"] == nil)
         }
-        #expect(decided.contains { ($0["body"] as? String)?.contains("DELIVERED") == true })
-        #expect(try w.t.int("SELECT count(*) FROM recon.respond_rejects") == 4)
+        #expect(verdicts == ["granted": 2, "compensate": 4], "\(verdicts)")
+        let rejects = try w.t.db.query("SELECT source || ': ' || reason FROM recon.respond_rejects ORDER BY 1")
+        #expect(rejects.rowCount == 4, "\((0..<rejects.rowCount).map { rejects.value($0, 0) ?? "" })")
         #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE sends > 0") == 0, "sent without --send")
         #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests") == asked.count)
 
@@ -120,7 +132,7 @@ struct RespondTests {
         let again = try Self.json(try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"]))
         #expect(again["found"] as? Int == 0)
         let reDecided = (again["decided"] as? [[String: Any]] ?? []).map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
-        let firstOpen = decided.filter { $0["state"] as? String != "expired" }.map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
+        let firstOpen = decided.filter { !["expired", "no_consent"].contains($0["state"] as? String) }.map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
         #expect(reDecided.sorted() == firstOpen.sorted())
 
         // The night lists them: one row per request, the answer as stored.
