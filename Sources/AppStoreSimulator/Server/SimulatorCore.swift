@@ -101,7 +101,7 @@ final class SimulatorCore: @unchecked Sendable {
 
     init(config: SimulatorConfig) throws {
         self.config = config
-        api = config.serverAPI.map { ServerAPIService(config: $0) }
+        api = try config.serverAPI.map { try ServerAPIService(config: $0) }
         if let path = config.callLogPath {
             logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             if logFD < 0 {
