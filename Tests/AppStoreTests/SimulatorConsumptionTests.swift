@@ -50,7 +50,7 @@ struct SimulatorConsumptionTests {
     static func clock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The rows' times are counted from `now`.
-    static func world(now: Int64 = clock(), consumptionRate: Int? = nil, log: String? = nil,
+    static func world(now: Int64 = clock(), consumptionRate: Int? = nil, log: String? = nil, faults: FaultPlan = FaultPlan(),
                       extra: (Int64) -> [AppleTruthRow] = { _ in [] }) throws -> APIWorld {
         var rows = [
             row(consumable, now: now, requestAgo: hour),
@@ -60,7 +60,7 @@ struct SimulatorConsumptionTests {
             row(nonConsumable, now: now, type: .nonConsumable, requestAgo: 3 * hour, reason: "FULFILLMENT_ISSUE"),
         ]
         rows += extra(now)
-        return try APIWorld(rows: rows, consumptionRate: consumptionRate, consumptionLog: log)
+        return try APIWorld(rows: rows, faults: faults, consumptionRate: consumptionRate, consumptionLog: log)
     }
 
     static func put(_ w: APIWorld, _ tid: String, _ body: String, env: String = "production") throws -> RawResponse {
@@ -204,6 +204,22 @@ struct SimulatorConsumptionTests {
         #expect(try w.call("/inApps/v1/transactions/" + Self.consumable).status == 200)
         let sandbox = try (0..<2).map { _ in try Self.put(w, Self.sandbox, Self.good, env: "sandbox").status }
         #expect(sandbox == [202, 429])
+    }
+
+    @Test("a faulted call never reached Apple: nothing kept; a cut-short or HTML answer becomes a reset")
+    func faults() throws {
+        for kind in [SimFault.http5xx, .http429, .s211xx] {
+            let w = try Self.world(faults: FaultPlan(seed: 3, rate: 1, kinds: [kind]))
+            let r = try Self.put(w, Self.consumable, Self.good)
+            #expect(r.status >= 400 && r.status != 202, "\(kind): \(r.status)")
+            #expect(w.sim.consumptionAnswers.isEmpty)
+        }
+        for kind in [SimFault.truncated, .nonjson, .reset] {
+            let w = try Self.world(faults: FaultPlan(seed: 3, rate: 1, kinds: [kind]))
+            #expect(throws: RawHTTPError.self, "\(kind)") { try Self.put(w, Self.consumable, Self.good) }
+            #expect(w.sim.consumptionAnswers.isEmpty)
+            #expect(w.sim.calls.last?.outcome == "reset")
+        }
     }
 
     /// Every notification of a history request (all pages), with its decoded payload.
