@@ -27,7 +27,8 @@
 //
 // Effect. REFUND: a full refund at `outcomeMs` (revocationReason 1, REFUNDED_DUE_TO_ISSUE, when
 // the answer said UNDELIVERED_* or the request's reason was FULFILLMENT_ISSUE; else 0), shown by
-// every later answer like the truth's refunds, and a REFUND notification at `outcomeMs`.
+// every later answer like the truth's refunds (verifyReceipt's cancellation_date too, unless the
+// refund list names the transaction), and a REFUND notification at `outcomeMs`.
 // REFUND_DECLINED: a notification of that type at `outcomeMs`, the transaction unchanged. Both
 // follow the history's UUID and retry model (`SimNotification`).
 //

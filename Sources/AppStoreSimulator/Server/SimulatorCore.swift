@@ -156,7 +156,12 @@ final class SimulatorCore: @unchecked Sendable {
     }
 
     private func decide(environment: AppStoreEnvironment, body: [UInt8]) -> (SimAction, String?, Int) {
-        let (cfg, refunds) = lock.locked { (config, config.refunds) }
+        let (cfg, listed) = lock.locked { (config, config.refunds) }
+        var refunds = listed
+        // Refunds granted by consumption outcomes show here too (ConsumptionOutcomes.swift).
+        if let outcomes = api?.consumption.outcomeRefunds, !outcomes.isEmpty {
+            refunds.merge(outcomes) { first, _ in first }
+        }
         var receipt: SimReceipt?
         var receiptData: String?
         var password: String?
