@@ -13,7 +13,11 @@
 // empty = USA), price (Apple's signed price: milliunits of currency for the whole transaction,
 // quantity included) and currency (the storefront's), revocation_type (REFUND_FULL, the default;
 // REFUND_PRORATED; FAMILY_REVOKE), revocation_percentage (milliunits of a percent, prorated
-// refunds only), reversal_date_ms (Apple reversed the refund: REFUND_REVERSED). Required:
+// refunds only), reversal_date_ms (Apple reversed the refund: REFUND_REVERSED),
+// consumption_request_ms (Apple sent CONSUMPTION_REQUEST for it: the notification's signedDate,
+// UNIX ms, after the purchase) with consumption_request_reason (its consumptionRequestReason:
+// UNINTENDED_PURCHASE, FULFILLMENT_ISSUE, UNSATISFIED_WITH_PURCHASE, LEGAL, OTHER; the two go
+// together), ownership (inAppOwnershipType: FAMILY_SHARED, or empty = PURCHASED). Required:
 // transaction_id, product_id, purchase_date_ms, environment, bundle_id. A refund column without
 // cancellation_date_ms, a price without its currency, or a currency that is not the storefront's
 // is refused (with the line): the simulator would otherwise sign something Apple never would.
@@ -49,13 +53,17 @@ public struct AppleTruthRow: Sendable, Equatable {
     public var price: Int64?
     /// Apple's `currency` (the storefront's), with `price`.
     public var currency: String?
+    /// Apple asked for consumption information (CONSUMPTION_REQUEST), if it did.
+    public var consumptionRequest: SimConsumptionRequest?
+    /// `inAppOwnershipType` FAMILY_SHARED (a family member's access) instead of PURCHASED.
+    public var familyShared = false
 
     public init(transactionID: String, originalTransactionID: String? = nil, productID: String,
                 productType: ProductType, quantity: Int = 1, purchaseDateMs: Int64, originalPurchaseDateMs: Int64? = nil,
                 expiresDateMs: Int64? = nil, webOrderLineItemID: String? = nil, environment: AppStoreEnvironment = .production,
                 bundleID: String, customer: String, orderID: String? = nil, appAccountToken: String? = nil,
                 refund: SimRefund? = nil, receiptID: String? = nil, storefront: SimStorefront = .usa,
-                price: Int64? = nil) {
+                price: Int64? = nil, consumptionRequest: SimConsumptionRequest? = nil, familyShared: Bool = false) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID ?? transactionID
         self.productID = productID
@@ -75,6 +83,23 @@ public struct AppleTruthRow: Sendable, Equatable {
         self.storefront = storefront
         self.price = price
         currency = price == nil ? nil : storefront.currency
+        self.consumptionRequest = consumptionRequest
+        self.familyShared = familyShared
+    }
+}
+
+/// A CONSUMPTION_REQUEST Apple sent for a transaction: when (the notification's `signedDate`)
+/// and why (`consumptionRequestReason`).
+public struct SimConsumptionRequest: Sendable, Equatable {
+    public var signedDateMs: Int64
+    public var reason: String
+
+    /// Apple's consumptionRequestReason values (Notifications 2.11+).
+    public static let reasons = ["UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER"]
+
+    public init(signedDateMs: Int64, reason: String) {
+        self.signedDateMs = signedDateMs
+        self.reason = reason
     }
 }
 
@@ -116,6 +141,7 @@ public enum AppleTruthFile {
         "original_purchase_date_ms", "expires_date_ms", "web_order_line_item_id", "environment", "bundle_id",
         "customer", "order_id", "app_account_token", "cancellation_date_ms", "cancellation_reason", "receipt_id",
         "storefront", "price", "currency", "revocation_type", "revocation_percentage", "reversal_date_ms",
+        "consumption_request_ms", "consumption_request_reason", "ownership",
     ]
 
     public static var header: String { columns.joined(separator: "\t") + "\n" }
@@ -128,7 +154,8 @@ public enum AppleTruthFile {
             r.webOrderLineItemID, r.environment.rawValue, r.bundleID, r.customer, r.orderID, r.appAccountToken,
             r.refund.map { String($0.cancellationDateMs) }, r.refund?.reason, r.receiptID, r.storefront.code,
             r.price.map { String($0) }, r.currency, r.refund?.type, r.refund?.percentage.map { String($0) },
-            r.refund?.reversedMs.map { String($0) },
+            r.refund?.reversedMs.map { String($0) }, r.consumptionRequest.map { String($0.signedDateMs) },
+            r.consumptionRequest?.reason, r.familyShared ? "FAMILY_SHARED" : nil,
         ]
         var out = ""
         for (i, cell) in cells.enumerated() {
@@ -208,13 +235,31 @@ public enum AppleTruthFile {
         case (_?, nil): throw fail("price without currency")
         case (nil, _?): throw fail("currency without price")
         }
+        var request: SimConsumptionRequest?
+        switch (try int("consumption_request_ms"), cell("consumption_request_reason")) {
+        case (nil, nil): break
+        case (let at?, let reason?):
+            guard SimConsumptionRequest.reasons.contains(reason) else {
+                throw fail("unknown consumption_request_reason \(reason) (one of \(SimConsumptionRequest.reasons.joined(separator: ", ")))")
+            }
+            guard at > pd else { throw fail("consumption_request_ms is not after purchase_date_ms") }
+            request = SimConsumptionRequest(signedDateMs: at, reason: reason)
+        case (_?, nil): throw fail("consumption_request_ms without consumption_request_reason")
+        case (nil, _?): throw fail("consumption_request_reason without consumption_request_ms")
+        }
+        var familyShared = false
+        if let o = cell("ownership") {
+            guard o == "FAMILY_SHARED" || o == "PURCHASED" else { throw fail("unknown ownership \(o) (FAMILY_SHARED, PURCHASED or empty)") }
+            familyShared = o == "FAMILY_SHARED"
+        }
         return AppleTruthRow(
             transactionID: tid, originalTransactionID: cell("original_transaction_id"), productID: pid, productType: type,
             quantity: Int(quantity), purchaseDateMs: pd, originalPurchaseDateMs: try int("original_purchase_date_ms"),
             expiresDateMs: try int("expires_date_ms"), webOrderLineItemID: cell("web_order_line_item_id"),
             environment: env, bundleID: bundle, customer: cell("customer") ?? "customer-of-" + tid,
             orderID: cell("order_id"), appAccountToken: cell("app_account_token"), refund: refund,
-            receiptID: cell("receipt_id"), storefront: store, price: price)
+            receiptID: cell("receipt_id"), storefront: store, price: price, consumptionRequest: request,
+            familyShared: familyShared)
     }
 
     /// The refund of a line: cancellation_date_ms and what only the Server API shows of it.

@@ -13,7 +13,8 @@ struct IapSim: ParsableCommand {
         serve: answers POST /production/verifyReceipt and /sandbox/verifyReceipt like Apple's legacy \
         verifyReceipt, reading the truth from the receipt tokens that `seed` issued.
 
-        seed: fills iap_products, iap_orders, iap_receipts and iap_grants with seeded scenarios and writes \
+        seed: fills iap_products, iap_orders, iap_receipts and iap_grants with seeded scenarios (with \
+        --apple-truth also iap_consents and iap_consumption, the shop's data for consumption requests) and writes \
         the report files the job must produce for them.
 
         Typical run:
@@ -47,7 +48,10 @@ struct Serve: ParsableCommand {
 
         App Store Server API (with --apple-truth or --api-key): under /production and /sandbox, \
         GET /inApps/v1/transactions/{id}, GET /inApps/v2/history/{id}, GET /inApps/v2/refund/lookup/{id}, \
-        POST /inApps/v1/notifications/history, GET /inApps/v1/lookup/{orderId} (production only), answered \
+        POST /inApps/v1/notifications/history, GET /inApps/v1/lookup/{orderId} (production only), \
+        PUT /inApps/v2/transactions/consumption/{id} (Send Consumption Information: every rule of Apple's \
+        ConsumptionRequest checked, 202 when accepted, each accepted answer kept and, with --consumption-log, \
+        logged), answered \
         from the truth file with transactions signed by the --pki. Every request needs a bearer JWT (ES256, \
         kid --api-key-id, iss --api-issuer, aud appstoreconnect-v1, bid --api-bundle, exp at most 60 min \
         after iat) signed with --api-key, else 401; over --api-rate, 429 with Retry-After in UNIX ms. The \
@@ -59,7 +63,10 @@ struct Serve: ParsableCommand {
         truth; REVOKE for FAMILY_REVOKE), REFUND_REVERSED for a refund the truth reverses (afterwards the \
         transaction shows no revocation anywhere). About one notification in ten was retried an hour after \
         a timed-out send and is listed twice, same notificationUUID and payload: the client must be \
-        idempotent on it. Prices and storefronts are the truth's.
+        idempotent on it. Prices and storefronts are the truth's. CONSUMPTION_REQUEST at each truth row's \
+        consumption_request_ms with its consumptionRequestReason; after the 12-hour window (plus 0–6 h), \
+        REFUND or REFUND_DECLINED, decided from the answer held when first listed (the model is documented \
+        in Sources/AppStoreSimulator/Server/ConsumptionOutcomes.swift); a REFUND then shows in every answer.
         """
     )
 

@@ -32,6 +32,16 @@ struct Seed: ParsableCommand {
         order's UUID order_id, and without one: unattributed.csv). Apple's truth always holds them; \
         the expected files list them only with --apple-truth, which stands for "the job has API \
         credentials and sweeps notifications and transaction history".
+
+        Consumption requests (issue 35, with --apple-truth): a hash-chosen share of Apple's transactions \
+        (mostly production consumables, granted or paid but not granted; a few non-consumables, \
+        subscriptions and sandbox ones; never a refunded one) get a CONSUMPTION_REQUEST in the truth \
+        (consumption_request_ms, consumption_request_reason), about 70% within the 12 hours before \
+        --as-of, the rest 1 to 5 days before. The shop's side: iap_consents(user_id, consented_at) for \
+        about 70% of the users asked (a few consented only after the request), iap_consumption( \
+        transaction_id, consumption_percentage, delivery_status) for about 60% of the granted ones asked \
+        and a few undelivered ones, iap_products.sample_content_provided (true for two products, else \
+        NULL). No expected report changes (Sources/AppStoreSimulator/Generator/ConsumptionRequests.swift).
         """
     )
 
@@ -130,6 +140,11 @@ struct Seed: ParsableCommand {
             lines.append("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             lines.append("  expected: " + summary.expected.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + " refunds=\(summary.refunds)"
                 + " api-only refunds=\(summary.apiOnlyRefunds) purchases=\(summary.apiOnlyPurchases)")
+            if options.appleTruthPath != nil {
+                lines.append("  consumption requests: \(summary.consumptionRequests) (expired \(summary.consumptionExpired), "
+                    + "granted \(summary.consumptionDelivered)); iap_consents=\(summary.consents) "
+                    + "iap_consumption=\(summary.consumptionRows)")
+            }
             lines.append("  scenarios: " + summary.scenarios.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         } catch {

@@ -28,9 +28,18 @@ struct APIOptions: ParsableArguments {
     @Option(name: .customLong("api-rate"), help: ArgumentHelp("""
         Production requests per second of one endpoint over a sliding second (0: no limit; the sandbox \
         gets a tenth, at least 1), repeatable. Endpoints: transaction_info, transaction_history, \
-        refund_history, notification_history, order_lookup. Default: Apple's 50, 50, 10, 50, 10.
+        refund_history, notification_history, order_lookup, consumption (Send Consumption Information). \
+        Default: Apple's 50, 50, 10, 50, 10, 50.
         """, valueName: "endpoint=n"))
     var apiRate: [String] = []
+
+    @Option(name: .customLong("consumption-log"), help: ArgumentHelp("""
+        Append one JSON line per accepted Send Consumption Information answer, flushed per line: \
+        {"receivedMs":…,"environment":"production","transactionId":"…","put":N,"body":{"customerConsented":…,\
+        "deliveryStatus":…,"consumptionPercentage":…,"sampleContentProvided":…,"refundPreference":…}} \
+        (put: the n-th accepted answer for that transaction; absent fields left out).
+        """, valueName: "file"))
+    var consumptionLog: String?
 
     @Option(help: ArgumentHelp("""
         Folder of the test PKI that signs the Server API's transactions (created when missing, the same as \
@@ -42,8 +51,8 @@ struct APIOptions: ParsableArguments {
     var enabled: Bool { apiKey != nil || appleTruth != nil }
 
     func validate() throws {
-        for r in apiRate where SimAPIEndpoint.parseRate(r) == nil {
-            throw ValidationError("--api-rate: '\(r)' is not ENDPOINT=N; endpoints: \(SimAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", "))")
+        for r in apiRate where SimAPIEndpoint.parseRate(r) == nil && Self.consumptionRate(r) == nil {
+            throw ValidationError("--api-rate: '\(r)' is not ENDPOINT=N; endpoints: \(SimAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", ")), consumption")
         }
         guard enabled else { return }
         let env = ProcessInfo.processInfo.environment
@@ -70,9 +79,21 @@ struct APIOptions: ParsableArguments {
             .appendingPathComponent("iap-sim-pki-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         let testPKI = try TestPKI.loadOrCreate(directory: folder)
         var rates: [SimAPIEndpoint: Int] = [:]
-        for r in apiRate { if let rate = SimAPIEndpoint.parseRate(r) { rates[rate.0] = rate.1 } }
-        return (ServerAPIConfig(credentials: credentials, truth: truth, pki: testPKI, rates: rates),
+        var consumption: Int?
+        for r in apiRate {
+            if let rate = SimAPIEndpoint.parseRate(r) { rates[rate.0] = rate.1 }
+            if let n = Self.consumptionRate(r) { consumption = n }
+        }
+        return (ServerAPIConfig(credentials: credentials, truth: truth, pki: testPKI, rates: rates,
+                                consumptionRate: consumption, consumptionLogPath: consumptionLog),
                 (folder as NSString).appendingPathComponent("root.pem"))
+    }
+
+    /// `consumption=N` (N ≥ 0) of --api-rate.
+    static func consumptionRate(_ text: String) -> Int? {
+        let parts = text.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, parts[0] == "consumption", let n = Int(parts[1]), n >= 0 else { return nil }
+        return n
     }
 }
 

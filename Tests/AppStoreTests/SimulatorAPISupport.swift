@@ -93,10 +93,11 @@ final class APIWorld {
     let now = Int64(Date().timeIntervalSince1970 * 1000)
 
     init(rows: [AppleTruthRow], rates: [SimAPIEndpoint: Int] = [:], faults: FaultPlan = FaultPlan(),
-         refunds: [String: SimRefund] = [:]) throws {
+         refunds: [String: SimRefund] = [:], consumptionRate: Int? = nil, consumptionLog: String? = nil) throws {
         let credentials = APICredentials(keyID: Self.keyID, issuerID: Self.issuer, bundleID: Self.bundle,
                                          publicKey: try APICredentials.publicKey(pem: Self.keyPEM))
-        let api = ServerAPIConfig(credentials: credentials, truth: AppleTruth(rows: rows), pki: Self.pki, rates: rates)
+        let api = ServerAPIConfig(credentials: credentials, truth: AppleTruth(rows: rows), pki: Self.pki, rates: rates,
+                                  consumptionRate: consumptionRate, consumptionLogPath: consumptionLog)
         sim = try Simulator.start(SimulatorConfig(faults: faults, refunds: refunds, threads: 1, serverAPI: api))
     }
 

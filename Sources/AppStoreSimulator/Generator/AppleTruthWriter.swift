@@ -7,7 +7,8 @@ import Foundation
 import Reconciliation
 
 enum AppleTruthWriter {
-    /// Streams the truth of every user of `plan` to `path`; returns the number of transactions.
+    /// Streams the truth of every user of `plan` to `path`, consumption requests marked
+    /// (ConsumptionRequests.swift); returns the number of transactions.
     /// `refundsServed`: the refund list's refunds are written too (without it the refund
     /// scenarios expect no clawback, so Apple must not show a refund either); refunds only the
     /// Server API shows are always written.
@@ -28,7 +29,9 @@ enum AppleTruthWriter {
             buffer = ""
         }
         try plan.forEach { d in
-            for row in rows(d, refundsServed: refundsServed) {
+            var truth = rows(d, refundsServed: refundsServed)
+            ConsumptionRequests.mark(&truth, d, settings: plan.settings)
+            for row in truth {
                 buffer += AppleTruthFile.line(row)
                 count += 1
             }

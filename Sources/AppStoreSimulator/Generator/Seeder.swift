@@ -54,6 +54,13 @@ public struct SeedSummary: Sendable {
     /// Refunds and purchases only the Server API shows (in the Apple truth).
     public var apiOnlyRefunds: Int = 0
     public var apiOnlyPurchases: Int = 0
+    /// CONSUMPTION_REQUESTs in the Apple truth (ConsumptionRequests.swift): all, those older than
+    /// 12 hours at as-of, those of granted purchases; `iap_consents` and `iap_consumption` rows.
+    public var consumptionRequests = 0
+    public var consumptionExpired = 0
+    public var consumptionDelivered = 0
+    public var consents = 0
+    public var consumptionRows = 0
 }
 
 public enum Seeder {
@@ -116,6 +123,12 @@ public enum Seeder {
             summary.refunds += d.refunds.count
             summary.apiOnlyRefunds += d.appleRefunds.count
             summary.apiOnlyPurchases += d.appleOnly.count
+            if settings.apiSweeps {
+                let facts = ConsumptionRequests.facts(d, settings: settings)
+                summary.consumptionRequests += facts.count
+                summary.consumptionExpired += facts.filter(\.expired).count
+                summary.consumptionDelivered += facts.filter(\.delivered).count
+            }
         }
         for file in ExpectedReport.allCases { summary.expected[file.rawValue] = expected[file]?.count ?? 0 }
         if let path = options.refundsPath {
@@ -135,7 +148,7 @@ public enum Seeder {
         let setup = try PGConnection(conninfo: options.conninfo)
         defer { setup.close() }
         try setup.execute("CREATE SCHEMA IF NOT EXISTS \(s)")
-        for rel in relations + ["sim_truth"] {
+        for rel in relations + ["iap_consents", "iap_consumption", "sim_truth"] {
             let kind = try setup.query("""
                 SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = \(options.schema) AND c.relname = \(rel)
@@ -149,7 +162,9 @@ public enum Seeder {
         }
         try setup.execute("""
             CREATE TABLE \(s).iap_products (product_id text, product_type text, bundle_id text, price numeric,
-                currency text);
+                currency text, sample_content_provided boolean);
+            CREATE TABLE \(s).iap_consents (user_id text, consented_at timestamptz);
+            CREATE TABLE \(s).iap_consumption (transaction_id text, consumption_percentage integer, delivery_status text);
             CREATE TABLE \(s).iap_orders (order_id text, user_id text, product_id text, quantity int, status text,
                 transaction_id text, created_at timestamptz);
             CREATE TABLE \(s).iap_receipts (receipt_id text, user_id text, order_id text, transaction_id text,
@@ -194,6 +209,23 @@ public enum Seeder {
                 return d.grants.count
             }),
         ]
+        if settings.apiSweeps {
+            // The shop's data for answering Apple's consumption requests (only with a truth: without
+            // one no request exists). The settings are captured as a value: each pass recomputes.
+            let requestSettings = settings
+            passes.append(("iap_consents", { w, d in
+                let rows = ConsumptionRequests.consents(ConsumptionRequests.facts(d, settings: requestSettings),
+                                                        settings: requestSettings)
+                for r in rows { try w.row([r.user, UTC.sqlTimestamp(r.at)]) }
+                return rows.count
+            }))
+            passes.append(("iap_consumption", { w, d in
+                let rows = ConsumptionRequests.consumption(ConsumptionRequests.facts(d, settings: requestSettings),
+                                                           settings: requestSettings)
+                for r in rows { try w.row([r.tid, r.percentage.map { String($0) }, r.status]) }
+                return rows.count
+            }))
+        }
         if options.truthTable {
             passes.append(("sim_truth", { w, d in
                 var n = 0
@@ -216,14 +248,20 @@ public enum Seeder {
             "iap_orders": "order_id, user_id, product_id, quantity, status, transaction_id, created_at",
             "iap_receipts": "receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status",
             "iap_grants": "grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at",
+            "iap_consents": "user_id, consented_at",
+            "iap_consumption": "transaction_id, consumption_percentage, delivery_status",
             "sim_truth": "receipt_id, transaction_id, original_transaction_id, product_id, quantity, purchase_date, original_purchase_date, expires_date, cancellation_date, cancellation_reason, is_trial_period, web_order_line_item_id, environment, bundle_id, forced_status, style, late",
         ]
 
         // Products first (tiny).
         let productRows = settings.catalog.products + plan.badRowData().products
-        try setup.copyIn("COPY \(s).iap_products (product_id, product_type, bundle_id, price, currency) FROM STDIN") { w in
+        try setup.copyIn("""
+            COPY \(s).iap_products (product_id, product_type, bundle_id, price, currency, sample_content_provided) FROM STDIN
+            """) { w in
             for p in productRows {
-                try w.row([p.productID, p.productType, p.bundleID, p.listPrice.map(MoneyText.sqlNumeric), p.currency])
+                let sample = ConsumptionRequests.sampleContentProvided(p.productID, catalog: settings.catalog)
+                try w.row([p.productID, p.productType, p.bundleID, p.listPrice.map(MoneyText.sqlNumeric), p.currency,
+                           sample.map { $0 ? "t" : "f" }])
             }
         }
         summary.rows["iap_products"] = productRows.count
@@ -253,6 +291,8 @@ public enum Seeder {
         }
         if let first = errors.withLock({ $0.first }) { throw first }
         for (k, v) in counts.withLock({ $0 }) { summary.rows[k] = v }
+        summary.consents = summary.rows["iap_consents"] ?? 0
+        summary.consumptionRows = summary.rows["iap_consumption"] ?? 0
 
         // 4. Indexes (after the load: faster) and statistics.
         progress("indexes")

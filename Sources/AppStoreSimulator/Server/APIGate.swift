@@ -19,14 +19,14 @@ extension SimulatorCore {
             record(environment: env, rid: nil, outcome: "404", endpoint: "unknown", at: nowMs)
             return (.http(.text(404, "Not Found")), 0)
         }
-        let (endpoint, id) = routed
+        let (route, id) = routed
         let loggedID = id.map { AppleOrderID.isWellFormed($0) ? String($0) : "?" }
         func done(_ answer: APIAnswer, latency: Int = 0) -> (SimAction, Int) {
-            record(environment: env, rid: nil, outcome: answer.outcome, endpoint: endpoint.rawValue, pathID: loggedID,
+            record(environment: env, rid: nil, outcome: answer.outcome, endpoint: route.name, pathID: loggedID,
                    at: nowMs)
             return (.http(answer), latency)
         }
-        let wanted = endpoint == .notificationHistory ? "POST" : "GET"
+        let wanted = route.method
         guard request.method == wanted else {
             return done(APIAnswer(status: 405, contentType: "text/plain", headers: [("Allow", wanted)],
                                   body: Array("Method Not Allowed".utf8), outcome: "405"))
@@ -35,7 +35,7 @@ extension SimulatorCore {
             // Apple's 401 body is not documented; a short text, never the token.
             return done(.text(401, "Unauthenticated\n", outcome: "401:" + reason.rawValue))
         }
-        if let freeAt = api.limiter.admit(RateLimiter.Key(endpoint: endpoint, environment: env), nowMs: nowMs) {
+        if let freeAt = api.limiter.admit(RateLimiter.Key(route: route, environment: env), nowMs: nowMs) {
             var answer = APIAnswer.error(429, 4_290_000, "Rate limit exceeded.")
             answer.headers = [("Retry-After", String(freeAt))]
             // The call log says until when: a test checks that nothing came before it.
@@ -43,14 +43,18 @@ extension SimulatorCore {
             return done(answer)
         }
         // Faults and latency: keyed like verifyReceipt's by receipt id, here by endpoint and id.
-        let faultKey = endpoint.rawValue + ":" + (loggedID ?? request.query.first { $0.0 == "paginationToken" }?.1 ?? "-")
+        let faultKey = route.name + ":" + (loggedID ?? request.query.first { $0.0 == "paginationToken" }?.1 ?? "-")
         let callIndex = api.nextCallIndex(faultKey)
         let latency = latencyMs(receiptID: faultKey, callIndex: callIndex)
         let plan = faultPlan
-        let refunds = refundView
-        guard let fault = plan.fault(receiptID: faultKey, callIndex: callIndex) else {
-            return done(api.answer(endpoint, id: id, request, refunds: refunds, nowMs: nowMs), latency: latency)
+        var refunds = refundView
+        refunds.outcomes = api.consumption.outcomeRefunds
+        guard var fault = plan.fault(receiptID: faultKey, callIndex: callIndex) else {
+            return done(api.answer(route, id: id, request, refunds: refunds, nowMs: nowMs), latency: latency)
         }
+        // A faulted consumption answer never reached Apple (it is not recorded); its 202 has no body
+        // to cut short or replace, so those two faults become a reset.
+        if route == .consumption, fault == .truncated || fault == .nonjson { fault = .reset }
         let outcome: String
         let action: SimAction
         switch fault {
@@ -59,7 +63,7 @@ extension SimulatorCore {
             action = .fault(fault, body: [])
         case .truncated:
             outcome = fault.rawValue
-            action = .fault(fault, body: api.answer(endpoint, id: id, request, refunds: refunds, nowMs: nowMs).body)
+            action = .fault(fault, body: api.answer(route, id: id, request, refunds: refunds, nowMs: nowMs).body)
         case .http5xx:
             outcome = fault.rawValue
             action = .http(.text(503, "Service Unavailable"))
@@ -81,7 +85,7 @@ extension SimulatorCore {
             outcome = fault.rawValue + ":\(code)"
             action = .http(.error(status, code, message))
         }
-        record(environment: env, rid: nil, outcome: outcome, endpoint: endpoint.rawValue, pathID: loggedID, at: nowMs)
+        record(environment: env, rid: nil, outcome: outcome, endpoint: route.name, pathID: loggedID, at: nowMs)
         return (action, latency)
     }
 

@@ -128,7 +128,7 @@ struct HistoryQuery {
         if !productTypes.isEmpty, !productTypes.contains(r.productType) { return false }
         // The truth has no subscription groups: every auto-renewable is in every group asked.
         if groups, r.productType != .autoRenewable { return false }
-        if ownership == "FAMILY_SHARED" { return false }
+        if let ownership, (ownership == "FAMILY_SHARED") != r.familyShared { return false }
         if let revoked, revoked != refunded { return false }
         return true
     }

@@ -12,6 +12,12 @@
 // idempotent on `notificationUUID` (the two listings fall on different pages, or in the windows
 // of two nights).
 //
+// CONSUMPTION_REQUEST for every transaction the truth has a consumption request for, listed at
+// exactly its `consumption_request_ms` (the payload's signedDate) with its
+// `consumptionRequestReason` and the transaction as it was then; and its outcome, REFUND or
+// REFUND_DECLINED, listed at the outcome's time (ConsumptionOutcomes.swift) and decided when a
+// request first lists it. Both follow the same UUID and retry model.
+//
 // A pagination token is `<listed ms>_<uuid hex>_<request hash>`: it only continues the request
 // (same body, same environment) that returned it; anything else is 400 4000014.
 
@@ -35,6 +41,9 @@ struct SimNotification {
     var refund: SimRefund?
 
     static let retryDelayMs: Int64 = 3_600_000
+    /// The entry of a consumption request's outcome: REFUND or REFUND_DECLINED, decided when first
+    /// listed (its UUID and times do not depend on which).
+    static let outcomeType = "CONSUMPTION_OUTCOME"
 
     var uuid: String {
         let h = Array(uuidHex)
@@ -68,6 +77,17 @@ struct SimNotification {
         guard first.retried else { return [first] }
         var again = first
         again.listedMs = first.sentMs + retryDelayMs
+        return [first, again]
+    }
+
+    /// A listing sent at exactly `ms` (its signedDate): a consumption request or its outcome.
+    static func listings(type: String, row: AppleTruthRow, index: Int, exactly ms: Int64) -> [SimNotification] {
+        var first = SimNotification(type: type, row: row, index: index, at: ms, refund: nil)
+        first.sentMs = ms
+        first.listedMs = ms
+        guard first.retried else { return [first] }
+        var again = first
+        again.listedMs = ms + retryDelayMs
         return [first, again]
     }
 
@@ -146,11 +166,19 @@ extension ServerAPIService {
                 list += SimNotification.listings(type: "ONE_TIME_CHARGE", row: row, index: i, at: row.purchaseDateMs,
                                                  refund: nil)
             }
-            if let refund = refunds.everRefund(row) {
+            if let refund = refunds.baseRefund(row) {
                 list += SimNotification.listings(type: refund.type == "FAMILY_REVOKE" ? "REVOKE" : "REFUND", row: row,
                                                  index: i, at: refund.cancellationDateMs, refund: refund)
                 if let back = refund.reversedMs {
                     list += SimNotification.listings(type: "REFUND_REVERSED", row: row, index: i, at: back, refund: nil)
+                }
+            }
+            if let request = row.consumptionRequest {
+                list += SimNotification.listings(type: "CONSUMPTION_REQUEST", row: row, index: i, exactly: request.signedDateMs)
+                if refunds.baseRefund(row) == nil {
+                    list += SimNotification.listings(
+                        type: SimNotification.outcomeType, row: row, index: i,
+                        exactly: ConsumptionOutcomeModel.outcomeMs(transactionID: row.transactionID, request: request))
                 }
             }
         }
@@ -199,10 +227,15 @@ extension ServerAPIService {
         var hasMore = false
         var k = lo
         while k < list.count, list[k].listedMs < query.end {
-            let n = list[k]
+            var n = list[k]
             k += 1
             let row = truth.rows[n.row]
-            guard row.environment == env, row.bundleID == bundle, query.type == nil || query.type == n.type,
+            guard row.environment == env, row.bundleID == bundle else { continue }
+            if n.type == SimNotification.outcomeType, let request = row.consumptionRequest {
+                n.type = consumption.decide(row, request: request).rawValue
+                if n.type == SimConsumptionOutcome.refund.rawValue { n.refund = consumption.outcomeRefunds[row.transactionID] }
+            }
+            guard query.type == nil || query.type == n.type,
                   query.subtype == nil, customer == nil || customer == row.customer,
                   !query.onlyFailures || n.undelivered else { continue }
             if page.count == Self.pageSize {
@@ -228,6 +261,9 @@ extension ServerAPIService {
         if row.environment == .production { data.append(("appAppleId", .int(config.appAppleID))) }
         data += [("bundleId", .string(row.bundleID)), ("bundleVersion", .string("1")),
                  ("environment", .string(row.appleEnvironment)), ("signedTransactionInfo", .string(transaction))]
+        if n.type == "CONSUMPTION_REQUEST", let request = row.consumptionRequest {
+            data.append(("consumptionRequestReason", .string(request.reason)))
+        }
         let payload: JSONValue = .object([
             ("notificationType", .string(n.type)), ("notificationUUID", .string(n.uuid)), ("data", .object(data)),
             ("version", .string("2.0")), ("signedDate", .int(n.sentMs)),

@@ -22,27 +22,69 @@ extension ServerAPIEndpoint {
     }
 }
 
+/// What the simulator serves under `/inApps/`: the job's five Server API endpoints, and Send
+/// Consumption Information (its own budget, `AppStoreBudget.consumption`: 50 a second).
+enum SimRoute: Hashable {
+    case api(SimAPIEndpoint)
+    case consumption
+
+    /// How the call log, the fault keys and the rate limits name it.
+    var name: String {
+        switch self {
+        case .api(let e): return e.rawValue
+        case .consumption: return AppStoreBudget.consumption.name
+        }
+    }
+
+    var method: String {
+        switch self {
+        case .api(.notificationHistory): return "POST"
+        case .api: return "GET"
+        case .consumption: return "PUT"
+        }
+    }
+
+    /// Apple's production requests per second.
+    var appleRate: Int {
+        switch self {
+        case .api(let e): return Int(e.appleRate)
+        case .consumption: return Int(AppStoreBudget.consumption.appleRate)
+        }
+    }
+}
+
 final class RateLimiter: @unchecked Sendable {
     struct Key: Hashable {
-        var endpoint: SimAPIEndpoint
+        var route: SimRoute
         var environment: AppStoreEnvironment
+
+        init(route: SimRoute, environment: AppStoreEnvironment) {
+            self.route = route
+            self.environment = environment
+        }
+
+        init(endpoint: SimAPIEndpoint, environment: AppStoreEnvironment) {
+            self.init(route: .api(endpoint), environment: environment)
+        }
     }
 
     private let lock = NSLock()
-    /// Production requests per second per endpoint (0 = unlimited).
-    private let production: [SimAPIEndpoint: Int]
+    /// Production requests per second per route (0 = unlimited).
+    private let production: [SimRoute: Int]
     /// Accepted requests' times (UNIX ms) within the last second, oldest first.
     private var windows: [Key: [Int64]] = [:]
 
-    init(production: [SimAPIEndpoint: Int]) {
-        var rates: [SimAPIEndpoint: Int] = [:]
-        for e in SimAPIEndpoint.allCases { rates[e] = production[e] ?? Int(e.appleRate) }
+    /// `consumption`: Send Consumption Information's production rate (nil: Apple's 50).
+    init(production: [SimAPIEndpoint: Int], consumption: Int? = nil) {
+        var rates: [SimRoute: Int] = [:]
+        for e in SimAPIEndpoint.allCases { rates[.api(e)] = production[e] ?? Int(e.appleRate) }
+        rates[.consumption] = consumption ?? SimRoute.consumption.appleRate
         self.production = rates
     }
 
     /// Requests per second allowed for `key`; nil = unlimited. The sandbox gets a tenth (at least 1).
     func limit(_ key: Key) -> Int? {
-        let n = production[key.endpoint] ?? Int(key.endpoint.appleRate)
+        let n = production[key.route] ?? key.route.appleRate
         guard n > 0 else { return nil }
         return key.environment == .production ? n : max(1, n / 10)
     }

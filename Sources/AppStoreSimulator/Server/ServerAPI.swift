@@ -6,6 +6,8 @@
 //   GET  /inApps/v2/refund/lookup/{transactionId}    refund_history       (History.swift)
 //   POST /inApps/v1/notifications/history            notification_history (Notifications.swift)
 //   GET  /inApps/v1/lookup/{orderId}                 order_lookup (production only)
+//   PUT  /inApps/v2/transactions/consumption/{transactionId}
+//                                                     consumption (Consumption.swift)
 //
 // Every request: the route, the bearer JWT (401), the endpoint's rate (429 with Retry-After in
 // ms), a seeded fault, then the answer from the Apple truth, with every transaction signed by
@@ -27,14 +29,21 @@ public struct ServerAPIConfig: Sendable {
     public var rates: [SimAPIEndpoint: Int]
     /// `appAppleId` of production answers and notifications.
     public var appAppleID: Int64
+    /// Send Consumption Information's production requests per second (0 = unlimited; the sandbox
+    /// gets a tenth, at least 1); nil: Apple's 50.
+    public var consumptionRate: Int?
+    /// Appends one JSON line per accepted consumption answer (`SimConsumptionAnswer.jsonLine`).
+    public var consumptionLogPath: String?
 
     public init(credentials: APICredentials, truth: AppleTruth, pki: TestPKI, rates: [SimAPIEndpoint: Int] = [:],
-                appAppleID: Int64 = 1_258_428_153) {
+                appAppleID: Int64 = 1_258_428_153, consumptionRate: Int? = nil, consumptionLogPath: String? = nil) {
         self.credentials = credentials
         self.truth = truth
         self.pki = pki
         self.rates = rates
         self.appAppleID = appAppleID
+        self.consumptionRate = consumptionRate
+        self.consumptionLogPath = consumptionLogPath
     }
 }
 
@@ -91,7 +100,8 @@ struct APIAnswer: Error {
     static let invalidRevision = error(400, 4_000_005, "Invalid request revision.")
 }
 
-/// The Server API's state: rate windows, fault counters, the notification list.
+/// The Server API's state: rate windows, fault counters, the notification list, the consumption
+/// answers and the outcomes decided.
 final class ServerAPIService: @unchecked Sendable {
     let config: ServerAPIConfig
     let limiter: RateLimiter
@@ -99,10 +109,13 @@ final class ServerAPIService: @unchecked Sendable {
     private var faultCounts: [String: Int] = [:]
     /// Notifications by refund-list version (rebuilt when the refund list changes).
     var notificationCache: (version: Int, list: [SimNotification])?
+    /// What Send Consumption Information was told, and the outcomes (ConsumptionOutcomes.swift).
+    let consumption: ConsumptionLedger
 
-    init(config: ServerAPIConfig) {
+    init(config: ServerAPIConfig) throws {
         self.config = config
-        limiter = RateLimiter(production: config.rates)
+        limiter = RateLimiter(production: config.rates, consumption: config.consumptionRate)
+        consumption = try ConsumptionLedger(logPath: config.consumptionLogPath)
     }
 
     var truth: AppleTruth { config.truth }
@@ -119,23 +132,29 @@ final class ServerAPIService: @unchecked Sendable {
     }
 
     /// The endpoint and the id a path names; nil for a path the API does not have.
-    static func route(_ path: Substring) -> (SimAPIEndpoint, Substring?)? {
+    static func route(_ path: Substring) -> (SimRoute, Substring?)? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "inApps", version, …
         guard parts.count >= 4, parts[0].isEmpty, parts[1] == "inApps" else { return nil }
         switch (parts[2], parts[3], parts.count) {
-        case ("v1", "transactions", 5): return (.transactionInfo, parts[4])
-        case ("v2", "history", 5): return (.transactionHistory, parts[4])
-        case ("v2", "refund", 6) where parts[4] == "lookup": return (.refundHistory, parts[5])
-        case ("v1", "notifications", 5) where parts[4] == "history": return (.notificationHistory, nil)
-        case ("v1", "lookup", 5): return (.orderLookup, parts[4])
+        case ("v1", "transactions", 5): return (.api(.transactionInfo), parts[4])
+        case ("v2", "history", 5): return (.api(.transactionHistory), parts[4])
+        case ("v2", "refund", 6) where parts[4] == "lookup": return (.api(.refundHistory), parts[5])
+        case ("v1", "notifications", 5) where parts[4] == "history": return (.api(.notificationHistory), nil)
+        case ("v1", "lookup", 5): return (.api(.orderLookup), parts[4])
+        case ("v2", "transactions", 6) where parts[4] == "consumption": return (.consumption, parts[5])
         default: return nil
         }
     }
 
     /// The answer to an authorized, admitted, unfaulted request.
-    func answer(_ endpoint: SimAPIEndpoint, id: Substring?, _ request: APIRequest, refunds: RefundView,
+    func answer(_ route: SimRoute, id: Substring?, _ request: APIRequest, refunds: RefundView,
                 nowMs: Int64) -> APIAnswer {
+        let endpoint: SimAPIEndpoint
+        switch route {
+        case .consumption: return sendConsumption(id ?? "", request, nowMs: nowMs)
+        case .api(let e): endpoint = e
+        }
         switch endpoint {
         case .transactionInfo: return transactionInfo(id ?? "", request.environment, refunds: refunds, nowMs: nowMs)
         case .transactionHistory: return transactionHistory(id ?? "", request, refunds: refunds, nowMs: nowMs)
@@ -178,10 +197,13 @@ final class ServerAPIService: @unchecked Sendable {
 }
 
 /// The refunds Apple shows: the refund list being served (`--refunds`, `Simulator.setRefunds`)
-/// first, else the truth's own.
+/// first, else the truth's own, else a refund a consumption request's outcome granted
+/// (ConsumptionOutcomes.swift).
 struct RefundView {
     var list: [String: SimRefund]
     var version: Int
+    /// Refunds granted by consumption outcomes decided so far, by transaction id.
+    var outcomes: [String: SimRefund] = [:]
 
     /// The revocation the transaction shows now: none once its refund was reversed (the truth's
     /// reversal is in its past).
@@ -191,5 +213,9 @@ struct RefundView {
     }
 
     /// Its refund, reversed or not: what the notification history tells the story of.
-    func everRefund(_ row: AppleTruthRow) -> SimRefund? { list[row.transactionID] ?? row.refund }
+    func everRefund(_ row: AppleTruthRow) -> SimRefund? { baseRefund(row) ?? outcomes[row.transactionID] }
+
+    /// The refund list's or the truth's refund: the ones the notification list is built from
+    /// (outcomes have their own entries there).
+    func baseRefund(_ row: AppleTruthRow) -> SimRefund? { list[row.transactionID] ?? row.refund }
 }

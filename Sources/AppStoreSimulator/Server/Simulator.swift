@@ -81,6 +81,13 @@ public final class Simulator: @unchecked Sendable {
     /// Replaces the fault plan.
     public func setFaults(_ plan: FaultPlan) { core.setFaults(plan) }
     public func setLatency(ms: Int) { core.setLatency(ms: ms) }
+    /// Every Send Consumption Information answer accepted so far, in order (`put` numbers the
+    /// answers for one transaction); empty without the Server API.
+    public var consumptionAnswers: [SimConsumptionAnswer] { core.api?.consumption.all ?? [] }
+    /// The outcome decided for a consumption request (nil: not decided yet, or no request).
+    public func consumptionOutcome(transactionID: String) -> SimConsumptionOutcome? {
+        core.api?.consumption.outcome(transactionID)
+    }
     /// Garbage mode on (a non-empty list) or off (empty).
     public func setGarbage(_ bodies: [HostileAnswers.Body]) { core.setGarbage(bodies) }
 

@@ -101,7 +101,7 @@ final class SimulatorCore: @unchecked Sendable {
 
     init(config: SimulatorConfig) throws {
         self.config = config
-        api = config.serverAPI.map { ServerAPIService(config: $0) }
+        api = try config.serverAPI.map { try ServerAPIService(config: $0) }
         if let path = config.callLogPath {
             logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             if logFD < 0 {
@@ -156,7 +156,12 @@ final class SimulatorCore: @unchecked Sendable {
     }
 
     private func decide(environment: AppStoreEnvironment, body: [UInt8]) -> (SimAction, String?, Int) {
-        let (cfg, refunds) = lock.locked { (config, config.refunds) }
+        let (cfg, listed) = lock.locked { (config, config.refunds) }
+        var refunds = listed
+        // Refunds granted by consumption outcomes show here too (ConsumptionOutcomes.swift).
+        if let outcomes = api?.consumption.outcomeRefunds, !outcomes.isEmpty {
+            refunds.merge(outcomes) { first, _ in first }
+        }
         var receipt: SimReceipt?
         var receiptData: String?
         var password: String?

@@ -90,7 +90,7 @@ extension AppleTruthRow {
             transactionId: transactionID, originalTransactionId: originalTransactionID,
             webOrderLineItemId: webOrderLineItemID, bundleId: bundleID, productId: productID,
             purchaseDate: purchaseDateMs, originalPurchaseDate: originalPurchaseDateMs, expiresDate: expiresDateMs,
-            quantity: quantity, type: appleType, inAppOwnershipType: "PURCHASED", signedDate: signedDate,
+            quantity: quantity, type: appleType, inAppOwnershipType: familyShared ? "FAMILY_SHARED" : "PURCHASED", signedDate: signedDate,
             environment: appleEnvironment,
             transactionReason: productType == .autoRenewable && transactionID != originalTransactionID ? "RENEWAL" : "PURCHASE",
             storefront: storefront.code, storefrontId: storefront.id, price: price, currency: currency,
