@@ -52,8 +52,7 @@ struct RespondTests {
 
         try w.t.db.execute("""
             CREATE TABLE public.iap_notifications (signed_payload text, received_at timestamptz);
-            CREATE TABLE public.iap_consents (user_id text, consented_at timestamptz);
-            CREATE TABLE public.iap_consumption (transaction_id text, consumption_percentage int)
+            TRUNCATE public.iap_consents, public.iap_consumption
             """)
         func insert(_ payload: String?, at ms: Int64) throws {
             try w.t.db.query("INSERT INTO public.iap_notifications VALUES (\(payload), to_timestamp(\(ms)::bigint / 1000.0))")
@@ -73,7 +72,10 @@ struct RespondTests {
             let at = row.customer == lateConsent ? Self.asOfMs - 60_000 : Self.asOfMs - 40 * 86_400_000
             try w.t.db.query("INSERT INTO public.iap_consents VALUES (\(row.customer), to_timestamp(\(at)::bigint / 1000.0))")
         }
-        try w.t.db.query("INSERT INTO public.iap_consumption VALUES (\(delivered[0].transactionID), 67932), (\(delivered[3].transactionID), 250000)")
+        try w.t.db.query("""
+            INSERT INTO public.iap_consumption (transaction_id, consumption_percentage)
+            VALUES (\(delivered[0].transactionID), 67932), (\(delivered[3].transactionID), 250000)
+            """)
         // Hostile rows: a broken signature, garbage, NULL, an empty text, another type (not ours, not an error).
         let good = Self.notification(delivered[4], pki: pki, signedMs: Self.asOfMs - 60_000, uuid: Self.uuid(900))
         var tampered = Array(good.utf8)
@@ -88,9 +90,12 @@ struct RespondTests {
         let first = try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"])
         #expect(first.status == 0, "\(first.stderr)")
         let doc = try Self.json(first)
-        #expect(doc["found"] as? Int == asked.count && doc["rejected"] as? Int == 4 && doc["send"] as? Bool == false,
+        // The simulator's notification history holds requests of its own (the generator's): only ours are looked at here.
+        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE source = 'iap_notifications'") == asked.count)
+        #expect(doc["found"] as? Int ?? 0 >= asked.count && doc["rejected"] as? Int == 4 && doc["send"] as? Bool == false,
                 "found \(doc["found"] ?? "nil"), rejected \(doc["rejected"] ?? "nil"), read \(doc["read"] ?? "nil")")
-        let decided = try #require(doc["decided"] as? [[String: Any]])
+        let ours = { (item: [String: Any]) in (item["notification_uuid"] as? String)?.hasPrefix("6f1d") == true }
+        let decided = try #require(doc["decided"] as? [[String: Any]]).filter(ours)
         var verdicts: [String: Int] = [:]
         #expect(decided.count == asked.count)
         for item in decided {
@@ -110,7 +115,10 @@ struct RespondTests {
             let verdict = try #require(try LookupAgreesTests.lookup(w, tid))["verdict"] as? String
             #expect(state == "would_send", "\(tid) (\(verdict ?? "?")): \(item)")
             verdicts[verdict ?? "?", default: 0] += 1
-            #expect(body?["customerConsented"] as? Bool == true && body?["sampleContentProvided"] as? Bool == false, "\(item)")
+            // The product's flag (the generator sets it for some products), else the default: false.
+            let sample = try w.t.scalar(
+                "SELECT coalesce(bool_or(sample_content_provided), false)::text FROM public.iap_products WHERE product_id = \(row.productID)")
+            #expect(body?["customerConsented"] as? Bool == true && body?["sampleContentProvided"] as? Bool == (sample == "true"), "\(item)")
             if verdict == "granted" {
                 #expect(body?["deliveryStatus"] as? String == "DELIVERED", "\(tid): \(item)")
                 let pct = tid == delivered[0].transactionID ? 67932 : nil
@@ -126,28 +134,107 @@ struct RespondTests {
         let rejects = try w.t.db.query("SELECT source || ': ' || reason FROM recon.respond_rejects ORDER BY 1")
         #expect(rejects.rowCount == 4, "\((0..<rejects.rowCount).map { rejects.value($0, 0) ?? "" })")
         #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE sends > 0") == 0, "sent without --send")
-        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests") == asked.count)
 
         // Again: nothing new is found; the open ones are decided again, the same way.
         let again = try Self.json(try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"]))
         #expect(again["found"] as? Int == 0)
-        let reDecided = (again["decided"] as? [[String: Any]] ?? []).map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
+        let reDecided = (again["decided"] as? [[String: Any]] ?? []).filter(ours).map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
         let firstOpen = decided.filter { !["expired", "no_consent"].contains($0["state"] as? String) }.map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
         #expect(reDecided.sorted() == firstOpen.sorted())
 
         // The night lists them: one row per request, the answer as stored.
         let second = try w.night()
         #expect(second.status == 0, "\(second.stderr)")
-        let csv = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "consumption_requests.csv")
+        let all = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "consumption_requests.csv")
+        let csv = all.filter { $0["notification_uuid"]!.hasPrefix("6f1d") }
         #expect(csv.count == asked.count)
         for row in csv {
             let stored = try w.t.scalar("SELECT state FROM recon.consumption_requests WHERE notification_uuid = \(row["notification_uuid"]!)")
             #expect(row["answer"] == stored && row["outcome"] == "pending" && row["reason"] == "UNINTENDED_PURCHASE", "\(row)")
         }
+        #expect(all.count == (try w.t.int("SELECT count(*) FROM recon.consumption_requests")))
         let summary = try #require(try JSONSerialization.jsonObject(
             with: Data(contentsOf: w.out.appendingPathComponent("2026-11-21/summary.json"))) as? [String: Any])
         let funnel = try #require(summary["refund_requests"] as? [String: Any])
-        #expect(funnel["requests"] as? Int == csv.count && funnel["pending"] as? Int == csv.count && funnel["answered_in_time"] as? Int == 0)
+        #expect(funnel["requests"] as? Int == all.count && funnel["answered_in_time"] as? Int == 0, "\(funnel)")
+    }
+
+    /// The simulator's log of accepted answers: one JSON object per line.
+    static func consumptionLog(_ url: URL) -> [[String: Any]] {
+        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static func parsed(_ body: String?) -> NSDictionary? {
+        body.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? NSDictionary }
+    }
+
+    @Test("requests from notification history, --send: each answered once within its window, with exactly the body decided; nothing without consent; a rerun sends nothing")
+    func sendFromHistory() throws {
+        let dir = try Harness.scratchDirectory("respond-send-log")
+        let log = dir.appendingPathComponent("consumption.jsonl")
+        let w = try ServerAPINightTests.world("respond_send", share: "0.25", simArguments: ["--consumption-log", log.path])
+        defer { w.stop() }
+        let night = try w.night()
+        #expect(night.status == 0, "\(night.stderr)")
+        let truth = try AppleTruthFile.parse(String(contentsOf: w.truth, encoding: .utf8))
+        let requested = truth.filter { $0.consumptionRequest != nil && $0.bundleID == NightTests.bundle }
+        #expect(requested.count >= 10, "the generator made \(requested.count) requests")
+
+        // Sending off: decided and recorded, nothing reaches Apple.
+        let dry = try Self.json(try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"]))
+        let dryItems = try #require(dry["decided"] as? [[String: Any]])
+        #expect(dry["found"] as? Int == requested.count, "found \(dry["found"] ?? "nil") of \(requested.count)")
+        #expect(Self.consumptionLog(log).isEmpty, "an answer was sent without --send")
+        var states: [String: Int] = [:]
+        for item in dryItems { states[item["state"] as! String, default: 0] += 1 }
+        let expired = requested.filter { $0.consumptionRequest!.signedDateMs < Self.asOfMs - 12 * 3_600_000 }.count
+        #expect(states["expired"] == expired && (states["would_send"] ?? 0) > 0 && (states["no_consent"] ?? 0) > 0, "\(states)")
+        let willSend = dryItems.filter { $0["state"] as? String == "would_send" }
+
+        // Sending on: exactly what was decided, once each.
+        let sent = try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress", "--send"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let sentItems = try #require(try Self.json(sent)["decided"] as? [[String: Any]])
+        let answers = Self.consumptionLog(log)
+        #expect(answers.count == willSend.count, "\(answers.count) answers reached Apple, \(willSend.count) were to be sent")
+        for item in willSend {
+            let tid = item["transaction_id"] as! String
+            let got = answers.filter { $0["transactionId"] as? String == tid }
+            #expect(got.count == 1 && got.first?["put"] as? Int == 1, "\(tid): \(got.count) answers")
+            #expect((got.first?["body"] as? NSDictionary) == Self.parsed(item["body"] as? String), "\(tid): \(got.first ?? [:]) ≠ \(item)")
+            let after = sentItems.first { $0["notification_uuid"] as? String == item["notification_uuid"] as? String }
+            #expect(after?["state"] as? String == "sent" && after?["http_status"] as? Int == 202, "\(tid): \(after ?? [:])")
+        }
+        // Nothing reached Apple for a request without consent, expired or not judged.
+        let silent = Set(dryItems.filter { $0["state"] as? String != "would_send" }.map { $0["transaction_id"] as! String })
+        #expect(!answers.contains { silent.contains($0["transactionId"] as? String ?? "") })
+        // Each sent inside its window, by respond's clock.
+        #expect(try w.t.int("""
+            SELECT count(*) FROM recon.consumption_requests
+            WHERE state = 'sent' AND (extract(epoch FROM sent_at) * 1000)::bigint > requested_ms + 12 * 3600000
+            """) == 0)
+        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state = 'sent' AND sends = 1") == willSend.count)
+
+        // Again, and again an hour later: nothing is sent twice; the expired stay unanswered.
+        for now in [NightTests.asOf, "2026-11-21T04:00:00Z"] {
+            let again = try w.run(["respond", "--now", now, "--json", "--no-progress", "--send"])
+            #expect(again.status == 0, "\(again.stderr)")
+        }
+        #expect(Self.consumptionLog(log).count == answers.count, "a request was answered twice")
+
+        // The night lists every request with its answer; the funnel counts the file.
+        let second = try w.night()
+        #expect(second.status == 0, "\(second.stderr)")
+        let csv = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "consumption_requests.csv")
+        #expect(csv.count == requested.count)
+        #expect(csv.filter { $0["answer"] == "sent" }.count == willSend.count)
+        let summary = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: w.out.appendingPathComponent("2026-11-21/summary.json"))) as? [String: Any])
+        let funnel = try #require(summary["refund_requests"] as? [String: Any])
+        #expect(funnel["requests"] as? Int == csv.count && funnel["answered_in_time"] as? Int == willSend.count, "\(funnel)")
+        let outcomes = ["refunded", "declined", "pending", "no_outcome"].reduce(0) { $0 + (funnel[$1] as? Int ?? 0) }
+        #expect(outcomes == csv.count)
     }
 
     @Test("a job schema behind this build: exit 78 asking for migrate; no key: 78; bad options: 64")

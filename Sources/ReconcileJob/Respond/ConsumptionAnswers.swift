@@ -17,16 +17,14 @@ struct ConsumptionAnswers {
     let db: PGConnection
     var S: SQL { settings.jobSchema.sql }
     var src: SQL { "\(ident: settings.sourceSchema)" }
-    /// respond's clock: `--now`, moving on with the wall clock during the run.
-    private let startWall = RespondRun.wallClock()
-    private let startNow: EpochMillis
-
     init(settings: JobSettings, options: RespondOptions, logger: Logger, db: PGConnection) {
         (self.settings, self.options, self.logger, self.db) = (settings, options, logger, db)
-        startNow = settings.asOf
     }
 
-    func clock() -> EpochMillis { startNow + (RespondRun.wallClock() - startWall) }
+    /// The time a decision and an answer are stored with: the run's clock (`--now`, or the wall
+    /// clock when the run started), so a replay stores the same times. A run takes seconds; the
+    /// 12 hours are checked at that time.
+    func clock() -> EpochMillis { settings.asOf }
 
     /// One open request as stored.
     struct Open {
