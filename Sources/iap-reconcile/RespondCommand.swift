@@ -85,8 +85,14 @@ struct RespondCommand: ParsableCommand {
                 sampleContentProvided: sampleContentProvided,
                 refundPreference: RefundDefenseSettings.PreferenceMode(rawValue: refundPreference) ?? .off,
                 declineAbove: Int((declineAbove * 1000).rounded()))
-            var respond = RespondRun(settings: try common.settings(), options: options, logger: common.logger())
-            let result = try respond.run()
+            let settings = try common.settings()
+            var respond = RespondRun(settings: settings, options: options, logger: common.logger())
+            let result: RespondResult
+            do { result = try respond.run() } catch let error as JobError {
+                writeMetrics(settings.metricsFile, exitCode: error.code.rawValue, result: nil)
+                throw error
+            }
+            writeMetrics(settings.metricsFile, exitCode: 0, result: result)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
@@ -97,6 +103,18 @@ struct RespondCommand: ParsableCommand {
         } catch let error as JobError {
             FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
             throw ExitCode(error.code.rawValue)
+        }
+    }
+
+    /// `--metrics-file`, on every exit past the options; a file that cannot be written is a
+    /// warning, never another exit code.
+    private func writeMetrics(_ path: String?, exitCode: Int32, result: RespondResult?) {
+        guard let path else { return }
+        do {
+            try RunOutcome.writeRespondMetrics(exitCode: exitCode, endedAt: EpochMillis(Date().timeIntervalSince1970 * 1000),
+                                               result: result, path: path)
+        } catch {
+            FileHandle.standardError.write(Data("iap-reconcile: warning: the metrics file \(path) cannot be written: \(error)\n".utf8))
         }
     }
 }

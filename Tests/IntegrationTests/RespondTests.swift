@@ -217,10 +217,15 @@ struct RespondTests {
         #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state = 'sent' AND sends = 1") == willSend.count)
 
         // Again, and again an hour later: nothing is sent twice; the expired stay unanswered.
+        let metrics = dir.appendingPathComponent("respond.prom")
         for now in [NightTests.asOf, "2026-11-21T04:00:00Z"] {
-            let again = try w.run(["respond", "--now", now, "--json", "--no-progress", "--send"])
+            let again = try w.run(["respond", "--now", now, "--json", "--no-progress", "--send", "--metrics-file", metrics.path])
             #expect(again.status == 0, "\(again.stderr)")
         }
+        let prom = NightTests.read(metrics)
+        #expect(prom.contains("iap_reconcile_respond_requests{answer=\"sent\"} \(willSend.count)\n")
+                && prom.contains("iap_reconcile_respond_last_run_exit_code 0\n")
+                && prom.contains("# TYPE iap_reconcile_respond_oldest_unanswered_age_seconds gauge"), "\(prom)")
         #expect(Self.consumptionLog(log).count == answers.count, "a request was answered twice")
 
         // The night lists every request with its answer; the funnel counts the file.

@@ -38,6 +38,12 @@ public struct RespondResult: Sendable, Encodable {
     /// Requests read from the sources, stored for the first time, payloads rejected.
     public var read = 0, found = 0, rejected = 0
     public var decided: [Item] = []
+    /// Every stored request per answer (`state`), after this run.
+    public var requests_by_answer: [String: Int] = [:]
+    /// How long the oldest request still inside its 12 hours has waited for an answer (seconds
+    /// by respond's clock; 0 when none waits). Waiting: not sent yet (`new`, `sending`,
+    /// `not_judged`, and `would_send` when sending is on).
+    public var oldest_unanswered_age_seconds = 0.0
 
     public var lines: [String] {
         var out = ["\(found) new refund request(s) found (\(read) read, \(rejected) rejected); \(decided.count) decided"
@@ -108,8 +114,24 @@ public struct RespondRun {
             if options.send {
                 try answers.send(&result.decided, api: api)
             }
+            try count(&result, db: db)
             return result
         }.mapError { JobError.from($0, doing: "answering refund requests") }.get()
+    }
+
+    /// The stored requests per answer, and the wait of the oldest one not answered yet.
+    private func count(_ result: inout RespondResult, db: PGConnection) throws {
+        let S = settings.jobSchema.sql
+        let states = try db.query("SELECT state, count(*) FROM \(S).consumption_requests GROUP BY state")
+        for i in 0..<states.rowCount {
+            result.requests_by_answer[states.value(i, 0) ?? "", default: 0] += Int(states.value(i, 1) ?? "0") ?? 0
+        }
+        let waiting: [String] = options.send ? ["new", "sending", "not_judged", "would_send"] : ["new", "sending", "not_judged"]
+        let oldest = try db.query("""
+            SELECT min(requested_ms) FROM \(S).consumption_requests
+            WHERE state = ANY(\(waiting)::text[]) AND requested_ms + \(RefundDefense.windowMs) >= \(now) AND requested_ms <= \(now)
+            """)
+        if let ms = oldest.value(0, 0).flatMap({ Int64($0) }) { result.oldest_unanswered_age_seconds = Double(now - ms) / 1000 }
     }
 
     /// One `respond` at a time per job schema (its own lock: the night's is another, so both run
