@@ -26,6 +26,9 @@ extension SummaryPage {
         public var history: [Night]
         /// `as_of` in the report time zone (`--report-timezone`), shown beside UTC; nil: UTC only.
         public var asOfInZone: (zone: String, time: String)?
+        /// The refund defense funnel (summary.json `refund_requests`): figure name → value as
+        /// shown (`requests`, `answered_in_time`, …, rates as decimals); empty: no request.
+        public var refundRequests: [String: String] = [:]
 
         public init(asOf: String, runID: Int64, counts: [String: Int], reasons: [String: [String: Int]] = [:],
                     money: [String: [String: String]] = [:], oldestOpen: OldestFinding? = nil, history: [Night] = []) {

@@ -29,11 +29,16 @@ struct Labels {
     let footer: String
     let reports: [String: String]
     let kinds: [String: String]
+    /// The refund defense funnel: its title, and each figure's words.
+    let refundRequests: String
+    let funnel: [String: String]
 
     /// The order reports are shown in: the work first, then what needs a look, then the rest.
     static let reportOrder = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
-                              "input_errors", "closed"]
-    static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted"]
+                              "input_errors", "closed", "consumption_requests"]
+    static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted", "refund_declined"]
+    static let funnelOrder = ["requests", "answered_in_time", "refunded", "declined", "pending", "no_outcome",
+                              "refund_rate_answered", "refund_rate_unanswered"]
 
     static func of(_ language: Language) -> Labels {
         switch language {
@@ -51,10 +56,17 @@ struct Labels {
                     "compensate": "Compensate (paid, not granted)", "duplicate_grants": "Duplicate grants",
                     "clawback": "Claw back", "refunds": "Refunds", "unattributed": "Unattributed purchases",
                     "unresolved": "Unresolved receipts", "input_errors": "Input errors", "closed": "Closed",
+                    "consumption_requests": "Apple's refund requests",
                 ],
                 kinds: [
                     "owed": "Owed (compensate)", "claw_back": "To claw back", "refunded": "Refunded",
-                    "refunded_still_granted": "Refunded, still granted",
+                    "refunded_still_granted": "Refunded, still granted", "refund_declined": "Refund declined",
+                ],
+                refundRequests: "Apple's refund requests (refund window)",
+                funnel: [
+                    "requests": "Requests", "answered_in_time": "Answered within 12 hours", "refunded": "Refunded",
+                    "declined": "Declined (at least)", "pending": "Pending", "no_outcome": "No outcome after 30 days",
+                    "refund_rate_answered": "Refund rate, answered", "refund_rate_unanswered": "Refund rate, not answered",
                 ])
         case .zh:
             return Labels(
@@ -69,10 +81,17 @@ struct Labels {
                 reports: [
                     "compensate": "补发（已付款未发放）", "duplicate_grants": "重复发放", "clawback": "追回",
                     "refunds": "退款", "unattributed": "无法归属的购买", "unresolved": "未能核实的收据",
-                    "input_errors": "输入错误", "closed": "已关闭",
+                    "input_errors": "输入错误", "closed": "已关闭", "consumption_requests": "苹果的退款请求",
                 ],
                 kinds: [
                     "owed": "应补发", "claw_back": "应追回", "refunded": "已退款", "refunded_still_granted": "已退款但仍在发放",
+                    "refund_declined": "已拒绝退款",
+                ],
+                refundRequests: "苹果的退款请求（退款窗口内）",
+                funnel: [
+                    "requests": "请求", "answered_in_time": "12 小时内已答复", "refunded": "已退款", "declined": "已拒绝（至少）",
+                    "pending": "待定", "no_outcome": "30 天后仍无结果", "refund_rate_answered": "退款率（已答复）",
+                    "refund_rate_unanswered": "退款率（未答复）",
                 ])
         }
     }

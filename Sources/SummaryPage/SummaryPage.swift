@@ -23,6 +23,7 @@ public enum SummaryPage {
         html += counts(input, l)
         html += reasons(input, l)
         html += money(input, l)
+        html += refundRequests(input, l)
         html += oldest(input, l)
         html += history(input, l)
         html += "<footer>\(e(l.footer))</footer></main></body></html>\n"
@@ -70,6 +71,18 @@ public enum SummaryPage {
             html += "<tr><th scope=\"row\">\(e(currency))</th>"
             for kind in kinds { html += "<td class=\"num\">\(e(input.money[currency]?[kind] ?? "–"))</td>" }
             html += "</tr>"
+        }
+        return html + "</tbody></table></div></section>"
+    }
+
+    /// Apple's refund requests: how many, answered in time, and what Apple did (a lower bound
+    /// for declined: Apple reports those only for refunds asked in the app).
+    private static func refundRequests(_ input: Input, _ l: Labels) -> String {
+        guard let n = input.refundRequests["requests"], n != "0" else { return "" }
+        var html = "<section data-section=\"refund_requests\"><h2>\(e(l.refundRequests))</h2><div class=\"scroll\"><table><tbody>"
+        for key in Labels.ordered(input.refundRequests.keys, by: Labels.funnelOrder) {
+            html += "<tr><th scope=\"row\">\(e(l.funnel[key] ?? key)) <code>\(e(key))</code></th>"
+                + "<td class=\"num\">\(e(input.refundRequests[key] ?? ""))</td></tr>"
         }
         return html + "</tbody></table></div></section>"
     }

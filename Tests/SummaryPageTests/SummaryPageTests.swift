@@ -74,6 +74,21 @@ import Testing
         #expect(zh.contains("<span class=\"n\">1234</span>") && zh.contains("8123.40"))
     }
 
+    @Test("the refund request funnel: shown with each figure as given, in both languages; absent without requests")
+    func refundRequestFunnel() {
+        var input = Self.input()
+        #expect(!SummaryPage.render(input, language: .en).contains("data-section=\"refund_requests\""))
+        input.refundRequests = ["requests": "12", "answered_in_time": "7", "refunded": "3", "declined": "2", "pending": "6",
+                                "no_outcome": "1", "refund_rate_answered": "0.25"]
+        let en = SummaryPage.render(input, language: .en), zh = SummaryPage.render(input, language: .zh)
+        #expect(en.contains("data-section=\"refund_requests\"") && en.contains("Answered within 12 hours <code>answered_in_time</code></th><td class=\"num\">7</td>"))
+        #expect(en.contains("<code>refund_rate_answered</code></th><td class=\"num\">0.25</td>"))
+        #expect(zh.contains("苹果的退款请求") && zh.contains("<code>declined</code></th><td class=\"num\">2</td>"))
+        // Requests first, then in the funnel's order.
+        let first = en.range(of: "<code>requests</code>")!.lowerBound, refunded = en.range(of: "<code>refunded</code>")!.lowerBound
+        #expect(first < refunded)
+    }
+
     @Test func hostileTextIsEscaped() {
         let hostile = "</script><script>alert(1)</script><b>bold</b>\"'&\u{0}\u{1B}"
         let input = SummaryPage.Input(

@@ -30,6 +30,7 @@ extension ReportWriter {
         var input = SummaryPage.Input(
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
             money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: nights)
+        input.refundRequests = Dictionary(uniqueKeysWithValues: summary.refundRequests.figures.map { ($0.name, $0.value) })
         let zone = reportZone
         if zone.identifier != "UTC" {
             let f = DateFormatter()
@@ -63,6 +64,9 @@ extension ReportWriter {
             for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
                 lines.append(("money: \(kind) (\(currency))", Money.text(milli)))
             }
+        }
+        if s.refundRequests.requests > 0 {
+            for f in s.refundRequests.figures { lines.append(("refund requests: \(f.name)", f.value)) }
         }
         if let oldest { lines.append(("oldest open finding", "\(oldest.report) \(oldest.key), first seen \(oldest.firstSeen)")) }
         if !s.skippedChecks.isEmpty { lines.append(("checks not done", s.skippedChecks.joined(separator: "; "))) }

@@ -219,6 +219,17 @@ public struct RefundFunnel: Sendable, Equatable, Encodable {
 
     public init() {}
 
+    /// The figures people see (the page, the workbook), in order; rates as decimals, left out
+    /// when there is nothing to count them on.
+    public var figures: [(name: String, value: String)] {
+        var out: [(String, String)] = [("requests", "\(requests)"), ("answered_in_time", "\(answered_in_time)"),
+                                       ("refunded", "\(refunded)"), ("declined", "\(declined)"), ("pending", "\(pending)"),
+                                       ("no_outcome", "\(no_outcome)")]
+        if let r = refund_rate_answered { out.append(("refund_rate_answered", "\(r)")) }
+        if let r = refund_rate_unanswered { out.append(("refund_rate_unanswered", "\(r)")) }
+        return out
+    }
+
     /// From the file's rows counted per answer, then per outcome.
     public init(_ pairs: [String: [String: Int]]) {
         var settled = (answered: 0, other: 0), refundedIn = (answered: 0, other: 0)
