@@ -242,6 +242,69 @@ struct RespondTests {
         #expect(outcomes == csv.count)
     }
 
+    @Test("killed (SIGKILL) while sending, then run again: every request answered, none twice but those stored as sending at the kill")
+    func killedWhileSending() throws {
+        let dir = try Harness.scratchDirectory("respond-kill-log")
+        let log = dir.appendingPathComponent("consumption.jsonl")
+        let w = try ServerAPINightTests.world("respond_kill", share: "0.25",
+                                              simArguments: ["--consumption-log", log.path, "--latency-ms", "20"])
+        defer { w.stop() }
+        #expect(try w.night().status == 0)
+        // 2% of Apple's 50 a second: one answer a second, so the kill lands among the sends.
+        let job = try startTool("iap-reconcile", ["respond", "--now", NightTests.asOf, "--send", "--no-progress",
+                                                  "--share-percent", "2"], environment: w.env)
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline, job.process.isRunning, Self.consumptionLog(log).count < 3 { usleep(5_000) }
+        let killedWhileSending = job.process.isRunning
+        job.kill9()
+        #expect(killedWhileSending, "respond ended before the kill")
+        let beforeRerun = Self.consumptionLog(log).count
+        let sendingAtKill = try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state = 'sending'")
+        #expect(sendingAtKill > 0)
+
+        let again = try w.run(["respond", "--now", NightTests.asOf, "--send", "--no-progress", "--json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        let answers = Self.consumptionLog(log)
+        #expect(answers.count > beforeRerun)
+        var perTransaction: [String: Int] = [:]
+        for a in answers { perTransaction[a["transactionId"] as? String ?? "", default: 0] += 1 }
+        let sends = try w.t.db.query("SELECT transaction_id, sends, state FROM recon.consumption_requests WHERE sends > 0")
+        var repeated = 0
+        for i in 0..<sends.rowCount {
+            let tid = sends.value(i, 0)!, n = Int(sends.value(i, 1)!)!
+            #expect(sends.value(i, 2) == "sent", "\(tid) ended \(sends.value(i, 2) ?? "nil")")
+            // Each call counted before it was made: Apple got at most that many, and twice only when stored as sending at the kill.
+            #expect((perTransaction[tid] ?? 0) <= n && n <= 2, "\(tid): \(perTransaction[tid] ?? 0) answers, \(n) sends")
+            if (perTransaction[tid] ?? 0) == 2 { repeated += 1 }
+        }
+        #expect(repeated <= sendingAtKill, "\(repeated) answered twice, \(sendingAtKill) were sending at the kill")
+        #expect(perTransaction.values.allSatisfy { $0 >= 1 && $0 <= 2 })
+        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state IN ('would_send', 'sending')") == 0)
+    }
+
+    @Test("a night while respond runs again and again: both finish, the reports equal the generator's truth")
+    func besideTheNight() throws {
+        // A slow App Store, so the night lasts long enough for several responds.
+        let w = try ServerAPINightTests.world("respond_beside", users: 600, share: "0.25", simArguments: ["--latency-ms", "60"])
+        defer { w.stop() }
+        // The schema first (respond never migrates), then the night and respond at once.
+        #expect(try w.run(["migrate"]).status == 0)
+        let night = try startTool("iap-reconcile", ["run", "--as-of", NightTests.asOf, "--out", w.out.path, "--no-progress",
+                                                    "--timeout-ms", "3000", "--retry-base-ms", "20"], environment: w.env)
+        var responds: [Int32] = []
+        let deadline = Date().addingTimeInterval(240)
+        while night.process.isRunning && Date() < deadline {
+            let r = try w.run(["respond", "--now", NightTests.asOf, "--send", "--no-progress", "--share-percent", "100"])
+            responds.append(r.status)
+            #expect(r.status == 0, "respond during the night: \(r.stderr)")
+            usleep(300_000)
+        }
+        night.process.waitUntilExit()
+        #expect(night.process.terminationStatus == 0)
+        #expect(responds.count >= 2, "the night ended before respond could run beside it (\(responds.count) runs)")
+        NightTests.expectReportsMatchTruth(w.out.appendingPathComponent("2026-11-21"), expected: w.expected)
+    }
+
     @Test("a job schema behind this build: exit 78 asking for migrate; no key: 78; bad options: 64")
     func refusals() throws {
         let w = try ServerAPINightTests.world("respond_refusals", users: 20)
