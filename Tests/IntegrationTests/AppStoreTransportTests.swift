@@ -105,11 +105,11 @@ struct AppStoreTransportTests {
         ]
         let counts = try Self.run(asks, on: Self.transport(sim, concurrency: 1))
         #expect(asks[0].answer?.answerClass == .ok && asks[2].answer?.answerClass == .ok, "\(asks.map(\.replies))")
-        // The simulator has no consumption endpoint nor App Store Connect: its 404 came back, read
-        // as Apple's refusal of that request; the PUT reached it as a PUT on the Server API's path.
-        #expect(asks[1].replies == [.refused("HTTP 404")] && asks[1].answer?.answerClass == .reject)
+        // The PUT reached the simulator's Send Consumption Information as a PUT with its body: 202.
+        #expect(asks[1].replies == [.answer(httpStatus: 202, body: [])] && asks[1].answer?.answerClass == .ok, "\(asks[1].replies)")
+        #expect(sim.consumptionAnswers.map(\.transactionID) == ["2000000000"])
+        // The simulator has no App Store Connect: its 404 came back, read as Apple's refusal of that request.
         #expect(asks[3].replies == [.refused("HTTP 404")])
-        #expect(sim.calls.contains { $0.endpoint == "unknown" && $0.outcome == "404" })
         #expect(counts.requests == ["transaction_info": 2, "consumption": 1, "sales_reports": 1])
     }
 

@@ -152,6 +152,13 @@ struct RefundDefenseTests {
         #expect(clawBack == .notJudged("claw_back"))
         let product = Self.decide([known(Self.tx(), nil, user: "U1")])
         #expect(product == .notJudged("unknown_product"))
+        // A restore of a non-consumable the user holds through its original purchase.
+        let original = "2000000000000001"
+        let first = apple(original, product: "coins", at: Self.paidAt - 5 * day)
+        let restore = apple(Self.tid, original: original, product: "coins", at: Self.paidAt)
+        let held = facts(grant("G0", tx: original, user: "U1", product: "coins", at: Self.paidAt - 5 * day), .nonConsumable)
+        #expect(Self.decide([known(first, .nonConsumable, user: "U1"), known(restore, .nonConsumable, user: "U1")], [held])
+                == .notJudged("restore"))
     }
 
     @Test("the sandbox is answered as production: covered is delivered")

@@ -40,15 +40,15 @@ struct ConsumptionAnswers {
     mutating func decideOpen(now: EpochMillis) throws -> [RespondResult.Item] {
         var items: [RespondResult.Item] = []
         let window = RefundDefense.windowMs
+        // A request sent once whose answer was never stored (a kill during the call) is not sent
+        // again past its window. Every other request past its window is decided below, as
+        // `expired`, with the user the rules give it.
         let closed = try db.query("""
             UPDATE \(S).consumption_requests
-            SET state = CASE WHEN state = 'sending' THEN 'unconfirmed' ELSE 'expired' END,
-                detail = CASE WHEN state = 'sending'
-                              THEN 'sent, Apple''s answer never stored (a run stopped during the call); not sent again'
-                              WHEN state = 'would_send' THEN 'decided, never sent: sending was off'
-                              ELSE 'not answered within 12 hours of the request' END,
+            SET state = 'unconfirmed',
+                detail = 'sent, Apple''s answer never stored (a run stopped during the call); not sent again',
                 decided_at = to_timestamp(\(now)::bigint / 1000.0)
-            WHERE state IN ('new', 'would_send', 'sending', 'not_judged') AND requested_ms + \(window) < \(now)
+            WHERE state = 'sending' AND requested_ms + \(window) < \(now)
             RETURNING notification_uuid, environment, transaction_id, product_id, user_id, requested_ms, reason, state, detail
             """)
         for i in 0..<closed.rowCount {
@@ -113,6 +113,7 @@ struct ConsumptionAnswers {
             } else {
                 decision = .notJudged("the rules found no family for it")
             }
+            if !RefundDefense.isAnswerable(requestedAt: o.requestedMs, now: now) { decision = .expired }
             items.append(try record(o, decision, user: user))
         }
         return items
@@ -132,7 +133,10 @@ struct ConsumptionAnswers {
             item.body = String(decoding: ServerAPI.consumptionRequestBody(a), as: UTF8.self)
         case .notJudged(let why):
             item.detail = why
-        case .expired, .noConsent:
+        case .expired:
+            item.detail = o.state == "would_send" ? "decided, never sent: sending was off"
+                : "not answered within 12 hours of the request"
+        case .noConsent:
             break
         }
         try db.query("""

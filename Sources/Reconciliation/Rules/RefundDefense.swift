@@ -158,7 +158,7 @@ public enum RefundDefense {
         // money was paid) is about money, not delivery.
         let sandboxStands = t.environment == .sandbox && t.cancellationDate == nil && known.familyRevokedDate == nil
         switch verdict.kind {
-        case .sandbox, .clawBack where sandboxStands:
+        case .sandbox where sandboxStands, .clawBack where sandboxStands:
             (ours, user) = (covered, active.first?.userID ?? known.userID)
         case .granted:
             (ours, user) = (true, verdict.userID ?? active.first?.userID)
@@ -167,6 +167,9 @@ public enum RefundDefense {
         case .unknownToUs:
             // Nothing of ours ties it to a user, so no consent of theirs can be in our data.
             return .noConsent
+        case .sandbox:
+            // Refunded or revoked in the sandbox: Apple already decided.
+            return .notJudged(LookupVerdict.Kind.refunded.rawValue)
         case .restore, .clawBack, .refunded, .unknownProduct:
             return .notJudged(verdict.kind.rawValue)
         }
