@@ -6,7 +6,12 @@
 // Who is asked: our app's transactions that are not refunded (by the refund list or the truth),
 // by a hash against a share per kind: production consumables 6% when granted, 35% when paid but
 // not granted (the scenarios' missed purchases), non-consumables 4%, non-renewing 5%,
-// auto-renewable 4%, sandbox ones 10%. The reason is one of Apple's five, by hash.
+// auto-renewable 4%, sandbox ones 10%. The reason is one of Apple's five, by hash. Only purchases
+// whose verdict the scenarios state exactly are asked about (`judge`: granted to one user, or a
+// compensate row; sandbox ones granted to one user), so the night's consumption_requests.csv after
+// `respond --now <as-of> --send` is known in advance (`expectedRows`); a restore, a purchase
+// outside the window, one of another finding or an input error is never asked about, and no
+// request is `not_judged` or refused by Apple (no transaction is family shared).
 //
 // When: about 70% within the 12 hours before as-of (signedDate from as-of − 11.5 h to as-of −
 // 1 min: a `respond` run with `--now` at as-of answers them), the rest 1 to 5 days before as-of
