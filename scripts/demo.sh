@@ -30,8 +30,21 @@ echo "== the night: iap-reconcile run (the simulator fails 10% of the requests o
   --retry-delay-minutes 0
 
 echo
+echo "== Apple's refund requests: iap-reconcile respond --now $as_of --send"
+echo "   (each answered once, inside its 12 hours, from what the rules say about the purchase;"
+echo "    the night below lists them in consumption_requests.csv)"
+"$bin/iap-reconcile" respond --now "$as_of" --send --no-progress --timeout-ms 2000 --retry-base-ms 50 \
+  > "$work/respond.txt"
+# Its first line, then the first request of each kind of answer (all of them in respond.txt).
+{ head -1 "$work/respond.txt"
+  for kind in ": sent " ": no_consent" ": expired" ": not_judged" ": Apple refused"; do
+    grep -m1 -F -- "$kind" "$work/respond.txt" || true
+  done; } | cut -c1-170 | sed 's/^/  /'
+echo "  … (every request decided: $work/respond.txt)"
+
+echo
 echo "== run again: receipts the faults left unresolved are asked again, nothing else is"
-echo "   (the reports for the date are replaced whole)"
+echo "   (the reports for the date are replaced whole; refund requests now listed with their answers)"
 "$bin/iap-reconcile" run --as-of "$as_of" --out "$here/reports" --timeout-ms 2000 --retry-base-ms 50 \
   --retry-delay-minutes 0 --no-progress --report-timezone Asia/Shanghai
 
@@ -39,9 +52,10 @@ day=$(date -u -d "$as_of" +%Y-%m-%d)
 echo
 echo "== what the generator knows to be true, compared with the reports"
 echo "   (receipts still unresolved are the simulator's malformed ones: 21002 is definitive after 3 runs)"
-for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
+for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv \
+  consumption_requests.csv; do
   if cmp -s "$work/expected/$f" "$here/reports/$day/$f"; then verdict="matches"; else verdict="DIFFERS"; fi
-  printf '  %-22s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$verdict"
+  printf '  %-24s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$verdict"
 done
 echo
 echo "reports: $here/reports/$day/"
@@ -57,6 +71,17 @@ python3 - "$here/reports/$day/summary.json" <<'PY'
 import json, sys
 for currency, kinds in sorted(json.load(open(sys.argv[1])).get("money", {}).items()):
     print("  " + currency + "  " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+PY
+echo "refund requests (summary.json refund_requests; outcomes come 12 to 18 hours after a request):"
+python3 - "$here/reports/$day/summary.json" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+f = summary.get("refund_requests", {})
+print(f"  {f.get('requests', 0)} requests, {f.get('answered_in_time', 0)} answered in time; "
+      f"refunded {f.get('refunded', 0)}, declined {f.get('declined', 0)}, pending {f.get('pending', 0)}")
+print("  answers: " + ", ".join(f"{k} {v}" for k, v in sorted(f.get("answers", {}).items())))
+declined = {c: k["refund_declined"] for c, k in sorted(summary.get("money", {}).items()) if "refund_declined" in k}
+print("  refunds declined: " + (", ".join(f"{c} {v}" for c, v in declined.items()) or "none"))
 PY
 
 # Customer service: a player forwards Apple's invoice e-mail. The order ID of a missed purchase:

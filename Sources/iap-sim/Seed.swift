@@ -35,13 +35,17 @@ struct Seed: ParsableCommand {
 
         Consumption requests (issue 35, with --apple-truth): a hash-chosen share of Apple's transactions \
         (mostly production consumables, granted or paid but not granted; a few non-consumables, \
-        subscriptions and sandbox ones; never a refunded one) get a CONSUMPTION_REQUEST in the truth \
+        subscriptions and sandbox ones; never a refunded one, and only purchases whose verdict the \
+        scenarios state exactly: granted to one user, or a compensate row) get a CONSUMPTION_REQUEST in the truth \
         (consumption_request_ms, consumption_request_reason), about 70% within the 12 hours before \
         --as-of, the rest 1 to 5 days before. The shop's side: iap_consents(user_id, consented_at) for \
         about 70% of the users asked (a few consented only after the request), iap_consumption( \
         transaction_id, consumption_percentage, delivery_status) for about 60% of the granted ones asked \
         and a few undelivered ones, iap_products.sample_content_provided (true for two products, else \
-        NULL). No expected report changes (Sources/AppStoreSimulator/Generator/ConsumptionRequests.swift).
+        NULL). --expected also gets consumption_requests.csv: what the night lists after `iap-reconcile \
+        respond --now <as-of> --send` with its default options (sent, no_consent or expired; outcomes \
+        pending, or declined for the expired ones). No other expected report changes \
+        (Sources/AppStoreSimulator/Generator/ConsumptionRequests.swift).
         """
     )
 
@@ -66,7 +70,7 @@ struct Seed: ParsableCommand {
     @Option(name: .customLong("apple-truth"), help: "Write what Apple knows here (one Apple transaction per tab-separated line: ids, product, dates, environment, bundle, customer, Apple order id, refund, storefront, price, currency, revocation type and percentage, reversal date) for `iap-sim serve --apple-truth`. The refund list's refunds are in it only with --refunds. Also means the job sweeps the Server API: the expected files then include what only notifications and transaction histories show.")
     var appleTruth: String?
 
-    @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv, input_errors.csv, refunds.csv and unattributed.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away).")
+    @Option(help: "Write compensate.csv, duplicate_grants.csv, clawback.csv, input_errors.csv, refunds.csv and unattributed.csv into this folder, exactly as the job must write them on its first run with this --as-of (the simulator answering without faults, or the job retrying them away); and consumption_requests.csv as the night writes it after `iap-reconcile respond --now <as-of> --send` (empty without --apple-truth).")
     var expected: String?
 
     @Option(help: "Folder of the test PKI (created when missing; `iap-sim serve --pki` uses the same): with it, --storekit2-share of the users upload StoreKit 2 signed transactions, and tampered, other-app, unknown-root and sandbox ones are added. Run the job with IAP_ROOT_CERTIFICATES=<folder>/root.pem.")

@@ -142,4 +142,63 @@ struct ConsumptionTruthTests {
         let catalog = settings.catalog
         #expect(catalog.products.filter { ConsumptionRequests.sampleContentProvided($0.productID, catalog: catalog) == true }.count == 2)
     }
+
+    @Test("only purchases whose verdict the scenarios state are asked about: granted to one user, or compensated")
+    func judged() {
+        let settings = Self.settings()
+        ScenarioPlan(settings: settings).forEach { d in
+            for f in ConsumptionRequests.facts(d, settings: settings) {
+                let tid = f.row.transactionID
+                let active = d.grants.filter { $0.transactionID == tid && $0.revokedAt == nil }
+                if f.ours {
+                    #expect(f.delivered && Set(active.compactMap(\.userID)) == [f.user], "\(tid)")
+                } else {
+                    #expect(f.row.environment == .production && !f.delivered, "\(tid)")
+                    #expect(d.compensate.contains { $0[5] == tid && $0[1] == f.user }, "\(tid)")
+                }
+                #expect(!d.duplicates.contains { $0[5] == tid } && !d.unattributed.contains { $0[0] == tid })
+            }
+        }
+    }
+
+    @Test("the expected consumption_requests.csv: one row per request in the night's order, each answer as respond gives it")
+    func expectedFile() throws {
+        let settings = Self.settings()
+        var rows: [ConsumptionRequests.ExpectedRow] = []
+        var facts: [ConsumptionRequestFact] = []
+        ScenarioPlan(settings: settings).forEach { d in
+            let f = ConsumptionRequests.facts(d, settings: settings)
+            facts += f
+            rows += ConsumptionRequests.expectedRows(f, settings: settings)
+        }
+        let columns = ReportFile.consumptionRequests.columns
+        func cell(_ row: ConsumptionRequests.ExpectedRow, _ name: String) -> String { row.cells[columns.firstIndex(of: name)!] }
+        #expect(rows.count == facts.count && rows.allSatisfy { $0.cells.count == columns.count })
+        #expect(Set(rows.map(\.uuid)).count == rows.count && rows.allSatisfy { cell($0, "notification_uuid") == $0.uuid })
+        var answers: [String: Int] = [:]
+        for (row, f) in zip(rows, facts) {
+            let answer = cell(row, "answer")
+            answers[answer, default: 0] += 1
+            #expect(cell(row, "transaction_id") == f.row.transactionID && cell(row, "requested_at") == UTC.timestamp(f.request.signedDateMs))
+            switch answer {
+            case "expired":
+                #expect(f.expired && cell(row, "user_id").isEmpty && cell(row, "outcome") == "declined"
+                        && cell(row, "outcome_at") <= UTC.timestamp(Self.asOf), "\(row.cells)")
+            case "sent":
+                #expect(!f.expired && cell(row, "answered_at") == UTC.timestamp(Self.asOf) && cell(row, "outcome") == "pending")
+                let status = cell(row, "delivery_status"), pct = cell(row, "consumption_percentage")
+                #expect(status == "DELIVERED" ? f.ours : status.hasPrefix("UNDELIVERED_"), "\(row.cells)")
+                if f.row.productType == .autoRenewable { #expect(pct.isEmpty) }
+                else if status != "DELIVERED" { #expect(pct == "0", "\(row.cells)") }
+            case "no_consent":
+                #expect(!f.expired && cell(row, "delivery_status").isEmpty && cell(row, "answered_at").isEmpty)
+            default:
+                Issue.record("unexpected answer \(answer)")
+            }
+        }
+        #expect((answers["sent"] ?? 0) > 0 && (answers["no_consent"] ?? 0) > 0 && (answers["expired"] ?? 0) > 0, "\(answers)")
+        let sorted = ConsumptionRequests.sorted(rows)
+        #expect(zip(sorted, sorted.dropFirst()).allSatisfy { $0.requestedMs < $1.requestedMs
+            || ($0.requestedMs == $1.requestedMs && Array($0.uuid.utf8).lexicographicallyPrecedes(Array($1.uuid.utf8))) })
+    }
 }

@@ -6,7 +6,12 @@
 // Who is asked: our app's transactions that are not refunded (by the refund list or the truth),
 // by a hash against a share per kind: production consumables 6% when granted, 35% when paid but
 // not granted (the scenarios' missed purchases), non-consumables 4%, non-renewing 5%,
-// auto-renewable 4%, sandbox ones 10%. The reason is one of Apple's five, by hash.
+// auto-renewable 4%, sandbox ones 10%. The reason is one of Apple's five, by hash. Only purchases
+// whose verdict the scenarios state exactly are asked about (`judge`: granted to one user, or a
+// compensate row; sandbox ones granted to one user), so the night's consumption_requests.csv after
+// `respond --now <as-of> --send` is known in advance (`expectedRows`); a restore, a purchase
+// outside the window, one of another finding or an input error is never asked about, and no
+// request is `not_judged` or refused by Apple (no transaction is family shared).
 //
 // When: about 70% within the 12 hours before as-of (signedDate from as-of − 11.5 h to as-of −
 // 1 min: a `respond` run with `--now` at as-of answers them), the rest 1 to 5 days before as-of
@@ -33,6 +38,12 @@ struct ConsumptionRequestFact {
     var delivered: Bool
     /// Older than 12 hours at as-of.
     var expired: Bool
+    /// The user the rules tie the request to (`RefundDefense.user`): the holder of the active
+    /// grants of a delivered purchase, or the compensate row's user.
+    var user: String
+    /// The purchase is ours and fully granted (RefundDefense's `ours`): `DELIVERED` unless the
+    /// shop says otherwise; else `UNDELIVERED_OTHER`.
+    var ours: Bool
 }
 
 enum ConsumptionRequests {
@@ -66,6 +77,8 @@ enum ConsumptionRequests {
             let granted = d.grants.filter { $0.transactionID == row.transactionID && $0.revokedAt == nil }
                 .reduce(0) { $0 + $1.quantity }
             let delivered = granted >= row.quantity
+            // Only purchases whose verdict the generator states exactly are asked about (`judge`).
+            guard let judged = judge(row, delivered: delivered, d, settings: settings) else { continue }
             let p = share(row, delivered: delivered)
             let tid = SimHash.fnv(row.transactionID)
             let u = SimHash.unit(SimHash.combine(settings.seed, tid, 0xC0_45))
@@ -80,15 +93,134 @@ enum ConsumptionRequests {
             let request = SimConsumptionRequest(
                 signedDateMs: at, reason: reasons[Int(SimHash.combine(settings.seed, tid, 0xC0_47) % UInt64(reasons.count))])
             rows[i].consumptionRequest = request
-            out.append(ConsumptionRequestFact(row: rows[i], request: request, delivered: delivered, expired: expired))
+            out.append(ConsumptionRequestFact(row: rows[i], request: request, delivered: delivered, expired: expired,
+                                              user: judged.user, ours: judged.ours))
         }
         return out
+    }
+
+    /// The verdict the job's rules give a purchase, where the scenarios state it exactly
+    /// (`Lookup.verdict`, then `RefundDefense.decide`); nil for every other purchase, which is then
+    /// never asked about, so consumption_requests.csv can be written from the scenarios:
+    /// - production, fully granted (active grants, all one user's, covering the quantity): `granted`
+    ///   to that user;
+    /// - production with a compensate row (paid, not fully granted): `compensate`, to its user;
+    /// - sandbox, fully granted to one user (`sandbox`, or `claw_back` for `sandbox_transaction`:
+    ///   answered on delivery as production is).
+    /// Left out: a purchase of any other finding (duplicate grants, clawback in production,
+    /// unattributed, refunds), one an input error names (its grant, order or receipt), a product
+    /// outside the catalogue, and a purchase not granted and not compensated (a restore, outside
+    /// the window, unknown to us: the rules' verdict depends on facts the scenarios do not record).
+    static func judge(_ row: AppleTruthRow, delivered: Bool, _ d: UserData, settings: GeneratorSettings)
+        -> (user: String, ours: Bool)? {
+        let tid = row.transactionID
+        guard settings.catalog.products.contains(where: { $0.productID == row.productID }) else { return nil }
+        let bad = Set(d.inputErrors.compactMap { $0.count > 1 && !$0[1].isEmpty ? $0[1] : nil })
+        let grants = d.grants.filter { $0.transactionID == tid }
+        guard !bad.contains(tid), !grants.contains(where: { bad.contains($0.grantID) || $0.orderID.map(bad.contains) == true }),
+              !d.receipts.contains(where: { ($0.transactionID == tid || $0.sim?.txs.contains { $0.tid == tid } == true)
+                  && bad.contains($0.receiptID) }),
+              !d.orders.contains(where: { $0.transactionID == tid && bad.contains($0.orderID) }) else { return nil }
+        guard !d.duplicates.contains(where: { $0.count > 5 && $0[5] == tid }),
+              !d.unattributed.contains(where: { $0.first == tid }),
+              !d.refundRows.contains(where: { $0.first == tid }) else { return nil }
+        let clawedBack = d.clawback.contains { $0.count > 6 && $0[6] == tid }
+        let active = grants.filter { $0.revokedAt == nil }
+        let holders = Set(active.map { $0.userID ?? "" })
+        let oneHolder = holders.count == 1 && !holders.contains("") ? holders.first : nil
+        switch row.environment {
+        case .sandbox:
+            guard delivered, let user = oneHolder else { return nil }
+            return (user, true)
+        case .production:
+            guard !clawedBack else { return nil }
+            let compensated = d.compensate.filter { $0.count > 8 && $0[5] == tid && $0[8] == "production" }
+            if delivered {
+                guard compensated.isEmpty, let user = oneHolder else { return nil }
+                return (user, true)
+            }
+            guard compensated.count == 1, !compensated[0][1].isEmpty else { return nil }
+            return (compensated[0][1], false)
+        }
     }
 
     /// The requests of one user (the truth rows as the truth file has them).
     static func facts(_ d: UserData, settings: GeneratorSettings) -> [ConsumptionRequestFact] {
         var rows = AppleTruthWriter.rows(d, refundsServed: settings.refundsServed)
         return mark(&rows, d, settings: settings)
+    }
+
+    /// One row of consumption_requests.csv, with its sort key (requested_ms, then the UUID in
+    /// byte order, as the night sorts).
+    struct ExpectedRow {
+        var requestedMs: Int64
+        var uuid: String
+        var cells: [String]
+    }
+
+    /// The CONSUMPTION_REQUEST's `notificationUUID` in the simulator's history (Notifications.swift).
+    static func notificationUUID(_ f: ConsumptionRequestFact) -> String {
+        SimNotification(type: "CONSUMPTION_REQUEST", row: f.row, index: 0, at: f.request.signedDateMs, refund: nil).uuid
+    }
+
+    /// consumption_requests.csv of the night `iap-reconcile run --as-of AS_OF` after one
+    /// `iap-reconcile respond --now AS_OF --send` with the default options (no refund preference;
+    /// `sampleContentProvided` is not a column): per request of one user's `facts`,
+    /// - an expired one: `expired`, never decided (no user), Apple's outcome REFUND_DECLINED at
+    ///   its listing time (ConsumptionOutcomes.swift: the generator makes expired requests only
+    ///   of transactions declined without an answer; the listing falls before as-of);
+    /// - no consent of the request's user at or before the request (`iap_consents`): `no_consent`;
+    /// - else `sent` at as-of (respond's clock), with RefundDefense's fields: `DELIVERED` for ours
+    ///   unless the shop states an `UNDELIVERED_…` value, else `UNDELIVERED_OTHER`; the percentage
+    ///   left out for an auto-renewable, 0 when undelivered, else the shop's (left out when unknown);
+    /// and `pending` for every request inside its window (Apple decides after it).
+    static func expectedRows(_ facts: [ConsumptionRequestFact], settings: GeneratorSettings) -> [ExpectedRow] {
+        let consentedAt = Dictionary(consents(facts, settings: settings).map { ($0.user, $0.at) }, uniquingKeysWith: min)
+        var shop: [String: (percentage: Int?, status: String?)] = [:]
+        for c in consumption(facts, settings: settings) { shop[c.tid] = (c.percentage, c.status) }
+        return facts.map { f in
+            let row = f.row, ms = f.request.signedDateMs
+            var user = f.user, answer = "sent", detail = ""
+            var status = "", percentage = "", answeredAt = ""
+            var outcome = "pending", outcomeAt = ""
+            if f.expired {
+                (user, answer, detail) = ("", "expired", "not answered within 12 hours of the request")
+                let decided = ConsumptionOutcomeModel.outcomeMs(transactionID: row.transactionID, request: f.request)
+                if decided <= settings.asOf {
+                    outcome = ConsumptionOutcomeModel.decide(transactionID: row.transactionID, answer: nil) == .refund
+                        ? "refunded" : "declined"
+                    outcomeAt = UTC.timestamp(decided)
+                }
+            } else if let consent = consentedAt[f.user], consent <= ms {
+                let shopSays = shop[row.transactionID]?.status
+                let delivered = shopSays == nil && f.ours
+                status = shopSays ?? (f.ours ? "DELIVERED" : "UNDELIVERED_OTHER")
+                if row.productType == .autoRenewable {
+                    percentage = ""
+                } else if !delivered {
+                    percentage = "0"
+                } else {
+                    percentage = shop[row.transactionID]?.percentage.map { String($0) } ?? ""
+                }
+                answeredAt = UTC.timestamp(settings.asOf)
+            } else {
+                answer = "no_consent"
+            }
+            let cells = [
+                UTC.timestamp(ms), row.environment.rawValue, row.transactionID, row.originalTransactionID, user, row.productID,
+                String(row.quantity), row.price.map(MoneyText.text) ?? "", row.price == nil ? "" : row.currency ?? "",
+                f.request.reason, answer, detail, status, percentage, "", answeredAt, "", outcome, outcomeAt, notificationUUID(f),
+            ]
+            return ExpectedRow(requestedMs: ms, uuid: notificationUUID(f), cells: cells)
+        }
+    }
+
+    /// The rows in the night's order: requested_ms, then the UUID's bytes.
+    static func sorted(_ rows: [ExpectedRow]) -> [ExpectedRow] {
+        rows.sorted { a, b in
+            a.requestedMs != b.requestedMs ? a.requestedMs < b.requestedMs
+                : Array(a.uuid.utf8).lexicographicallyPrecedes(Array(b.uuid.utf8))
+        }
     }
 
     /// `iap_consents` rows (user_id, consented_at ms) of one user's requests.

@@ -108,6 +108,7 @@ public enum Seeder {
         var summary = SeedSummary()
         var expected: [ExpectedReport: [[String]]] = [:]
         var refundLines = ""
+        var consumptionRows: [ConsumptionRequests.ExpectedRow] = []
         plan.forEach { d in
             if let sc = d.scenario {
                 summary.scenarios[sc.rawValue, default: 0] += 1
@@ -128,6 +129,7 @@ public enum Seeder {
                 summary.consumptionRequests += facts.count
                 summary.consumptionExpired += facts.filter(\.expired).count
                 summary.consumptionDelivered += facts.filter(\.delivered).count
+                consumptionRows += ConsumptionRequests.expectedRows(facts, settings: settings)
             }
         }
         for file in ExpectedReport.allCases { summary.expected[file.rawValue] = expected[file]?.count ?? 0 }
@@ -142,7 +144,10 @@ public enum Seeder {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             // Every file, with its header even when no row is expected.
             for file in ExpectedReport.allCases { try writeReport(file, expected[file] ?? [], dir: dir) }
+            // The night after `respond --now <as-of> --send` lists the requests (no truth: none).
+            try writeConsumptionRequests(consumptionRows, dir: dir)
         }
+        summary.expected[ReportFile.consumptionRequests.rawValue] = consumptionRows.count
 
         // 2. Tables.
         let setup = try PGConnection(conninfo: options.conninfo)
@@ -333,6 +338,14 @@ public enum Seeder {
         var text = CSV.record(file.columns)
         for row in sortedRows(rows) { text += CSV.record(row) }
         try write(text, to: (dir as NSString).appendingPathComponent(file.rawValue))
+    }
+
+    /// consumption_requests.csv: the night's columns, sorted as the night sorts them (by the
+    /// request's time, then its notification UUID), not by the first cell.
+    static func writeConsumptionRequests(_ rows: [ConsumptionRequests.ExpectedRow], dir: String) throws {
+        var text = CSV.record(ReportFile.consumptionRequests.columns)
+        for row in ConsumptionRequests.sorted(rows) { text += CSV.record(row.cells) }
+        try write(text, to: (dir as NSString).appendingPathComponent(ReportFile.consumptionRequests.rawValue))
     }
 
     static func write(_ text: String, to path: String) throws {
