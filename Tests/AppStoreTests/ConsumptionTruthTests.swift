@@ -182,7 +182,7 @@ struct ConsumptionTruthTests {
             #expect(cell(row, "transaction_id") == f.row.transactionID && cell(row, "requested_at") == UTC.timestamp(f.request.signedDateMs))
             switch answer {
             case "expired":
-                #expect(f.expired && cell(row, "user_id").isEmpty && cell(row, "outcome") == "declined"
+                #expect(f.expired && cell(row, "user_id") == f.user && cell(row, "outcome") == "declined"
                         && cell(row, "outcome_at") <= UTC.timestamp(Self.asOf), "\(row.cells)")
             case "sent":
                 #expect(!f.expired && cell(row, "answered_at") == UTC.timestamp(Self.asOf) && cell(row, "outcome") == "pending")

@@ -166,7 +166,7 @@ enum ConsumptionRequests {
     /// consumption_requests.csv of the night `iap-reconcile run --as-of AS_OF` after one
     /// `iap-reconcile respond --now AS_OF --send` with the default options (no refund preference;
     /// `sampleContentProvided` is not a column): per request of one user's `facts`,
-    /// - an expired one: `expired`, never decided (no user), Apple's outcome REFUND_DECLINED at
+    /// - an expired one: `expired` (its user the rules'), Apple's outcome REFUND_DECLINED at
     ///   its listing time (ConsumptionOutcomes.swift: the generator makes expired requests only
     ///   of transactions declined without an answer; the listing falls before as-of);
     /// - no consent of the request's user at or before the request (`iap_consents`): `no_consent`;
@@ -184,7 +184,7 @@ enum ConsumptionRequests {
             var status = "", percentage = "", answeredAt = ""
             var outcome = "pending", outcomeAt = ""
             if f.expired {
-                (user, answer, detail) = ("", "expired", "not answered within 12 hours of the request")
+                (answer, detail) = ("expired", "not answered within 12 hours of the request")
                 let decided = ConsumptionOutcomeModel.outcomeMs(transactionID: row.transactionID, request: f.request)
                 if decided <= settings.asOf {
                     outcome = ConsumptionOutcomeModel.decide(transactionID: row.transactionID, answer: nil) == .refund
