@@ -39,16 +39,27 @@ struct LookupCommand: ParsableCommand {
             let target = try LookupTarget.parse(orderID: orderID, transactionID: transactionID)
             var lookup = LookupRun(settings: try common.settings())
             let result = try lookup.run(target)
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-                FileHandle.standardOutput.write(try encoder.encode(result) + Data("\n".utf8))
-            } else {
-                print(result.lines.joined(separator: "\n"))
-            }
+            try printAnswer(result, json: json, lines: result.lines)
         } catch let error as JobError {
-            FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
-            throw ExitCode(error.code.rawValue)
+            throw failed(error)
         }
     }
+}
+
+/// A command's answer on stdout: JSON for tools (sorted keys, the same bytes for the same
+/// answer), or lines for people.
+func printAnswer(_ value: some Encodable, json: Bool, lines: [String]) throws {
+    if json {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+    } else {
+        print(lines.joined(separator: "\n"))
+    }
+}
+
+/// The one line of a failed command on stderr (secrets redacted), and its exit code.
+func failed(_ error: JobError) -> ExitCode {
+    FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
+    return ExitCode(error.code.rawValue)
 }

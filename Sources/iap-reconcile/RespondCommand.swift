@@ -93,16 +93,9 @@ struct RespondCommand: ParsableCommand {
                 throw error
             }
             writeMetrics(settings.metricsFile, exitCode: 0, result: result)
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-                FileHandle.standardOutput.write(try encoder.encode(result) + Data("\n".utf8))
-            } else {
-                print(result.lines.joined(separator: "\n"))
-            }
+            try printAnswer(result, json: json, lines: result.lines)
         } catch let error as JobError {
-            FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
-            throw ExitCode(error.code.rawValue)
+            throw failed(error)
         }
     }
 

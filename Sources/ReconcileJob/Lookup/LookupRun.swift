@@ -123,14 +123,8 @@ extension LookupRun {
     func verdicts(_ verified: [SignedTransaction], db: PGConnection) throws -> [LookupResult.Item] {
         // The night's statements read the job schema as its latest migration left it, and as
         // this build's migrations made it (rows without a checksum yet: the next night fills them).
-        let check = try SchemaCheck.read(db, schema: settings.jobSchema)
-        if let refusal = check.refusal { throw JobError(.configuration, refusal) }
-        guard check.pending.isEmpty else {
-            let migrated = check.rows.map(\.version).max() ?? 0
-            throw JobError(.configuration, "the job schema \(settings.jobSchema.name) is "
-                + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(Migrations.latest)")
-                + ": lookup decides as the night does, from what the nights learned; run `iap-reconcile migrate` (or a night) first")
-        }
+        try SchemaCheck.requireCurrent(db, schema: settings.jobSchema, why: "lookup decides as the night does, from what the "
+            + "nights learned; run `iap-reconcile migrate` (or a night) first")
         var settings = settings
         settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
         let decided = try LookupFamilies(db: db, settings: settings).decide(verified)

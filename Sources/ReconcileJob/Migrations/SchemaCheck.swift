@@ -66,6 +66,18 @@ struct SchemaCheck {
 
     static func short(_ checksum: String) -> String { checksum.count > 12 ? checksum.prefix(12) + "…" : checksum }
 
+    /// For the commands that never migrate (`lookup`, `respond`): the schema must be exactly
+    /// this build's, else exit 78 with `why` saying what the command needs and what to run.
+    static func requireCurrent(_ db: PGConnection, schema: JobSchema, why: String) throws {
+        let check = try read(db, schema: schema)
+        if let refusal = check.refusal { throw JobError(.configuration, refusal) }
+        guard check.pending.isEmpty else {
+            let migrated = check.rows.map(\.version).max() ?? 0
+            throw JobError(.configuration, "the job schema \(schema.name) is "
+                + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(Migrations.latest)") + ": " + why)
+        }
+    }
+
     static func read(_ db: PGConnection, schema: JobSchema) throws -> SchemaCheck {
         let table = schema.name + ".schema_migrations"
         guard try db.query("SELECT to_regclass(\(table)) IS NOT NULL").value(0, 0) == "t" else {

@@ -93,14 +93,8 @@ public struct RespondRun {
         defer { db.close() }
         return try Result { () throws -> RespondResult in
             try acquireLock(db)
-            let check = try SchemaCheck.read(db, schema: settings.jobSchema)
-            if let refusal = check.refusal { throw JobError(.configuration, refusal) }
-            guard check.pending.isEmpty else {
-                let migrated = check.rows.map(\.version).max() ?? 0
-                throw JobError(.configuration, "the job schema \(settings.jobSchema.name) is "
-                    + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(Migrations.latest)")
-                    + ": respond never migrates; run `iap-reconcile migrate` first")
-            }
+            try SchemaCheck.requireCurrent(db, schema: settings.jobSchema,
+                                           why: "respond never migrates; run `iap-reconcile migrate` first")
             settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
             var result = RespondResult(now: UTC.timestamp(now), send: options.send)
             let sources = RequestSources(settings: settings, logger: logger, now: now)
