@@ -305,6 +305,60 @@ struct RespondTests {
         NightTests.expectReportsMatchTruth(w.out.appendingPathComponent("2026-11-21"), expected: w.expected)
     }
 
+    @Test("Apple refuses an answer (400 4000185, family shared): recorded with its errorCode, never sent again; a refused key (401): exit 78, nothing marked sent")
+    func refusedAnswers() throws {
+        let dir = try Harness.scratchDirectory("respond-refused")
+        let w = try ServerAPINightTests.world("respond_refused", share: "0.25")
+        defer { w.stop() }
+        #expect(try w.night().status == 0)
+        let dry = try Self.json(try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress"]))
+        let willSend = (dry["decided"] as? [[String: Any]] ?? []).filter { $0["state"] as? String == "would_send" }
+        let shared = try #require(willSend.first?["transaction_id"] as? String)
+
+        // A key Apple does not know: 401 on the first request, exit 78, nothing sent or marked sent.
+        let otherKey = dir.appendingPathComponent("other.p8")
+        #expect(try runTool("iap-sim", ["keygen", "--out", otherKey.path], environment: w.env).status == 0)
+        var refusedKey = w.env
+        refusedKey["IAP_PRIVATE_KEY_FILE"] = otherKey.path
+        let unauthorized = try w.run(["respond", "--now", NightTests.asOf, "--send", "--no-progress"], environment: refusedKey)
+        #expect(unauthorized.status == 78 && unauthorized.stderr.contains("401"), "\(unauthorized.status): \(unauthorized.stderr)")
+        #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state IN ('sent', 'sending')") == 0)
+
+        // The same truth, but one requested purchase is family shared: Apple refuses its answer.
+        var rows = try AppleTruthFile.parse(String(contentsOf: w.truth, encoding: .utf8))
+        let i = try #require(rows.firstIndex { $0.transactionID == shared })
+        rows[i].familyShared = true
+        let truth = dir.appendingPathComponent("apple-truth.tsv"), log = dir.appendingPathComponent("consumption.jsonl")
+        try (AppleTruthFile.header + rows.map(AppleTruthFile.line).joined()).write(to: truth, atomically: true, encoding: .utf8)
+        let key = URL(fileURLWithPath: w.env["IAP_PRIVATE_KEY_FILE"]!)
+        let sim = try SimulatorProcess(["--refunds", w.dir.appendingPathComponent("refund-list.csv").path, "--apple-truth", truth.path,
+                                        "--pki", w.dir.appendingPathComponent("pki").path, "--shared-secret", ServerAPINightTests.secret,
+                                        "--api-key", key.path, "--api-key-id", ServerAPINightTests.keyID,
+                                        "--api-issuer", ServerAPINightTests.issuer, "--api-bundle", NightTests.bundle,
+                                        "--consumption-log", log.path])
+        defer { sim.stop() }
+        var env = w.env.merging(sim.urls) { $1 }
+        env["IAP_API_URL_PRODUCTION"] = "http://127.0.0.1:\(sim.port)/production"
+        env["IAP_API_URL_SANDBOX"] = "http://127.0.0.1:\(sim.port)/sandbox"
+        for _ in 0..<2 {
+            let r = try w.run(["respond", "--now", NightTests.asOf, "--send", "--no-progress"], environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let stored = try w.t.db.query("""
+            SELECT state, http_status::text, error_code::text, sends::text FROM recon.consumption_requests WHERE transaction_id = \(shared)
+            """)
+        #expect(stored.value(0, 0) == "rejected" && stored.value(0, 1) == "400" && stored.value(0, 2) == "4000185"
+                && stored.value(0, 3) == "1", "\((0..<4).map { stored.value(0, $0) ?? "nil" })")
+        let answers = Self.consumptionLog(log)
+        #expect(!answers.contains { $0["transactionId"] as? String == shared })
+        #expect(answers.count == willSend.count - 1, "\(answers.count) accepted of \(willSend.count)")
+        let night = try w.night()
+        #expect(night.status == 0)
+        let row = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-21"), "consumption_requests.csv")
+            .first { $0["transaction_id"] == shared }
+        #expect(row?["answer"] == "rejected" && row?["apple_error_code"] == "4000185", "\(row ?? [:])")
+    }
+
     @Test("a job schema behind this build: exit 78 asking for migrate; no key: 78; bad options: 64")
     func refusals() throws {
         let w = try ServerAPINightTests.world("respond_refusals", users: 20)
