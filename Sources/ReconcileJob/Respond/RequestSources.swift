@@ -192,9 +192,17 @@ struct RequestSources {
             counts.stored += try Self.store(requests, source: "iap_notifications", db: db, schema: settings.jobSchema,
                                             position: ("any", reached))
             // A batch that ends inside a run of equal received_at: the next starts at it (the UUID
-            // makes the overlap harmless); a batch that cannot advance has read them all.
-            if rows.rowCount < batch || reached == after { break }
-            after = reached - 1
+            // makes the overlap harmless). A batch that cannot advance (more rows in one
+            // millisecond than a batch holds) stops the reading with a warning: those rows past
+            // the batch are not read until received_at tells them apart.
+            let next = reached - 1
+            if rows.rowCount < batch { break }
+            guard next > after else {
+                logger.warning("iap_notifications: more rows share one received_at millisecond than a batch holds; rows past the batch are not read: store received_at with clock_timestamp()",
+                               metadata: ["received_ms": "\(reached)", "batch": "\(batch)"])
+                break
+            }
+            after = next
         }
     }
 }
