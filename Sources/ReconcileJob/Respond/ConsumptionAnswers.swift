@@ -159,21 +159,23 @@ struct ConsumptionAnswers {
         let indices = items.indices.filter { items[$0].state == "would_send" || items[$0].state == "sending" }
         guard !indices.isEmpty else { return }
         let uuids = indices.map { items[$0].notification_uuid }
-        try db.query("""
-            UPDATE \(S).consumption_requests SET state = 'sending', sends = sends + 1
-            WHERE notification_uuid = ANY(\(uuids)::text[])
-            """)
         var puts: [ConsumptionPut] = []
-        for i in indices {
+        for (k, i) in indices.enumerated() {
             let env: AppStoreEnvironment = items[i].environment == "sandbox" ? .sandbox : .production
-            puts.append(ConsumptionPut(index: i, request: AppStoreEndpoints.consumption.request(
+            puts.append(ConsumptionPut(index: i, uuid: uuids[k], request: AppStoreEndpoints.consumption.request(
                 in: env, id: items[i].transaction_id, body: Array((items[i].body ?? "{}").utf8))))
         }
         var transport = AppStoreTransport(settings: settings, service: "the App Store Server API")
         transport.serverAPI = api
         transport.rates = [:]
         transport.share = options.sharePercent / 100
-        var feed = ListFeed(puts)
+        // Each request is stored as `sending` when the transport takes it, just before its call.
+        let S = self.S, db = self.db
+        var feed = MarkingFeed(puts) { put in
+            try db.query("""
+                UPDATE \(S).consumption_requests SET state = 'sending', sends = sends + 1 WHERE notification_uuid = \(put.uuid)
+                """)
+        }
         var breaker = OutageBreaker(wave: transport.concurrency)
         var counts = TransportCounts()
         defer { for p in puts { if let o = p.outcome { items[p.index].apply(o) } else { items[p.index].state = "waiting" } } }
@@ -181,10 +183,11 @@ struct ConsumptionAnswers {
             // Stored after each wake-up's answers, before more are sent.
             for p in puts where !p.stored {
                 guard let outcome = p.outcome else { continue }
-                try store(outcome, uuid: uuids[puts.firstIndex { $0 === p }!])
+                try store(outcome, uuid: p.uuid)
                 p.stored = true
             }
         }
+        if let failure = feed.failure { throw failure }
     }
 
     private func store(_ outcome: ConsumptionPut.Outcome, uuid: String) throws {
@@ -215,13 +218,14 @@ final class ConsumptionPut: AppStoreExchange {
         case gaveUp(String)
     }
     let index: Int
+    let uuid: String
     let request: AppStoreRequest
     var retry = RetryPolicy.State()
     var sends = 0
     var outcome: Outcome?
     var stored = false
 
-    init(index: Int, request: AppStoreRequest) { (self.index, self.request) = (index, request) }
+    init(index: Int, uuid: String, request: AppStoreRequest) { (self.index, self.uuid, self.request) = (index, uuid, request) }
 
     func read(_ reply: AppStoreReply) -> Answer {
         switch reply {
@@ -244,6 +248,30 @@ final class ConsumptionPut: AppStoreExchange {
         guard problem.hasPrefix("HTTP ") else { return nil }
         return Int(problem.dropFirst(5).prefix(while: \.isNumber))
     }
+}
+
+/// The answers to send, each marked (stored as `sending`) when the transport takes it: a run
+/// that stops before a request's turn leaves it as it was. A mark that fails ends the feed; the
+/// caller throws it once the requests in flight are settled.
+struct MarkingFeed: ExchangeFeed {
+    private var list: [ConsumptionPut]
+    private var position = 0
+    private let mark: (ConsumptionPut) throws -> Void
+    private(set) var failure: Error?
+
+    init(_ list: [ConsumptionPut], mark: @escaping (ConsumptionPut) throws -> Void) { (self.list, self.mark) = (list, mark) }
+
+    mutating func next() -> ConsumptionPut? {
+        guard failure == nil, position < list.count else { return nil }
+        do { try mark(list[position]) } catch {
+            failure = error
+            return nil
+        }
+        position += 1
+        return list[position - 1]
+    }
+    mutating func next(timeoutMs: Int) -> ConsumptionPut? { next() }
+    var finished: Bool { failure != nil || position >= list.count }
 }
 
 extension RespondResult.Item {
