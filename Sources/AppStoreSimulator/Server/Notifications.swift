@@ -195,7 +195,7 @@ extension ServerAPIService {
         case .failure(let answer): return answer
         case .success(let q): query = q
         }
-        let bundle = config.credentials.bundleID
+        let bundle = request.bundle
         let hash = query.hash(env)
         var after: (Int64, String)?
         let tokens = request.values("paginationToken")
@@ -258,7 +258,7 @@ extension ServerAPIService {
         let row = truth.rows[n.row]
         let transaction = config.pki.signTransaction(row.payload(signedDate: n.sentMs, refund: n.refund))
         var data: [(String, JSONValue)] = []
-        if row.environment == .production { data.append(("appAppleId", .int(config.appAppleID))) }
+        if row.environment == .production { data.append(("appAppleId", .int(config.appAppleID(of: row.bundleID)))) }
         data += [("bundleId", .string(row.bundleID)), ("bundleVersion", .string("1")),
                  ("environment", .string(row.appleEnvironment)), ("signedTransactionInfo", .string(transaction))]
         if n.type == "CONSUMPTION_REQUEST", let request = row.consumptionRequest {
