@@ -18,7 +18,7 @@ struct Seed: ParsableCommand {
         grants (same transaction, restores, cross account), refunds, invalid receipts, wrong bundle, \
         transactions not found, sandbox purchases, purchases outside the window, renewals, expired \
         subscriptions (21006), malformed receipts (21002). Receipts carry simulator tokens that `iap-sim \
-        serve` answers. Run the job with IAP_BUNDLE_IDS=<--bundle>, the same --as-of, the default \
+        serve` answers. Run the job with IAP_BUNDLE_IDS=<every --bundle, comma-separated>, the same --as-of, the default \
         --window-days 30 and --refund-window-days 90, and the simulator serving the --refunds file.
 
         Products have list prices (iap_products.price, currency USD); Apple's USA storefront charges \

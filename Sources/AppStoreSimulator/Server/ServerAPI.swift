@@ -131,8 +131,8 @@ final class ServerAPIService: @unchecked Sendable {
     private var faultCounts: [String: Int] = [:]
     /// Requests that reached the token check since the start (`ServerAPIConfig.stray401`).
     private var requestsChecked = 0
-    /// Notifications by refund-list version (rebuilt when the refund list changes).
-    var notificationCache: (version: Int, list: [SimNotification])?
+    /// Each app's notifications by refund-list version (rebuilt when the refund list changes).
+    var notificationCache: (version: Int, lists: [String: [SimNotification]])?
     /// What Send Consumption Information was told, and the outcomes (ConsumptionOutcomes.swift).
     let consumption: ConsumptionLedger
 
