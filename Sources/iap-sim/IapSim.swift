@@ -53,10 +53,16 @@ struct Serve: ParsableCommand {
         ConsumptionRequest checked, 202 when accepted, each accepted answer kept and, with --consumption-log, \
         logged), answered \
         from the truth file with transactions signed by the --pki. Every request needs a bearer JWT (ES256, \
-        kid --api-key-id, iss --api-issuer, aud appstoreconnect-v1, bid --api-bundle, exp at most 60 min \
-        after iat) signed with --api-key, else 401; over --api-rate, 429 with Retry-After in UNIX ms. The \
-        faults, latency and refund list apply too; the call log names the endpoint in the third field and \
-        the path's id in a fifth.
+        kid --api-key-id, iss --api-issuer, aud appstoreconnect-v1, bid one of --api-bundle, exp at most 60 min \
+        after iat) signed with --api-key (or the app's --api-key-for), else 401; over --api-rate, 429 with \
+        Retry-After in UNIX ms. The faults, latency and refund list apply too; the call log names the \
+        endpoint in the third field and the path's id in a fifth.
+
+        Several apps (--api-bundle repeated): each answer is scoped to the token's app, as Apple's are: \
+        another app's transaction is not found (404 4040010; Look Up Order ID: status 1), the notification \
+        history lists that app's only, rate limits are counted per app and environment, and the n-th app's \
+        appAppleId is 1258428153 + n. --refuse-app answers every token of one app 401 (a refused key); \
+        --stray-401 N answers the N-th request 401 once although its token is good.
 
         Notification history: ONE_TIME_CHARGE for every consumable, non-consumable and non-renewing \
         purchase, REFUND for every refund (its revocationType and, prorated, revocationPercentage from the \
@@ -178,7 +184,7 @@ struct Serve: ParsableCommand {
             if let setup = try api.config() {
                 config.serverAPI = setup.0
                 FileHandle.standardError.write(Data(
-                    "iap-sim: Server API for \(setup.0.credentials.bundleID), \(setup.0.truth.rows.count) Apple transactions; signed with the PKI whose root is \(setup.rootPEM)\n".utf8))
+                    "iap-sim: Server API for \(setup.0.credentials.bundleIDs.joined(separator: ", ")), \(setup.0.truth.rows.count) Apple transactions; signed with the PKI whose root is \(setup.rootPEM)\n".utf8))
             }
         } catch let error as ValidationError {
             throw error

@@ -18,7 +18,7 @@ struct Seed: ParsableCommand {
         grants (same transaction, restores, cross account), refunds, invalid receipts, wrong bundle, \
         transactions not found, sandbox purchases, purchases outside the window, renewals, expired \
         subscriptions (21006), malformed receipts (21002). Receipts carry simulator tokens that `iap-sim \
-        serve` answers. Run the job with IAP_BUNDLE_IDS=<--bundle>, the same --as-of, the default \
+        serve` answers. Run the job with IAP_BUNDLE_IDS=<every --bundle, comma-separated>, the same --as-of, the default \
         --window-days 30 and --refund-window-days 90, and the simulator serving the --refunds file.
 
         Products have list prices (iap_products.price, currency USD); Apple's USA storefront charges \
@@ -58,8 +58,15 @@ struct Seed: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "The job's --as-of (ISO 8601, e.g. 2026-11-21T03:00:00Z); all dates are relative to it. Default: now.")
     var asOf: String?
 
-    @Option(help: "Bundle id of the app (products, receipts); the job must run with IAP_BUNDLE_IDS set to it.")
-    var bundle: String = "com.example.game"
+    @Option(help: ArgumentHelp("""
+        Bundle id of an app (products, receipts), repeatable; the job must run with IAP_BUNDLE_IDS set to \
+        them all (and `iap-sim serve --api-bundle` naming each). With several, every user plays in one app \
+        (a hash of --seed and the user slot; the bad rows in the first), buys that app's products (ids \
+        prefixed with its bundle id, iap_products.bundle_id naming it) and has its receipts, Apple \
+        transactions, refunds, notifications and consumption requests in that app; the expected files \
+        assume the job sweeps every app. With one, the data are exactly what they always were.
+        """, valueName: "bundle-id"))
+    var bundle: [String] = ["com.example.game"]
 
     @Option(help: "Schema of the four source relations (created when missing).")
     var schema: String = "public"
@@ -108,6 +115,7 @@ struct Seed: ParsableCommand {
 
     func validate() throws {
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
+        guard Set(bundle).count == bundle.count else { throw ValidationError("--bundle: an app is named twice") }
         guard (0...1_000_000).contains(apiBench) else { throw ValidationError("--api-bench must be between 0 and 1000000") }
         let extra = SeedOptions.extraFindingsRange
         guard extra.contains(extraFindings) else {
@@ -124,7 +132,7 @@ struct Seed: ParsableCommand {
         var options = SeedOptions(asOf: asOf.flatMap(UTC.parse) ?? now)
         options.users = users
         options.seed = seed
-        options.bundle = bundle
+        options.bundles = bundle
         options.schema = schema
         options.refundsPath = refunds
         options.appleTruthPath = appleTruth
@@ -148,6 +156,14 @@ struct Seed: ParsableCommand {
                 lines.append("  consumption requests: \(summary.consumptionRequests) (expired \(summary.consumptionExpired), "
                     + "granted \(summary.consumptionDelivered)); iap_consents=\(summary.consents) "
                     + "iap_consumption=\(summary.consumptionRows)")
+            }
+            if bundle.count > 1 {
+                for app in bundle {
+                    let c = summary.apps[app] ?? AppCounts()
+                    lines.append("  app \(app): users=\(c.users) orders=\(c.orders) receipts=\(c.receipts) grants=\(c.grants) "
+                        + "refunds=\(c.refunds) api-only purchases=\(c.apiOnlyPurchases) consumption requests=\(c.consumptionRequests); "
+                        + "expected " + c.expected.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+                }
             }
             lines.append("  scenarios: " + summary.scenarios.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))

@@ -22,8 +22,39 @@ struct APIOptions: ParsableArguments {
     @Option(name: .customLong("api-issuer"), help: "The `iss` a token must carry. Default: $IAP_ISSUER_ID.")
     var apiIssuer: String?
 
-    @Option(name: .customLong("api-bundle"), help: "The `bid` a token must carry; only this app's transactions are shown. Default: the first of $IAP_BUNDLE_IDS, else com.example.game.")
-    var apiBundle: String?
+    @Option(name: .customLong("api-bundle"), help: ArgumentHelp("""
+        An app served, repeatable: a token's `bid` must be one of them (else 401), and every answer \
+        shows only the token's app (another app's transaction: 404 4040010; its notifications: not \
+        listed; rate limits counted per app and environment). Default: the first of $IAP_BUNDLE_IDS, \
+        else com.example.game.
+        """, valueName: "bundle-id"))
+    var apiBundle: [String] = []
+
+    @Option(name: .customLong("api-key-for"), help: ArgumentHelp("""
+        A key of its own for one app served, repeatable: its tokens must be signed by this key (a .p8 \
+        or a PEM public key, as --api-key) and carry --api-key-id-for's key id (default --api-key-id); \
+        --api-key is then refused for it. Default: --api-key for every app.
+        """, valueName: "bundle-id=file"))
+    var apiKeyFor: [String] = []
+
+    @Option(name: .customLong("api-key-id-for"), help: ArgumentHelp(
+        "The `kid` the tokens of one app with --api-key-for must carry, repeatable. Default: --api-key-id.",
+        valueName: "bundle-id=kid"))
+    var apiKeyIDFor: [String] = []
+
+    @Option(name: .customLong("refuse-app"), help: ArgumentHelp("""
+        Apple refuses this app's key, repeatable: every token for it gets 401 (call log `401:refused`), \
+        however good; the other apps are answered. The app must be one of --api-bundle.
+        """, valueName: "bundle-id"))
+    var refuseApp: [String] = []
+
+    @Option(name: .customLong("stray-401"), help: ArgumentHelp("""
+        Apple's occasional stray 401: the N-th Server API request (1-based; counting every request \
+        that reaches the token check, whatever its endpoint, app or environment, since the start) gets \
+        401 once although its token is good (call log `401:stray`); the next request with the same \
+        token is answered. Default: never.
+        """, valueName: "n"))
+    var stray401: Int?
 
     @Option(name: .customLong("api-rate"), help: ArgumentHelp("""
         Production requests per second of one endpoint over a sliding second (0: no limit; the sandbox \
@@ -54,6 +85,33 @@ struct APIOptions: ParsableArguments {
         for r in apiRate where SimAPIEndpoint.parseRate(r) == nil && Self.consumptionRate(r) == nil {
             throw ValidationError("--api-rate: '\(r)' is not ENDPOINT=N; endpoints: \(SimAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", ")), consumption")
         }
+        if let stray401, stray401 < 1 { throw ValidationError("--stray-401 must be 1 or more") }
+        let bundles = servedBundles
+        guard Set(bundles).count == bundles.count else { throw ValidationError("--api-bundle: an app is named twice") }
+        for b in bundles where b.isEmpty || b.contains(where: { $0 == "," || $0 == "=" || $0.isWhitespace }) {
+            throw ValidationError("--api-bundle: '\(b)' is not a bundle id")
+        }
+        for r in refuseApp where !bundles.contains(r) {
+            throw ValidationError("--refuse-app \(r): not an app served (--api-bundle: \(bundles.joined(separator: ", ")))")
+        }
+        for (name, list) in [("--api-key-for", apiKeyFor), ("--api-key-id-for", apiKeyIDFor)] {
+            var seen = Set<String>()
+            for item in list {
+                guard let (bundle, value) = Self.pair(item), !value.isEmpty else {
+                    throw ValidationError("\(name): '\(item)' is not BUNDLE=VALUE")
+                }
+                guard bundles.contains(bundle) else {
+                    throw ValidationError("\(name) \(bundle): not an app served (--api-bundle: \(bundles.joined(separator: ", ")))")
+                }
+                guard seen.insert(bundle).inserted else { throw ValidationError("\(name): \(bundle) is named twice") }
+            }
+        }
+        let keyed = Set(apiKeyFor.compactMap { Self.pair($0)?.0 })
+        for item in apiKeyIDFor {
+            guard let bundle = Self.pair(item)?.0, keyed.contains(bundle) else {
+                throw ValidationError("--api-key-id-for '\(item)': that app has no --api-key-for")
+            }
+        }
         guard enabled else { return }
         let env = ProcessInfo.processInfo.environment
         guard apiKey ?? env["IAP_PRIVATE_KEY_FILE"] != nil else { throw ValidationError("the Server API needs --api-key (or $IAP_PRIVATE_KEY_FILE)") }
@@ -70,10 +128,21 @@ struct APIOptions: ParsableArguments {
             throw ValidationError("--api-key: cannot read \(keyPath)")
         }
         let publicKey = try APICredentials.publicKey(pem: String(decoding: data, as: UTF8.self))
-        let bundle = apiBundle ?? env["IAP_BUNDLE_IDS"]?.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) }
-            ?? "com.example.game"
-        let credentials = APICredentials(keyID: apiKeyID ?? env["IAP_KEY_ID"] ?? "", issuerID: apiIssuer ?? env["IAP_ISSUER_ID"] ?? "",
-                                         bundleID: bundle, publicKey: publicKey)
+        let keyID = apiKeyID ?? env["IAP_KEY_ID"] ?? ""
+        let bundles = servedBundles
+        let keyIDs = Dictionary(apiKeyIDFor.compactMap(Self.pair), uniquingKeysWith: { a, _ in a })
+        var appKeys: [String: AppKey] = [:]
+        for (bundle, path) in apiKeyFor.compactMap(Self.pair) {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("--api-key-for \(bundle): cannot read \(path)")
+            }
+            appKeys[bundle] = AppKey(keyID: keyIDs[bundle] ?? keyID,
+                                     publicKey: try APICredentials.publicKey(pem: String(decoding: data, as: UTF8.self)))
+        }
+        let credentials = APICredentials(keyID: keyID, issuerID: apiIssuer ?? env["IAP_ISSUER_ID"] ?? "",
+                                         bundleID: bundles[0], publicKey: publicKey,
+                                         otherBundleIDs: Array(bundles.dropFirst()), appKeys: appKeys,
+                                         refusedBundleIDs: Set(refuseApp))
         let truth = try appleTruth.map { try AppleTruth.load(path: $0) } ?? AppleTruth(rows: [])
         let folder = pki ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("iap-sim-pki-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
@@ -85,8 +154,23 @@ struct APIOptions: ParsableArguments {
             if let n = Self.consumptionRate(r) { consumption = n }
         }
         return (ServerAPIConfig(credentials: credentials, truth: truth, pki: testPKI, rates: rates,
-                                consumptionRate: consumption, consumptionLogPath: consumptionLog),
+                                consumptionRate: consumption, consumptionLogPath: consumptionLog, stray401: stray401),
                 (folder as NSString).appendingPathComponent("root.pem"))
+    }
+
+    /// The apps served: --api-bundle, else the first of $IAP_BUNDLE_IDS, else com.example.game.
+    var servedBundles: [String] {
+        if !apiBundle.isEmpty { return apiBundle }
+        let first = ProcessInfo.processInfo.environment["IAP_BUNDLE_IDS"]?.split(separator: ",").first
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        return [first ?? "com.example.game"]
+    }
+
+    /// `BUNDLE=VALUE` (split at the first `=`).
+    static func pair(_ text: String) -> (String, String)? {
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty else { return nil }
+        return (parts[0], parts[1])
     }
 
     /// `consumption=N` (N ≥ 0) of --api-rate.

@@ -92,12 +92,16 @@ final class APIWorld {
     let verifier = SignedDataVerifier(roots: [APIWorld.pki.root])
     let now = Int64(Date().timeIntervalSince1970 * 1000)
 
+    /// `otherBundles`, `appKeys`, `refused`, `stray401`: several apps served (issue 37).
     init(rows: [AppleTruthRow], rates: [SimAPIEndpoint: Int] = [:], faults: FaultPlan = FaultPlan(),
-         refunds: [String: SimRefund] = [:], consumptionRate: Int? = nil, consumptionLog: String? = nil) throws {
+         refunds: [String: SimRefund] = [:], consumptionRate: Int? = nil, consumptionLog: String? = nil,
+         otherBundles: [String] = [], appKeys: [String: AppKey] = [:], refused: Set<String> = [],
+         stray401: Int? = nil) throws {
         let credentials = APICredentials(keyID: Self.keyID, issuerID: Self.issuer, bundleID: Self.bundle,
-                                         publicKey: try APICredentials.publicKey(pem: Self.keyPEM))
+                                         publicKey: try APICredentials.publicKey(pem: Self.keyPEM),
+                                         otherBundleIDs: otherBundles, appKeys: appKeys, refusedBundleIDs: refused)
         let api = ServerAPIConfig(credentials: credentials, truth: AppleTruth(rows: rows), pki: Self.pki, rates: rates,
-                                  consumptionRate: consumptionRate, consumptionLogPath: consumptionLog)
+                                  consumptionRate: consumptionRate, consumptionLogPath: consumptionLog, stray401: stray401)
         sim = try Simulator.start(SimulatorConfig(faults: faults, refunds: refunds, threads: 1, serverAPI: api))
     }
 
@@ -116,21 +120,22 @@ final class APIWorld {
         try call(path, method: "POST", env: env, body: body)
     }
 
+    /// `bid`: the app of the token (when `authorization` is not given).
     func call(_ path: String, method: String = "GET", env: String = "production", body: String? = nil,
-              authorization: String? = nil) throws -> RawResponse {
-        let auth = try authorization ?? ("Bearer " + Self.token())
+              authorization: String? = nil, bid: String = APIWorld.bundle) throws -> RawResponse {
+        let auth = try authorization ?? ("Bearer " + Self.token(bid: bid))
         return try RawHTTP.request(port: sim.port, method: method, path: "/\(env)\(path)",
                                    headers: auth.isEmpty ? [] : [("Authorization", auth)],
                                    body: Array((body ?? "").utf8))
     }
 
     /// Verifies a signed transaction against the PKI's root, as the job does.
-    func verified(_ jws: Any?, sourceLocation: SourceLocation = #_sourceLocation) -> SignedTransaction? {
+    func verified(_ jws: Any?, bundle: String = APIWorld.bundle, sourceLocation: SourceLocation = #_sourceLocation) -> SignedTransaction? {
         guard let text = jws as? String else {
             Issue.record("not a JWS: \(String(describing: jws))", sourceLocation: sourceLocation)
             return nil
         }
-        switch verifier.verifyTransaction(text, bundleIDs: [Self.bundle]) {
+        switch verifier.verifyTransaction(text, bundleIDs: [bundle]) {
         case .success(let t): return t
         case .failure(let rejection):
             Issue.record("rejected: \(rejection)", sourceLocation: sourceLocation)

@@ -3,7 +3,7 @@
 // (Seeder.swift writes them). Everything is a hash of the seed and the transaction (or user) id:
 // no scenario's random draws change, so no expected report does either.
 //
-// Who is asked: our app's transactions that are not refunded (by the refund list or the truth),
+// Who is asked: our apps' transactions that are not refunded (by the refund list or the truth),
 // by a hash against a share per kind: production consumables 6% when granted, 35% when paid but
 // not granted (the scenarios' missed purchases), non-consumables 4%, non-renewing 5%,
 // auto-renewable 4%, sandbox ones 10%. The reason is one of Apple's five, by hash. Only purchases
@@ -49,7 +49,12 @@ struct ConsumptionRequestFact {
 enum ConsumptionRequests {
     /// Products whose `iap_products.sample_content_provided` is true (the others NULL).
     static func sampleContentProvided(_ productID: String, catalog: Catalog) -> Bool? {
-        productID == catalog.gems || productID == catalog.seasonPass ? true : nil
+        sampleContentProvided(productID, apps: [catalog])
+    }
+
+    /// The same over several apps' products.
+    static func sampleContentProvided(_ productID: String, apps: [Catalog]) -> Bool? {
+        apps.contains { productID == $0.gems || productID == $0.seasonPass } ? true : nil
     }
 
     /// The share of a kind of transaction that is asked about.
@@ -71,7 +76,8 @@ enum ConsumptionRequests {
         var out: [ConsumptionRequestFact] = []
         for i in rows.indices {
             let row = rows[i]
-            guard row.bundleID == settings.catalog.bundle, row.refund == nil, !refunded.contains(row.transactionID) else {
+            guard settings.apps.contains(where: { $0.bundle == row.bundleID }), row.refund == nil,
+                  !refunded.contains(row.transactionID) else {
                 continue
             }
             let granted = d.grants.filter { $0.transactionID == row.transactionID && $0.revokedAt == nil }
@@ -114,7 +120,9 @@ enum ConsumptionRequests {
     static func judge(_ row: AppleTruthRow, delivered: Bool, _ d: UserData, settings: GeneratorSettings)
         -> (user: String, ours: Bool)? {
         let tid = row.transactionID
-        guard settings.catalog.products.contains(where: { $0.productID == row.productID }) else { return nil }
+        guard settings.apps.contains(where: { app in app.products.contains { $0.productID == row.productID } }) else {
+            return nil
+        }
         let bad = Set(d.inputErrors.compactMap { $0.count > 1 && !$0[1].isEmpty ? $0[1] : nil })
         let grants = d.grants.filter { $0.transactionID == tid }
         guard !bad.contains(tid), !grants.contains(where: { bad.contains($0.grantID) || $0.orderID.map(bad.contains) == true }),

@@ -132,6 +132,11 @@ struct Catalog {
         ]
     }
 
+    /// One of this app's products (in `iap_products` or not: its id starts with the bundle id and a dot).
+    func owns(_ productID: String) -> Bool {
+        productID.hasPrefix(bundle + ".") && !productID.dropFirst(bundle.count + 1).contains(".")
+    }
+
     func type(of productID: String) -> ProductType {
         if productID == noAds || productID == levelPack { return .nonConsumable }
         if productID == vipMonth || productID == vipWeek { return .autoRenewable }

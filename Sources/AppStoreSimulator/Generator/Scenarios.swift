@@ -98,7 +98,11 @@ struct GeneratorSettings {
     var users: Int
     var seed: UInt64
     var asOf: Int64
+    /// The first app's products (the only app's, unless `otherApps` names more).
     var catalog: Catalog
+    /// More apps (`iap-sim seed --bundle` repeated): every user slot plays in one app, chosen
+    /// by a hash of the seed and the slot (`app(ofSlot:)`), with that app's products.
+    var otherApps: [Catalog] = []
     /// Refunds are served (the refund list is written): refund scenarios expect clawbacks.
     var refundsServed: Bool
     var badRows: Bool
@@ -117,6 +121,33 @@ struct GeneratorSettings {
     var extraFindings = 0
 
     var firstSeen: String { UTC.date(asOf) }
+
+    /// Every app, the first one first.
+    var apps: [Catalog] { [catalog] + otherApps }
+
+    /// The app user slot `u` plays in: always the first with one app (so a one-app seed is what it
+    /// always was), else a hash of the seed and the slot. A cross-account pair plays in its first
+    /// slot's app; the bad-row block in the first app.
+    func app(ofSlot u: Int) -> Catalog {
+        guard !otherApps.isEmpty else { return catalog }
+        let apps = self.apps
+        return apps[Int(SimHash.combine(seed, UInt64(u), 0xA995) % UInt64(apps.count))]
+    }
+
+    /// The app whose products these are (by `Catalog.owns`); nil for none.
+    func app(ofProduct productID: String) -> Catalog? { apps.first { $0.owns(productID) } }
+
+    /// `iap_products` of every app. With several apps every product names its app in
+    /// `bundle_id` (the job ties a product to its app by it); with one, the gems pack keeps its
+    /// NULL as always.
+    var productRows: [ProductRow] {
+        guard !otherApps.isEmpty else { return catalog.products }
+        return apps.flatMap { app in app.products.map { p in
+            var p = p
+            p.bundleID = app.bundle
+            return p
+        } }
+    }
 }
 
 /// One scenario's rows and expected findings.
@@ -134,6 +165,8 @@ struct UserData {
     var appleOnly: [AppleTruthRow] = []
     /// The storefront of a transaction, decided once by the scenario (absent: USA).
     var storefronts: [String: SimStorefront] = [:]
+    /// The app the user plays in (`GeneratorSettings.app(ofSlot:)`).
+    var bundle = ""
     /// Findings waiting for facts decided after the scenario (StoreKit 2 uploads), then rendered.
     var pending = PendingFindings()
     var compensate: [[String]] = []
@@ -197,9 +230,9 @@ struct ScenarioPlan {
 
     /// The rows of the bad-row block alone (empty without --bad-rows).
     func badRowData() -> UserData {
-        guard settings.badRows else { return UserData() }
+        guard settings.badRows else { return UserData(bundle: settings.catalog.bundle) }
         var b = ScenarioBuilder(settings: settings, rng: SeededRandom(seed: SimHash.combine(settings.seed, 0xBAD)),
-                                u: settings.users)
+                                u: settings.users, app: settings.catalog)
         b.badRows()
         b.finish()
         return b.data
@@ -221,16 +254,20 @@ struct ScenarioBuilder {
     var rng: SeededRandom
     let u: Int
     var data = UserData()
+    /// The products of the app the user plays in.
+    let cat: Catalog
     private var counters: [Int: (o: Int, r: Int, g: Int, t: Int)] = [:]
 
-    init(settings: GeneratorSettings, rng: SeededRandom, u: Int) {
+    /// `app`: the app played in; default the slot's (`GeneratorSettings.app(ofSlot:)`).
+    init(settings: GeneratorSettings, rng: SeededRandom, u: Int, app: Catalog? = nil) {
         self.settings = settings
         self.rng = rng
         self.u = u
+        cat = app ?? settings.app(ofSlot: u)
+        data.bundle = cat.bundle
     }
 
     var asOf: Int64 { settings.asOf }
-    var cat: Catalog { settings.catalog }
 
     // MARK: - Row makers
 

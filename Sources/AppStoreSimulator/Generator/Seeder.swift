@@ -12,7 +12,15 @@ public struct SeedOptions: Sendable {
     public var seed: UInt64 = 1
     /// The job's `--as-of`; every date is relative to it.
     public var asOf: Int64
-    public var bundle: String = "com.example.game"
+    /// The apps (`--bundle`, repeatable), the first one first: with several, every user slot
+    /// plays in one of them (`GeneratorSettings.app(ofSlot:)`), and the expected files assume the
+    /// job sweeps every app.
+    public var bundles: [String] = ["com.example.game"]
+    /// The first app.
+    public var bundle: String {
+        get { bundles[0] }
+        set { bundles = [newValue] + bundles.dropFirst().filter { $0 != newValue } }
+    }
     public var schema: String = "public"
     /// Where to write the refund list the simulator serves (`iap-sim serve --refunds`).
     public var refundsPath: String?
@@ -61,6 +69,24 @@ public struct SeedSummary: Sendable {
     public var consumptionDelivered = 0
     public var consents = 0
     public var consumptionRows = 0
+    /// Per app (by bundle id; the bad-row block counts in the first app): what it got.
+    public var apps: [String: AppCounts] = [:]
+}
+
+/// One app's share of a seed (`SeedSummary.apps`).
+public struct AppCounts: Sendable, Equatable {
+    public var users = 0
+    public var orders = 0
+    public var receipts = 0
+    public var grants = 0
+    /// Refunds of the refund list and refunds only the Server API shows.
+    public var refunds = 0
+    public var apiOnlyPurchases = 0
+    public var consumptionRequests = 0
+    /// Expected report rows, by file name (compensate.csv…).
+    public var expected: [String: Int] = [:]
+
+    public init() {}
 }
 
 public enum Seeder {
@@ -79,9 +105,17 @@ public enum Seeder {
     public static func run(_ options: SeedOptions, progress: @escaping @Sendable (String) -> Void = { _ in }) throws
         -> SeedSummary
     {
+        let bundles = options.bundles
+        guard !bundles.isEmpty, Set(bundles).count == bundles.count else {
+            throw SimulatorError(message: "--bundle: give each app once, at least one")
+        }
+        for b in bundles where b.isEmpty || b == Catalog.otherBundle || b.contains(where: { $0 == "," || $0.isWhitespace }) {
+            throw SimulatorError(message: "--bundle: '\(b)' cannot be an app of the shop (\(Catalog.otherBundle) is the other app of the wrong_bundle scenarios)")
+        }
         var settings = GeneratorSettings(users: options.users, seed: options.seed, asOf: options.asOf,
-                                         catalog: Catalog(bundle: options.bundle),
+                                         catalog: Catalog(bundle: bundles[0]),
                                          refundsServed: options.refundsPath != nil, badRows: options.badRows)
+        settings.otherApps = bundles.dropFirst().map { Catalog(bundle: $0) }
         let signer = try options.pkiDirectory.map { try UploadSigner(pki: TestPKI.loadOrCreate(directory: $0)) }
         settings.signing = signer != nil
         settings.storeKit2Share = options.storeKit2Share
@@ -114,6 +148,18 @@ public enum Seeder {
                 summary.scenarios[sc.rawValue, default: 0] += 1
                 summary.users += sc.userSlots
             }
+            var app = summary.apps[d.bundle] ?? AppCounts()
+            app.users += d.scenario?.userSlots ?? 0
+            app.orders += d.orders.count
+            app.receipts += d.receipts.count
+            app.grants += d.grants.count
+            app.refunds += d.refunds.count + d.appleRefunds.count
+            app.apiOnlyPurchases += d.appleOnly.count
+            for (file, rows) in [(ExpectedReport.compensate, d.compensate), (.duplicateGrants, d.duplicates),
+                                 (.clawback, d.clawback), (.inputErrors, d.inputErrors), (.refunds, d.refundRows),
+                                 (.unattributed, d.unattributed)] {
+                app.expected[file.rawValue, default: 0] += rows.count
+            }
             expected[.compensate, default: []] += d.compensate
             expected[.duplicateGrants, default: []] += d.duplicates
             expected[.clawback, default: []] += d.clawback
@@ -130,7 +176,10 @@ public enum Seeder {
                 summary.consumptionExpired += facts.filter(\.expired).count
                 summary.consumptionDelivered += facts.filter(\.delivered).count
                 consumptionRows += ConsumptionRequests.expectedRows(facts, settings: settings)
+                app.consumptionRequests += facts.count
+                app.expected[ReportFile.consumptionRequests.rawValue, default: 0] += facts.count
             }
+            summary.apps[d.bundle] = app
         }
         for file in ExpectedReport.allCases { summary.expected[file.rawValue] = expected[file]?.count ?? 0 }
         if let path = options.refundsPath {
@@ -259,12 +308,12 @@ public enum Seeder {
         ]
 
         // Products first (tiny).
-        let productRows = settings.catalog.products + plan.badRowData().products
+        let productRows = settings.productRows + plan.badRowData().products
         try setup.copyIn("""
             COPY \(s).iap_products (product_id, product_type, bundle_id, price, currency, sample_content_provided) FROM STDIN
             """) { w in
             for p in productRows {
-                let sample = ConsumptionRequests.sampleContentProvided(p.productID, catalog: settings.catalog)
+                let sample = ConsumptionRequests.sampleContentProvided(p.productID, apps: settings.apps)
                 try w.row([p.productID, p.productType, p.bundleID, p.listPrice.map(MoneyText.sqlNumeric), p.currency,
                            sample.map { $0 ? "t" : "f" }])
             }

@@ -1,5 +1,6 @@
 // What every Server API request goes through before its answer, in Apple's order: the route, the
-// bearer JWT (401), the endpoint's rate (429 + Retry-After in ms), then a seeded fault drawn
+// bearer JWT (401; a good token names the app the answer is scoped to), `--stray-401`'s one 401,
+// the endpoint's rate for that app and environment (429 + Retry-After in ms), then a seeded fault drawn
 // like verifyReceipt's (by seed, endpoint and id, and the n-th call for them). Each request is
 // counted and logged with its endpoint.
 
@@ -31,11 +32,19 @@ extension SimulatorCore {
             return done(APIAnswer(status: 405, contentType: "text/plain", headers: [("Allow", wanted)],
                                   body: Array("Method Not Allowed".utf8), outcome: "405"))
         }
-        if let reason = api.config.credentials.check(authorization: request.authorization, nowSeconds: nowMs / 1000) {
-            // Apple's 401 body is not documented; a short text, never the token.
-            return done(.text(401, "Unauthenticated\n", outcome: "401:" + reason.rawValue))
+        // Apple's 401 body is not documented; a short text, never the token.
+        func unauthenticated(_ reason: JWTRejection) -> (SimAction, Int) {
+            done(.text(401, "Unauthenticated\n", outcome: "401:" + reason.rawValue))
         }
-        if let freeAt = api.limiter.admit(RateLimiter.Key(route: route, environment: env), nowMs: nowMs) {
+        let number = api.nextRequestNumber()
+        var request = request
+        switch api.config.credentials.check(authorization: request.authorization, nowSeconds: nowMs / 1000) {
+        case .failure(let reason): return unauthenticated(reason)
+        case .success(let bundle): request.bundle = bundle
+        }
+        if number == api.config.stray401 { return unauthenticated(.stray) }
+        if let freeAt = api.limiter.admit(RateLimiter.Key(route: route, environment: env, bundle: request.bundle),
+                                          nowMs: nowMs) {
             var answer = APIAnswer.error(429, 4_290_000, "Rate limit exceeded.")
             answer.headers = [("Retry-After", String(freeAt))]
             // The call log says until when: a test checks that nothing came before it.

@@ -67,7 +67,7 @@ extension ServerAPIService {
             percentage = Int(n)
         }
         guard let i = truth.row(forAnyID: String(id), environment: request.environment,
-                                bundle: config.credentials.bundleID) else { return .transactionNotFound }
+                                bundle: request.bundle) else { return .transactionNotFound }
         let row = truth.rows[i]
         if row.familyShared { return .error(400, 4_000_185, "Family transaction not supported.") }
         if percentage != nil, row.productType == .autoRenewable {

@@ -145,7 +145,7 @@ extension ServerAPIService {
         case .success(let q): query = q
         }
         guard let anchor = truth.row(forAnyID: String(id), environment: request.environment,
-                                     bundle: config.credentials.bundleID) else { return .transactionNotFound }
+                                     bundle: request.bundle) else { return .transactionNotFound }
         var items: [(PageKey, Int)] = []
         for i in truth.customerRows(of: anchor) {
             let row = truth.rows[i]
@@ -163,9 +163,9 @@ extension ServerAPIService {
             ?? query.after.map { prefix + $0.revision } ?? prefix + PageKey(ms: query.descending ? 999_999_999_999_999 : 0, tid: "0").revision
         var members: [(String, JSONValue)] = [
             ("revision", .string(revision)), ("hasMore", .bool(items.count > page.count)),
-            ("bundleId", .string(config.credentials.bundleID)),
+            ("bundleId", .string(request.bundle)),
         ]
-        if request.environment == .production { members.append(("appAppleId", .int(config.appAppleID))) }
+        if request.environment == .production { members.append(("appAppleId", .int(config.appAppleID(of: request.bundle)))) }
         members.append(("environment", .string(request.environment == .production ? "Production" : "Sandbox")))
         members.append(("signedTransactions", .array(page.map { .string(signed($0.1, refunds: refunds, nowMs: nowMs)) })))
         return .json(.object(members))
@@ -180,7 +180,7 @@ extension ServerAPIService {
             after = key
         }
         guard let anchor = truth.row(forAnyID: String(id), environment: request.environment,
-                                     bundle: config.credentials.bundleID) else { return .transactionNotFound }
+                                     bundle: request.bundle) else { return .transactionNotFound }
         var items: [(PageKey, Int)] = []
         for i in truth.customerRows(of: anchor) {
             guard let refund = refunds.refund(truth.rows[i]) else { continue }

@@ -3,6 +3,12 @@
 // appstoreconnect-v1, `bid`, integer `iat` and `exp` with `exp` in the future and at most 60 min
 // after `iat`, and an ES256 signature (64-byte r‖s) made by the key of the `.p8` file. Any other
 // token is a 401; the reason goes to the call log, never to the client.
+//
+// Several apps (issue 37): `bid` must be one of the apps served (`iap-sim serve --api-bundle`,
+// repeatable), and the token is checked against that app's key and key id (`--api-key-for`;
+// default: the one `--api-key` and `--api-key-id` for every app), as Apple refuses a token for
+// an app the key does not serve. An app whose key Apple refuses (`--refuse-app`) gets 401 for
+// every token, good or not. A good token is the app it names: every answer is scoped to it.
 
 import Crypto
 import Foundation
@@ -10,21 +16,55 @@ import Foundation
 /// Why a request's token was refused (the call log's `401:<reason>`).
 enum JWTRejection: String, Error {
     case missing, scheme, form, header, alg, kid, typ, claims, iss, aud, bid, iat, exp, lifetime, signature
+    /// A good token of an app whose key is refused (`iap-sim serve --refuse-app`).
+    case refused
+    /// A good token answered 401 once anyway (`iap-sim serve --stray-401`).
+    case stray
 }
 
-/// The key and names a token must match.
-public struct APICredentials: Sendable {
+/// The key of one app, when it has its own (`iap-sim serve --api-key-for`).
+public struct AppKey: Sendable {
     public var keyID: String
-    public var issuerID: String
-    public var bundleID: String
     public var publicKey: P256.Signing.PublicKey
 
-    public init(keyID: String, issuerID: String, bundleID: String, publicKey: P256.Signing.PublicKey) {
+    public init(keyID: String, publicKey: P256.Signing.PublicKey) {
+        self.keyID = keyID
+        self.publicKey = publicKey
+    }
+}
+
+/// The keys and names a token must match.
+public struct APICredentials: Sendable {
+    /// The key id and key of every app without a key of its own.
+    public var keyID: String
+    public var issuerID: String
+    /// The first app served.
+    public var bundleID: String
+    public var publicKey: P256.Signing.PublicKey
+    /// The other apps served, after `bundleID` (`--api-bundle` repeated).
+    public var otherBundleIDs: [String]
+    /// Apps with a key of their own (`--api-key-for`): their tokens must carry its id and be
+    /// signed by it; the default key is refused for them.
+    public var appKeys: [String: AppKey]
+    /// Apps whose every token gets 401 (`--refuse-app`): Apple refusing the app's key.
+    public var refusedBundleIDs: Set<String>
+
+    public init(keyID: String, issuerID: String, bundleID: String, publicKey: P256.Signing.PublicKey,
+                otherBundleIDs: [String] = [], appKeys: [String: AppKey] = [:], refusedBundleIDs: Set<String> = []) {
         self.keyID = keyID
         self.issuerID = issuerID
         self.bundleID = bundleID
         self.publicKey = publicKey
+        self.otherBundleIDs = otherBundleIDs
+        self.appKeys = appKeys
+        self.refusedBundleIDs = refusedBundleIDs
     }
+
+    /// Every app served, in the order given.
+    public var bundleIDs: [String] { [bundleID] + otherBundleIDs.filter { $0 != bundleID } }
+
+    /// The key id and key a token of `bundle` must be made with.
+    func key(of bundle: String) -> AppKey { appKeys[bundle] ?? AppKey(keyID: keyID, publicKey: publicKey) }
 
     /// The public key of a `.p8` file (PKCS#8 PEM of a P-256 private key, as App Store Connect
     /// hands out, or SEC1) or of a PEM public key. The error never quotes the file.
@@ -46,34 +86,42 @@ public struct APICredentials: Sendable {
         P256.Signing.PrivateKey().pemRepresentation
     }
 
-    /// Checks the `Authorization` header values of one request at `nowSeconds` (UNIX seconds).
-    func check(authorization: [String], nowSeconds: Int64) -> JWTRejection? {
-        guard authorization.count == 1, let value = authorization.first else { return .missing }
+    /// Checks the `Authorization` header values of one request at `nowSeconds` (UNIX seconds):
+    /// the app the token is for (its `bid`, one of `bundleIDs`), or why it is refused.
+    func check(authorization: [String], nowSeconds: Int64) -> Result<String, JWTRejection> {
+        guard authorization.count == 1, let value = authorization.first else { return .failure(.missing) }
         let bytes = Array(value.utf8)
         guard bytes.count > 7, bytes.count <= 8192,
-              String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else { return .scheme }
+              String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else { return .failure(.scheme) }
         let token = bytes[7...]
         let parts = token.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else { return .form }
-        guard let header = MiniJSON.parse(headerBytes), case .object = header else { return .header }
-        guard header["alg"]?.string == "ES256" else { return .alg }
-        guard header["kid"]?.string == keyID else { return .kid }
-        guard header["typ"]?.string == "JWT" else { return .typ }
-        guard let claims = MiniJSON.parse(claimBytes), case .object = claims else { return .claims }
-        guard claims["iss"]?.string == issuerID else { return .iss }
-        guard claims["aud"]?.string == "appstoreconnect-v1" else { return .aud }
-        guard claims["bid"]?.string == bundleID else { return .bid }
-        guard let iat = claims["iat"]?.int, iat > 0 else { return .iat }
-        guard let exp = claims["exp"]?.int, exp > nowSeconds else { return .exp }
-        guard exp >= iat, exp - iat <= 3600 else { return .lifetime }
+              let signature = Base64URL.decode(parts[2]) else { return .failure(.form) }
+        guard let header = MiniJSON.parse(headerBytes), case .object = header else { return .failure(.header) }
+        guard header["alg"]?.string == "ES256" else { return .failure(.alg) }
+        let served = bundleIDs
+        // Any served app's key id here; the one of the token's app once its bid is read.
+        guard let kid = header["kid"]?.string, served.contains(where: { key(of: $0).keyID == kid }) else {
+            return .failure(.kid)
+        }
+        guard header["typ"]?.string == "JWT" else { return .failure(.typ) }
+        guard let claims = MiniJSON.parse(claimBytes), case .object = claims else { return .failure(.claims) }
+        guard claims["iss"]?.string == issuerID else { return .failure(.iss) }
+        guard claims["aud"]?.string == "appstoreconnect-v1" else { return .failure(.aud) }
+        guard let bid = claims["bid"]?.string, served.contains(bid) else { return .failure(.bid) }
+        let appKey = key(of: bid)
+        guard appKey.keyID == kid else { return .failure(.kid) }
+        guard let iat = claims["iat"]?.int, iat > 0 else { return .failure(.iat) }
+        guard let exp = claims["exp"]?.int, exp > nowSeconds else { return .failure(.exp) }
+        guard exp >= iat, exp - iat <= 3600 else { return .failure(.lifetime) }
         guard signature.count == 64,
-              let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return .signature }
+              let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return .failure(.signature) }
         var input = Array(parts[0])
         input.append(UInt8(ascii: "."))
         input.append(contentsOf: parts[1])
-        return publicKey.isValidSignature(sig, for: input) ? nil : .signature
+        guard appKey.publicKey.isValidSignature(sig, for: input) else { return .failure(.signature) }
+        return refusedBundleIDs.contains(bid) ? .failure(.refused) : .success(bid)
     }
 }
 

@@ -18,6 +18,8 @@
 // REFUND_DECLINED, listed at the outcome's time (ConsumptionOutcomes.swift) and decided when a
 // request first lists it. Both follow the same UUID and retry model.
 //
+// Each app has its own history: a request lists the notifications of its token's app only.
+//
 // A pagination token is `<listed ms>_<uuid hex>_<request hash>`: it only continues the request
 // (same body, same environment) that returned it; anything else is 400 4000014.
 
@@ -157,11 +159,15 @@ struct NotificationQuery {
 }
 
 extension ServerAPIService {
-    /// Every notification of the truth, oldest first (rebuilt when the refund list changes).
-    func notifications(_ refunds: RefundView) -> [SimNotification] {
-        if let cached = lock.locked({ notificationCache }), cached.version == refunds.version { return cached.list }
-        var list: [SimNotification] = []
+    /// Every notification of one app's transactions, oldest first: each app has its own history
+    /// (the lists are rebuilt when the refund list changes).
+    func notifications(_ refunds: RefundView, bundle: String) -> [SimNotification] {
+        if let cached = lock.locked({ notificationCache }), cached.version == refunds.version {
+            return cached.lists[bundle] ?? []
+        }
+        var lists: [String: [SimNotification]] = [:]
         for (i, row) in truth.rows.enumerated() {
+            var list: [SimNotification] = []
             if row.productType != .autoRenewable {
                 list += SimNotification.listings(type: "ONE_TIME_CHARGE", row: row, index: i, at: row.purchaseDateMs,
                                                  refund: nil)
@@ -181,10 +187,11 @@ extension ServerAPIService {
                         exactly: ConsumptionOutcomeModel.outcomeMs(transactionID: row.transactionID, request: request))
                 }
             }
+            if !list.isEmpty { lists[row.bundleID, default: []] += list }
         }
-        list.sort { $0.comesBefore($1.listedMs, $1.uuidHex) }
-        lock.locked { notificationCache = (refunds.version, list) }
-        return list
+        for bundle in Array(lists.keys) { lists[bundle]!.sort { $0.comesBefore($1.listedMs, $1.uuidHex) } }
+        lock.locked { notificationCache = (refunds.version, lists) }
+        return lists[bundle] ?? []
     }
 
     func notificationHistory(_ request: APIRequest, refunds: RefundView, nowMs: Int64) -> APIAnswer {
@@ -195,7 +202,7 @@ extension ServerAPIService {
         case .failure(let answer): return answer
         case .success(let q): query = q
         }
-        let bundle = config.credentials.bundleID
+        let bundle = request.bundle
         let hash = query.hash(env)
         var after: (Int64, String)?
         let tokens = request.values("paginationToken")
@@ -214,7 +221,7 @@ extension ServerAPIService {
             }
             customer = truth.rows[i].customer
         }
-        let list = notifications(refunds)
+        let list = notifications(refunds, bundle: bundle)
         // The first notification sent at or after the start (or after the token's), by bisection.
         var lo = 0, hi = list.count
         while lo < hi {
@@ -258,7 +265,7 @@ extension ServerAPIService {
         let row = truth.rows[n.row]
         let transaction = config.pki.signTransaction(row.payload(signedDate: n.sentMs, refund: n.refund))
         var data: [(String, JSONValue)] = []
-        if row.environment == .production { data.append(("appAppleId", .int(config.appAppleID))) }
+        if row.environment == .production { data.append(("appAppleId", .int(config.appAppleID(of: row.bundleID)))) }
         data += [("bundleId", .string(row.bundleID)), ("bundleVersion", .string("1")),
                  ("environment", .string(row.appleEnvironment)), ("signedTransactionInfo", .string(transaction))]
         if n.type == "CONSUMPTION_REQUEST", let request = row.consumptionRequest {

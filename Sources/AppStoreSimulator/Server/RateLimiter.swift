@@ -1,5 +1,5 @@
-// Rate limits of the simulated App Store Server API: per endpoint and environment, over a sliding
-// one-second window. Apple's production numbers by default, a tenth in the sandbox
+// Rate limits of the simulated App Store Server API: per endpoint, environment and app (the
+// token's `bid`: one app's requests never take another's room), over a sliding one-second window. Apple's production numbers by default, a tenth in the sandbox
 // (shared/apple/server-api.md §4). A request over the limit gets 429 and `Retry-After`: the UNIX
 // time in milliseconds when the window has room again. Refused requests take no room.
 
@@ -54,17 +54,21 @@ enum SimRoute: Hashable {
 }
 
 final class RateLimiter: @unchecked Sendable {
+    /// One window: an endpoint, an environment and an app (Apple counts each app's requests apart).
     struct Key: Hashable {
         var route: SimRoute
         var environment: AppStoreEnvironment
+        /// The token's `bid`.
+        var bundle: String
 
-        init(route: SimRoute, environment: AppStoreEnvironment) {
+        init(route: SimRoute, environment: AppStoreEnvironment, bundle: String = "") {
             self.route = route
             self.environment = environment
+            self.bundle = bundle
         }
 
-        init(endpoint: SimAPIEndpoint, environment: AppStoreEnvironment) {
-            self.init(route: .api(endpoint), environment: environment)
+        init(endpoint: SimAPIEndpoint, environment: AppStoreEnvironment, bundle: String = "") {
+            self.init(route: .api(endpoint), environment: environment, bundle: bundle)
         }
     }
 

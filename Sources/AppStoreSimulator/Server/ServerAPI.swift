@@ -12,13 +12,19 @@
 // Every request: the route, the bearer JWT (401), the endpoint's rate (429 with Retry-After in
 // ms), a seeded fault, then the answer from the Apple truth, with every transaction signed by
 // the test PKI at the time of the answer.
+//
+// Several apps (issue 37): the simulator serves every app of `APICredentials.bundleIDs`, and
+// each answer is scoped to the app of the request's token (its `bid`), as Apple's are: another
+// app's transaction is one Apple does not know here (404 4040010 from Get Transaction Info, the
+// histories, Send Consumption Information; status 1 from Look Up Order ID), the notification
+// history lists that app's notifications only, and the rate windows are counted per app.
 
 import Foundation
 import Reconciliation
 
 /// How the Server API is served.
 public struct ServerAPIConfig: Sendable {
-    /// The key, key id, issuer id and bundle id a bearer token must match.
+    /// The keys, key ids, issuer id and apps a bearer token must match.
     public var credentials: APICredentials
     /// What Apple knows.
     public var truth: AppleTruth
@@ -27,16 +33,23 @@ public struct ServerAPIConfig: Sendable {
     /// Production requests per second per endpoint (0 = unlimited); the sandbox gets a tenth.
     /// Missing endpoints get Apple's numbers.
     public var rates: [SimAPIEndpoint: Int]
-    /// `appAppleId` of production answers and notifications.
+    /// `appAppleId` of the first app's production answers and notifications; the n-th app served
+    /// (0-based) has `appAppleID + n`.
     public var appAppleID: Int64
     /// Send Consumption Information's production requests per second (0 = unlimited; the sandbox
     /// gets a tenth, at least 1); nil: Apple's 50.
     public var consumptionRate: Int?
     /// Appends one JSON line per accepted consumption answer (`SimConsumptionAnswer.jsonLine`).
     public var consumptionLogPath: String?
+    /// `iap-sim serve --stray-401 N`: the N-th request (1-based) that reaches the token check,
+    /// counted over every endpoint, app and environment since the start, gets one 401 although
+    /// its token is good (Apple's occasional stray 401); the next request with the same token is
+    /// answered. nil: never.
+    public var stray401: Int?
 
     public init(credentials: APICredentials, truth: AppleTruth, pki: TestPKI, rates: [SimAPIEndpoint: Int] = [:],
-                appAppleID: Int64 = 1_258_428_153, consumptionRate: Int? = nil, consumptionLogPath: String? = nil) {
+                appAppleID: Int64 = 1_258_428_153, consumptionRate: Int? = nil, consumptionLogPath: String? = nil,
+                stray401: Int? = nil) {
         self.credentials = credentials
         self.truth = truth
         self.pki = pki
@@ -44,6 +57,12 @@ public struct ServerAPIConfig: Sendable {
         self.appAppleID = appAppleID
         self.consumptionRate = consumptionRate
         self.consumptionLogPath = consumptionLogPath
+        self.stray401 = stray401
+    }
+
+    /// `appAppleId` of an app served.
+    func appAppleID(of bundle: String) -> Int64 {
+        appAppleID + Int64(credentials.bundleIDs.firstIndex(of: bundle) ?? 0)
     }
 }
 
@@ -57,6 +76,9 @@ struct APIRequest {
     var query: [(String, String)]
     var authorization: [String]
     var body: [UInt8]
+    /// The app the request's token is for (its `bid`), set once the token is checked: every answer
+    /// is scoped to it.
+    var bundle = ""
 
     func values(_ name: String) -> [String] { query.filter { $0.0 == name }.map(\.1) }
 
@@ -107,8 +129,10 @@ final class ServerAPIService: @unchecked Sendable {
     let limiter: RateLimiter
     let lock = NSLock()
     private var faultCounts: [String: Int] = [:]
-    /// Notifications by refund-list version (rebuilt when the refund list changes).
-    var notificationCache: (version: Int, list: [SimNotification])?
+    /// Requests that reached the token check since the start (`ServerAPIConfig.stray401`).
+    private var requestsChecked = 0
+    /// Each app's notifications by refund-list version (rebuilt when the refund list changes).
+    var notificationCache: (version: Int, lists: [String: [SimNotification]])?
     /// What Send Consumption Information was told, and the outcomes (ConsumptionOutcomes.swift).
     let consumption: ConsumptionLedger
 
@@ -121,6 +145,14 @@ final class ServerAPIService: @unchecked Sendable {
     var truth: AppleTruth { config.truth }
 
     func resetCounts() { lock.locked { faultCounts = [:] } }
+
+    /// The number (1-based) of a request reaching the token check.
+    func nextRequestNumber() -> Int {
+        lock.locked {
+            requestsChecked += 1
+            return requestsChecked
+        }
+    }
 
     /// The n-th call (0-based) for a fault key.
     func nextCallIndex(_ key: String) -> Int {
@@ -156,19 +188,19 @@ final class ServerAPIService: @unchecked Sendable {
         case .api(let e): endpoint = e
         }
         switch endpoint {
-        case .transactionInfo: return transactionInfo(id ?? "", request.environment, refunds: refunds, nowMs: nowMs)
+        case .transactionInfo: return transactionInfo(id ?? "", request, refunds: refunds, nowMs: nowMs)
         case .transactionHistory: return transactionHistory(id ?? "", request, refunds: refunds, nowMs: nowMs)
         case .refundHistory: return refundHistory(id ?? "", request, refunds: refunds, nowMs: nowMs)
         case .notificationHistory: return notificationHistory(request, refunds: refunds, nowMs: nowMs)
-        case .orderLookup: return orderLookup(id ?? "", request.environment, refunds: refunds, nowMs: nowMs)
+        case .orderLookup: return orderLookup(id ?? "", request, refunds: refunds, nowMs: nowMs)
         }
     }
 
     // MARK: Get Transaction Info
 
-    private func transactionInfo(_ id: Substring, _ env: AppStoreEnvironment, refunds: RefundView, nowMs: Int64) -> APIAnswer {
+    private func transactionInfo(_ id: Substring, _ request: APIRequest, refunds: RefundView, nowMs: Int64) -> APIAnswer {
         guard TransactionIDForm.isWellFormed(id) else { return .invalidTransactionID }
-        guard let i = truth.row(forAnyID: String(id), environment: env, bundle: config.credentials.bundleID) else {
+        guard let i = truth.row(forAnyID: String(id), environment: request.environment, bundle: request.bundle) else {
             return .transactionNotFound
         }
         return .json(.object([("signedTransactionInfo", .string(signed(i, refunds: refunds, nowMs: nowMs)))]))
@@ -176,11 +208,12 @@ final class ServerAPIService: @unchecked Sendable {
 
     // MARK: Look Up Order ID
 
-    private func orderLookup(_ id: Substring, _ env: AppStoreEnvironment, refunds: RefundView, nowMs: Int64) -> APIAnswer {
+    private func orderLookup(_ id: Substring, _ request: APIRequest, refunds: RefundView, nowMs: Int64) -> APIAnswer {
+        let env = request.environment
         guard env == .production else { return .text(404, "Not Found") }
         guard AppleOrderID.isWellFormed(id) else { return .error(400, 4_000_000, "Bad request.") }
         let found = (truth.byOrder[String(id)] ?? []).filter {
-            truth.rows[$0].environment == env && truth.rows[$0].bundleID == config.credentials.bundleID
+            truth.rows[$0].environment == env && truth.rows[$0].bundleID == request.bundle
         }
         guard !found.isEmpty else { return .json(.object([("status", .int(1))])) }
         return .json(.object([("status", .int(0)),
