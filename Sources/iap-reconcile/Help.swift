@@ -21,8 +21,9 @@ let environmentHelp = """
       IAP_KEY_ID                 the issuer id and key id of an In-App Purchase
       IAP_PRIVATE_KEY_FILE       key (App Store Connect > Users and Access >
                                  Integrations) and its .p8 file; the token's
-                                 bid is the first of IAP_BUNDLE_IDS. The key is
-                                 never logged, reported or printed
+                                 bid is the first of IAP_BUNDLE_IDS (lookup
+                                 asks each in turn). The key is never logged,
+                                 reported or printed
       IAP_API_URL_PRODUCTION     https://api.storekit.apple.com
       IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
       IAP_CONSUMPTION_RESPONSES  send: respond sends its answers to Apple (as

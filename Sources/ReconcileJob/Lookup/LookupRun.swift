@@ -80,20 +80,29 @@ public struct LookupRun {
         var caller = ServerAPICaller(api: api, settings: settings)
         var signed: [String] = []
         let asked: String, id: String
+        // Apple answers per app (the token's `bid`): each app of IAP_BUNDLE_IDS is asked in turn,
+        // the first that knows the order or transaction answers.
+        let apps: [String?] = settings.bundleIDList.isEmpty ? [nil] : settings.bundleIDList
         switch target {
         case .order(let orderID):
             (asked, id) = ("order", orderID)
             // Look Up Order ID exists in production only.
-            if let answer = try caller.get(AppStoreEndpoints.orderLookup, "Look Up Order ID", id: orderID, in: .production) {
-                signed = answer.signed
+            for app in apps {
+                if let answer = try caller.get(AppStoreEndpoints.orderLookup, "Look Up Order ID", id: orderID, in: .production,
+                                               app: app), !answer.signed.isEmpty {
+                    signed = answer.signed
+                    break
+                }
             }
         case .transaction(let transactionID):
             (asked, id) = ("transaction", transactionID)
-            for environment in [AppStoreEnvironment.production, .sandbox] {
-                guard let jws = try caller.get(AppStoreEndpoints.transactionInfo, "Get Transaction Info", id: transactionID,
-                                               in: environment) else { continue }
-                signed = [jws]
-                break
+            search: for app in apps {
+                for environment in [AppStoreEnvironment.production, .sandbox] {
+                    guard let jws = try caller.get(AppStoreEndpoints.transactionInfo, "Get Transaction Info", id: transactionID,
+                                                   in: environment, app: app) else { continue }
+                    signed = [jws]
+                    break search
+                }
             }
         }
         let verified = try signed.map { jws -> SignedTransaction in

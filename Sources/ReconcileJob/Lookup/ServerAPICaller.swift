@@ -27,8 +27,8 @@ struct ServerAPICaller {
     /// What `endpoint`'s reader makes of a 200, or nil for 4040010 (Apple knows no such
     /// transaction there). `what` names the endpoint in the line of a body that is not Apple's.
     mutating func get<Value>(_ endpoint: AppStoreEndpoint<Value>, _ what: String, id: String,
-                             in environment: AppStoreEnvironment) throws -> Value? {
-        let asking = Asking(endpoint.request(in: environment, id: id))
+                             in environment: AppStoreEnvironment, app: String? = nil) throws -> Value? {
+        let asking = Asking(endpoint.request(in: environment, id: id, bundleID: app))
         var feed = ListFeed([asking])
         var counts = TransportCounts()
         try transport.run(&feed, breaker: &breaker, counts: &counts)
