@@ -32,7 +32,7 @@ for name in sorted(os.listdir(day)):
     report = name[:-4]
     exported = os.path.join(tmp, f"reconciliation-{report}.csv")
     if not os.path.exists(exported):
-        print(f"  {name:22s} NO SHEET"); problems += 1; continue
+        print(f"  {name:26s} NO SHEET"); problems += 1; continue
     want, got = rows(os.path.join(day, name)), rows(exported)
     bad = []
     if len(got) != len(want):
@@ -60,7 +60,7 @@ for name in sorted(os.listdir(day)):
                 bad.append(f"row {i} {column}: sheet {gv!r}, CSV {wv!r}")
     problems += len(bad)
     verdict = "ok" if not bad else f"{len(bad)} differences, e.g. {bad[0]}"
-    print(f"  {name:22s} {len(want) - 1:6d} rows, {ids:6d} id cells digit for digit: {verdict}")
+    print(f"  {name:26s} {len(want) - 1:6d} rows, {ids:6d} id cells digit for digit: {verdict}")
 shutil.rmtree(tmp, ignore_errors=True)
 print("the workbook gives back every report" if problems == 0 else f"{problems} differences")
 sys.exit(1 if problems else 0)
