@@ -17,6 +17,10 @@ struct ConsumptionAnswers {
     let db: PGConnection
     var S: SQL { settings.jobSchema.sql }
     var src: SQL { "\(ident: settings.sourceSchema)" }
+    /// Each decided request's app (its signed transaction's bundle, when one of IAP_BUNDLE_IDS):
+    /// the answer goes with that app's token.
+    private var apps: [String: String] = [:]
+
     init(settings: JobSettings, options: RespondOptions, logger: Logger, db: PGConnection) {
         (self.settings, self.options, self.logger, self.db) = (settings, options, logger, db)
     }
@@ -80,7 +84,9 @@ struct ConsumptionAnswers {
         var failures: [String: String] = [:]
         for o in open {
             switch settings.signedData.verifyTransaction(o.signed, bundleIDs: bundles) {
-            case .success(let t): verified[o.uuid] = t
+            case .success(let t):
+                verified[o.uuid] = t
+                if let bundle = t.transaction.bundleID, settings.bundleIDs.contains(bundle) { apps[o.uuid] = bundle }
             case .failure(let rejection): failures[o.uuid] = "its signed transaction does not verify (\(rejection))"
             }
         }
@@ -163,7 +169,7 @@ struct ConsumptionAnswers {
         for (k, i) in indices.enumerated() {
             let env: AppStoreEnvironment = items[i].environment == "sandbox" ? .sandbox : .production
             puts.append(ConsumptionPut(index: i, uuid: uuids[k], request: AppStoreEndpoints.consumption.request(
-                in: env, id: items[i].transaction_id, body: Array((items[i].body ?? "{}").utf8))))
+                in: env, id: items[i].transaction_id, body: Array((items[i].body ?? "{}").utf8), bundleID: apps[uuids[k]])))
         }
         var transport = AppStoreTransport(settings: settings, service: "the App Store Server API")
         transport.serverAPI = api

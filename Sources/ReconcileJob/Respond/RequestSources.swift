@@ -19,6 +19,14 @@ struct RequestSources {
     var S: SQL { settings.jobSchema.sql }
     var src: SQL { "\(ident: settings.sourceSchema)" }
 
+    /// `respond_positions.source` of an app's notification history: `notification_history` for
+    /// the first app of IAP_BUNDLE_IDS (and when none is given), `notification_history:<bundle>`
+    /// for each other.
+    static func historySource(app: String?, first: String?) -> String {
+        guard let app, app != first else { return "notification_history" }
+        return "notification_history:" + app
+    }
+
     /// A first run looks this far back; later runs from their position, less `overlapMs`
     /// (Apple lists a notification at its send time, a retried one again an hour later; the
     /// UUID makes a second reading harmless).
@@ -43,7 +51,7 @@ struct RequestSources {
     /// Stores the CONSUMPTION_REQUEST among `payloads` (others are skipped), in one transaction
     /// with the position `reached` when given. Returns how many were new.
     static func store(_ requests: [Request], source: String, db: PGConnection, schema: JobSchema,
-                      position: (environment: String, reachedMs: EpochMillis)?) throws -> Int {
+                      position: (environment: String, reachedMs: EpochMillis)?, positionSource: String? = nil) throws -> Int {
         let S = schema.sql
         var stored = 0
         try db.transaction {
@@ -63,7 +71,7 @@ struct RequestSources {
             if let position {
                 try db.query("""
                     INSERT INTO \(S).respond_positions (source, environment, reached_ms)
-                    VALUES (\(source), \(position.environment), \(position.reachedMs))
+                    VALUES (\(positionSource ?? source), \(position.environment), \(position.reachedMs))
                     ON CONFLICT (source, environment) DO UPDATE SET reached_ms = greatest(respond_positions.reached_ms, EXCLUDED.reached_ms)
                     """)
             }
@@ -113,18 +121,25 @@ struct RequestSources {
         transport.share = share
         let bundles: Set<String>? = settings.bundleIDs.isEmpty ? nil : settings.bundleIDs
         var sweeps: [RequestSweep] = []
+        // Apple keeps a notification history per app (the token's `bid`): each app of
+        // IAP_BUNDLE_IDS is read, each from its own position.
+        let apps: [String?] = settings.bundleIDList.isEmpty ? [nil] : settings.bundleIDList
+        for app in apps {
+        let source = Self.historySource(app: app, first: settings.bundleIDList.first)
         for environment in AppStoreEnvironment.allCases {
             // Apple keeps 180 days in production, 30 in the sandbox (an hour's margin for clocks).
             let maxDays: Int64 = environment == .production ? 180 : 30
             let earliest = max(now, RespondRun.wallClock()) - maxDays * 86_400_000 + 3_600_000
             let position = try db.query("""
                 SELECT reached_ms FROM \(S).respond_positions
-                WHERE source = 'notification_history' AND environment = \(environment.rawValue)
+                WHERE source = \(source) AND environment = \(environment.rawValue)
                 """)
             let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
             let start = max(stored.map { $0 - Self.overlapMs } ?? now - Self.firstLookBackMs, earliest)
             guard start < now else { continue }
-            sweeps.append(RequestSweep(sources: self, db: db, environment: environment, start: start, end: now, bundles: bundles))
+            sweeps.append(RequestSweep(sources: self, db: db, environment: environment, start: start, end: now, bundles: bundles,
+                                       app: app, source: source))
+        }
         }
         let progress = Progress(stage: "requests", enabled: settings.progress)
         defer { progress.finish() }
@@ -214,18 +229,23 @@ final class RequestSweep: Conversation {
     let environment: AppStoreEnvironment
     let start, end: Int64
     let bundles: Set<String>?
+    /// The app whose history this is (the token's `bid`; nil: the key's first app).
+    let app: String?
+    /// Its `respond_positions.source`.
+    let source: String
     private var token: String?
     private(set) var read = 0, stored = 0, rejected = 0
 
     init(sources: RequestSources, db: PGConnection, environment: AppStoreEnvironment, start: Int64, end: Int64,
-         bundles: Set<String>?) {
+         bundles: Set<String>?, app: String?, source: String) {
         (self.sources, self.db, self.environment, self.start, self.end, self.bundles) = (sources, db, environment, start, end, bundles)
+        (self.app, self.source) = (app, source)
     }
 
     var request: AppStoreRequest {
         AppStoreEndpoints.notificationHistory.request(
             in: environment, query: [("paginationToken", token)],
-            body: ServerAPI.notificationHistoryBody(startMs: start, endMs: end, type: "CONSUMPTION_REQUEST"))
+            body: ServerAPI.notificationHistoryBody(startMs: start, endMs: end, type: "CONSUMPTION_REQUEST"), bundleID: app)
     }
 
     func page(_ body: [UInt8]) throws -> Bool {
@@ -251,7 +271,7 @@ final class RequestSweep: Conversation {
         let last = !page.hasMore
         // The position advances only with what was stored, in the same transaction.
         stored += try RequestSources.store(requests, source: "notification_history", db: db, schema: sources.settings.jobSchema,
-                                           position: last ? (environment.rawValue, end) : nil)
+                                           position: last ? (environment.rawValue, end) : nil, positionSource: source)
         if !last { token = page.paginationToken }
         return last
     }
