@@ -118,15 +118,32 @@ public enum RefundDefense {
         now <= requestedAt + windowMs
     }
 
-    /// The user a request concerns, by the same reading as `decide`: the holder of the active
-    /// grant of a delivered purchase, else the purchase's user (nil: none of ours).
+    /// The user a request concerns, the one whose consent `decide` asks for: the holder of the
+    /// active grant of a delivered purchase, the purchase's user for an undelivered one (nil:
+    /// none of ours).
     public static func user(of transactionID: String, environment: AppStoreEnvironment, in family: Family,
                             verdict: LookupVerdict) -> String? {
         guard let known = family.transactions.first(where: {
             $0.transaction.transactionID == transactionID && $0.transaction.environment == environment
         }) else { return verdict.userID }
         let active = family.grants.map(\.grant).filter { $0.transactionID == transactionID && $0.isActive }
-        return verdict.userID ?? active.first?.userID ?? known.userID
+        switch verdict.kind {
+        case .sandbox, .clawBack where standsInSandbox(known):
+            return active.first?.userID ?? known.userID
+        case .granted:
+            return verdict.userID ?? active.first?.userID
+        case .compensate, .outsideWindow:
+            return verdict.userID ?? known.userID
+        default:
+            return verdict.userID ?? active.first?.userID ?? known.userID
+        }
+    }
+
+    /// A sandbox purchase Apple did not take back. The sandbox is answered as production is
+    /// (testers try the flow there), on the same facts; the night's verdict on it (`sandbox`, or
+    /// `claw_back` for a granted one: no money was paid) is about money, not delivery.
+    static func standsInSandbox(_ known: KnownTransaction) -> Bool {
+        known.transaction.environment == .sandbox && known.transaction.cancellationDate == nil && known.familyRevokedDate == nil
     }
 
     /// The answer to a refund request for the transaction `transactionID` (`environment`) of
@@ -151,19 +168,14 @@ public enum RefundDefense {
         let t = known.transaction
         let active = family.grants.map(\.grant).filter { $0.transactionID == transactionID && $0.isActive }
         let covered = active.reduce(0) { $0 + $1.quantity } >= units(of: t)
-        let user: String?
         let ours: Bool
-        // The sandbox is answered as production is (testers try the flow there), on the same facts;
-        // the night's verdict on a sandbox purchase (`sandbox`, or `claw_back` for a granted one: no
-        // money was paid) is about money, not delivery.
-        let sandboxStands = t.environment == .sandbox && t.cancellationDate == nil && known.familyRevokedDate == nil
         switch verdict.kind {
-        case .sandbox where sandboxStands, .clawBack where sandboxStands:
-            (ours, user) = (covered, active.first?.userID ?? known.userID)
+        case .sandbox where standsInSandbox(known), .clawBack where standsInSandbox(known):
+            ours = covered
         case .granted:
-            (ours, user) = (true, verdict.userID ?? active.first?.userID)
+            ours = true
         case .compensate, .outsideWindow:
-            (ours, user) = (false, verdict.userID ?? known.userID)
+            ours = false
         case .unknownToUs:
             // Nothing of ours ties it to a user, so no consent of theirs can be in our data.
             return .noConsent
@@ -173,6 +185,7 @@ public enum RefundDefense {
         case .restore, .clawBack, .refunded, .unknownProduct:
             return .notJudged(verdict.kind.rawValue)
         }
+        let user = Self.user(of: transactionID, environment: environment, in: family, verdict: verdict)
         guard let type = known.productType else { return .notJudged(LookupVerdict.Kind.unknownProduct.rawValue) }
         guard let user else { return .noConsent }
         guard let consent = shop.consentedAt[user], consent <= requestedAt else { return .noConsent }
