@@ -17,6 +17,15 @@ fi
 
 as_owner() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
+# The server outlives this script: it must not inherit a descriptor beyond 0-2, such as the
+# `flock` lock a caller holds around its build and tests (the server would hold it until stopped).
+close_inherited() {
+  local fd
+  for fd in $(ls /proc/$$/fd 2>/dev/null); do
+    [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null || true
+  done
+}
+
 dir() { cat "$state/dir" 2>/dev/null || true; }
 
 case "${1:-}" in
@@ -30,6 +39,7 @@ case "${1:-}" in
         || as_owner "$bindir/initdb" -D "$d/data" -A trust -U postgres -E UTF8 --locale=C >"$d/initdb.log" 2>&1 \
         || { cat "$d/initdb.log" >&2; exit 1; }
     fi
+    close_inherited
     if ! as_owner "$bindir/pg_ctl" -D "$d/data" status >/dev/null 2>&1; then
       as_owner "$bindir/pg_ctl" -D "$d/data" -w -t 60 -l "$d/server.log" \
         -o "-k $d -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB -c work_mem=64MB -c maintenance_work_mem=256MB" \
