@@ -26,6 +26,7 @@ public final class Night {
     public func run(_ stages: Stages, command: String) throws -> RunSummary {
         if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
+        if settings.serverAPI != nil { settings.nightApps = NightApps(apps: settings.bundleIDList) }
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
                 throw JobError(.configuration, "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
@@ -48,12 +49,21 @@ public final class Night {
         }
         lastSummary = summary
         if summary.runID > 0 { try finishLedger(db, summary: summary) }
-        if !summary.skippedChecks.isEmpty {
+        if let refused = settings.nightApps?.refusedApps, !refused.isEmpty {
+            logger.warning("""
+                the App Store Server API refused the key of \(refused.joined(separator: ", ")) (HTTP 401, again with a \
+                fresh token a second later): nothing more was asked for \(refused.count == 1 ? "that app" : "those apps") \
+                tonight, the other apps were swept; check that the In-App Purchase key (IAP_KEY_ID, or IAP_APP_KEYS) may \
+                be used for \(refused.count == 1 ? "it" : "them") in App Store Connect
+                """)
+        }
+        let skipped = summary.skippedChecks.filter { !$0.hasPrefix(RunSummary.refusedAppCheckPrefix) }
+        if !skipped.isEmpty {
             logger.warning(settings.serverAPI == nil ? """
                 without App Store Server API credentials these checks were not done: \
-                \(summary.skippedChecks.joined(separator: "; ")); set IAP_ISSUER_ID, IAP_KEY_ID and \
+                \(skipped.joined(separator: "; ")); set IAP_ISSUER_ID, IAP_KEY_ID and \
                 IAP_PRIVATE_KEY_FILE to do them (README, "StoreKit 2 and the App Store Server API")
-                """ : "--no-api-sweeps: these checks were not done: \(summary.skippedChecks.joined(separator: "; "))")
+                """ : "--no-api-sweeps: these checks were not done: \(skipped.joined(separator: "; "))")
         }
         return summary
     }

@@ -43,8 +43,15 @@ public struct JobSettings: Sendable {
     /// `$IAP_ROOT_CERTIFICATES` as given; read by the run (`useRootCertificates`), so a bad file is
     /// an exit 78 with its line like any other configuration error.
     public var rootCertificateFiles: String?
-    /// `IAP_BUNDLE_IDS` in the order given: the first is the Server API token's `bid`.
+    /// `IAP_BUNDLE_IDS` in the order given: the apps whose sweeps the night runs, each with its
+    /// own token (`bid`), positions and budgets; `lookup` and `respond` ask them in this order.
     public var bundleIDList: [String] = []
+    /// `IAP_APP_KEYS` as given: `BUNDLE=KEY_ID:FILE` items, comma separated, for the apps with an
+    /// In-App Purchase key of their own (read by `configureServerAPI`).
+    public var apiAppKeys: String?
+    /// The night's apps as the transport meets them (requests per app, refused keys); set by the
+    /// night once the Server API is configured.
+    public internal(set) var nightApps: NightApps?
     /// `IAP_ISSUER_ID`, `IAP_KEY_ID`, `IAP_PRIVATE_KEY_FILE` as given; the run reads the key
     /// (`configureServerAPI`). All three set: the App Store Server API is used.
     public var apiIssuerID: String?
@@ -98,7 +105,7 @@ public struct JobSettings: Sendable {
                 + "IAP_PRIVATE_KEY_FILE together; missing: \(missing.joined(separator: ", "))")
         }
         guard let bundle = bundleIDList.first else {
-            throw JobError(.configuration, "the App Store Server API needs IAP_BUNDLE_IDS (its first id is the app of the key)")
+            throw JobError(.configuration, "the App Store Server API needs IAP_BUNDLE_IDS (the apps whose sweeps run)")
         }
         let pem: String
         do {
@@ -114,10 +121,42 @@ public struct JobSettings: Sendable {
             throw JobError(.configuration, "IAP_PRIVATE_KEY_FILE \(file): \(error)")
         }
         var api = ServerAPISettings(jwt: jwt)
+        if let list = apiAppKeys { api.appKeys = try Self.appKeys(list, issuer: issuer, apps: bundleIDList) }
         if let url = apiProductionURL { api.productionURL = url }
         if let url = apiSandboxURL { api.sandboxURL = url }
         api.rates = apiRates
         serverAPI = api
+    }
+
+    /// `IAP_APP_KEYS`: `BUNDLE=KEY_ID:FILE` items, comma separated (spaces around items ignored),
+    /// each an In-App Purchase key of the team (`IAP_ISSUER_ID`) for one app of IAP_BUNDLE_IDS. A
+    /// malformed item, an app not in IAP_BUNDLE_IDS, an app named twice or a key that cannot be
+    /// read: exit 78 naming the item, never the key.
+    static func appKeys(_ list: String, issuer: String, apps: [String]) throws -> [String: AppStoreJWT] {
+        var keys: [String: AppStoreJWT] = [:]
+        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            guard let eq = item.firstIndex(of: "="), let colon = item[eq...].firstIndex(of: ":") else {
+                throw JobError(.configuration, "IAP_APP_KEYS: \"\(item)\" is not BUNDLE=KEY_ID:FILE")
+            }
+            let app = String(item[..<eq]), keyID = String(item[item.index(after: eq)..<colon])
+            let file = String(item[item.index(after: colon)...])
+            guard apps.contains(app) else {
+                throw JobError(.configuration, "IAP_APP_KEYS names \(app), which is not in IAP_BUNDLE_IDS")
+            }
+            guard keys[app] == nil else { throw JobError(.configuration, "IAP_APP_KEYS names \(app) twice") }
+            guard !keyID.isEmpty, !file.isEmpty else {
+                throw JobError(.configuration, "IAP_APP_KEYS: \"\(item)\" is not BUNDLE=KEY_ID:FILE")
+            }
+            let pem: String
+            do { pem = try String(contentsOfFile: file, encoding: .utf8) } catch {
+                throw JobError(.configuration, "IAP_APP_KEYS: the key file of \(app), \(file), cannot be read (\(reason(error))); "
+                    + "it must be the .p8 file of an In-App Purchase key")
+            }
+            do { keys[app] = try AppStoreJWT(privateKeyPEM: pem, keyID: keyID, issuerID: issuer, bundleID: app) } catch {
+                throw JobError(.configuration, "IAP_APP_KEYS: the key file of \(app), \(file): \(error)")
+            }
+        }
+        return keys
     }
 
     /// The operating system's words for a file error, without the file's content.

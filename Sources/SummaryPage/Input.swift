@@ -29,6 +29,8 @@ extension SummaryPage {
         /// The refund defense funnel (summary.json `refund_requests`): figure name → value as
         /// shown (`requests`, `answered_in_time`, …, rates as decimals); empty: no request.
         public var refundRequests: [String: String] = [:]
+        /// Per app of IAP_BUNDLE_IDS (summary.json `apps`); the page shows them from two apps on.
+        public var apps: [App] = []
 
         public init(asOf: String, runID: Int64, counts: [String: Int], reasons: [String: [String: Int]] = [:],
                     money: [String: [String: String]] = [:], oldestOpen: OldestFinding? = nil, history: [Night] = []) {
@@ -43,6 +45,19 @@ extension SummaryPage {
     }
 
     /// The open finding with the earliest `first_seen`: how long the oldest piece of work waits.
+    /// One app's figures: rows per report, money per currency and kind (as summary.json has
+    /// them), requests sent, whether Apple refused its key tonight.
+    public struct App: Sendable, Equatable {
+        public var bundleID: String
+        public var counts: [String: Int]
+        public var money: [String: [String: String]]
+        public var requests: Int
+        public var refused: Bool
+        public init(bundleID: String, counts: [String: Int], money: [String: [String: String]], requests: Int, refused: Bool) {
+            (self.bundleID, self.counts, self.money, self.requests, self.refused) = (bundleID, counts, money, requests, refused)
+        }
+    }
+
     public struct OldestFinding: Sendable, Equatable {
         public var report: String
         public var key: String

@@ -32,6 +32,11 @@ struct Labels {
     /// The refund defense funnel: its title, and each figure's words.
     let refundRequests: String
     let funnel: [String: String]
+    /// The table per app: its title, the app column, the money column, the refused mark.
+    let perApp: String
+    let app: String
+    let requests: String
+    let keyRefused: String
 
     /// The order reports are shown in: the work first, then what needs a look, then the rest.
     static let reportOrder = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
@@ -67,7 +72,9 @@ struct Labels {
                     "requests": "Requests", "answered_in_time": "Answered within 12 hours", "refunded": "Refunded",
                     "declined": "Declined (at least)", "pending": "Pending", "no_outcome": "No outcome after 30 days",
                     "refund_rate_answered": "Refund rate, answered", "refund_rate_unanswered": "Refund rate, not answered",
-                ])
+                ],
+                perApp: "Per app", app: "App", requests: "App Store requests",
+                keyRefused: "key refused by Apple tonight (HTTP 401): not swept")
         case .zh:
             return Labels(
                 lang: "zh-CN", title: "对账摘要", run: "运行", asOf: "截至（UTC）",
@@ -92,7 +99,9 @@ struct Labels {
                     "requests": "请求", "answered_in_time": "12 小时内已答复", "refunded": "已退款", "declined": "已拒绝（至少）",
                     "pending": "待定", "no_outcome": "30 天后仍无结果", "refund_rate_answered": "退款率（已答复）",
                     "refund_rate_unanswered": "退款率（未答复）",
-                ])
+                ],
+                perApp: "按应用", app: "应用", requests: "App Store 请求数",
+                keyRefused: "今晚苹果拒绝了该应用的密钥（HTTP 401）：未扫描")
         }
     }
 

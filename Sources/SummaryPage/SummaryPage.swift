@@ -24,6 +24,7 @@ public enum SummaryPage {
         html += reasons(input, l)
         html += money(input, l)
         html += refundRequests(input, l)
+        html += perApp(input, l)
         html += oldest(input, l)
         html += history(input, l)
         html += "<footer>\(e(l.footer))</footer></main></body></html>\n"
@@ -83,6 +84,30 @@ public enum SummaryPage {
         for key in Labels.ordered(input.refundRequests.keys, by: Labels.funnelOrder) {
             html += "<tr><th scope=\"row\">\(e(l.funnel[key] ?? key)) <code>\(e(key))</code></th>"
                 + "<td class=\"num\">\(e(input.refundRequests[key] ?? ""))</td></tr>"
+        }
+        return html + "</tbody></table></div></section>"
+    }
+
+    /// One row per app (from two apps on): rows of each findings report, money owed and to claw
+    /// back per currency, the requests sent; a refused key is said in the row.
+    private static func perApp(_ input: Input, _ l: Labels) -> String {
+        guard input.apps.count >= 2 else { return "" }
+        let reports = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed"]
+        var html = "<section data-section=\"apps\"><h2>\(e(l.perApp))</h2><div class=\"scroll\"><table><thead><tr>"
+            + "<th>\(e(l.app))</th>"
+        for r in reports { html += "<th class=\"num\">\(e(l.report(r)))</th>" }
+        html += "<th class=\"num\">\(e(l.kind("owed")))</th><th class=\"num\">\(e(l.kind("claw_back")))</th>"
+            + "<th class=\"num\">\(e(l.requests))</th></tr></thead><tbody>"
+        func amounts(_ app: App, _ kind: String) -> String {
+            let parts = app.money.keys.sorted().compactMap { c in app.money[c]?[kind].map { "\($0) \(c)" } }
+            return parts.isEmpty ? "–" : parts.joined(separator: "; ")
+        }
+        for app in input.apps {
+            html += "<tr data-app=\"\(e(app.bundleID))\"><th scope=\"row\"><code>\(e(app.bundleID))</code>"
+                + (app.refused ? " <small>(\(e(l.keyRefused)))</small>" : "") + "</th>"
+            for r in reports { html += "<td class=\"num\">\(app.counts[r] ?? 0)</td>" }
+            html += "<td class=\"num\">\(e(amounts(app, "owed")))</td><td class=\"num\">\(e(amounts(app, "claw_back")))</td>"
+                + "<td class=\"num\">\(app.requests)</td></tr>"
         }
         return html + "</tbody></table></div></section>"
     }

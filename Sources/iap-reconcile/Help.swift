@@ -20,25 +20,32 @@ let environmentHelp = """
       IAP_ISSUER_ID              App Store Server API (all three, or none):
       IAP_KEY_ID                 the issuer id and key id of an In-App Purchase
       IAP_PRIVATE_KEY_FILE       key (App Store Connect > Users and Access >
-                                 Integrations) and its .p8 file; the token's
-                                 bid is the first of IAP_BUNDLE_IDS (lookup
-                                 asks each in turn). The key is never logged,
-                                 reported or printed
+                                 Integrations) and its .p8 file, used for
+                                 every app of IAP_BUNDLE_IDS (a token per
+                                 app, bid = the app). The key is never
+                                 logged, reported or printed
+      IAP_APP_KEYS               BUNDLE=KEY_ID:FILE,...: apps with an In-App
+                                 Purchase key of their own (same issuer)
       IAP_API_URL_PRODUCTION     https://api.storekit.apple.com
       IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
       IAP_CONSUMPTION_RESPONSES  send: respond sends its answers to Apple (as
                                  --send); record (default): records them only
 
     APP STORE SERVER API SWEEPS (with the three IAP_* key variables)
-      Each night asks Get Notification History for REFUND, REFUND_REVERSED,
-      ONE_TIME_CHARGE and REFUND_DECLINED from where the last finished sweep reached (the first
+      Each night asks, for every app of IAP_BUNDLE_IDS (its own token,
+      positions and rate budgets), Get Notification History for REFUND,
+      REFUND_REVERSED, ONE_TIME_CHARGE and REFUND_DECLINED from where the
+      app's last finished sweep reached (the first
       night: --refund-window-days back), and Get Transaction History for the
       customers with open orders in the window (--history-limit). Consumable
       refunds reach clawback.csv and refunds.csv; purchases that never reached
       your server reach compensate.csv (empty receipt_id, source notification
       or transaction_history) or, tied to no user, unattributed.csv. Needs App
       Store Server Notifications V2 set in App Store Connect. Without the key
-      the night runs on receipts alone and says which checks it skipped.
+      the night runs on receipts alone and says which checks it skipped. A
+      401 is believed only when a fresh token a second later gets one too;
+      then that app is asked nothing more tonight (skipped_checks, a
+      warning) and the other apps go on; every app refused: exit 78.
 
     REPORTS (run: <out>/<as-of UTC date>/, swapped in whole)
       compensate.csv, duplicate_grants.csv, clawback.csv, refunds.csv,

@@ -169,6 +169,7 @@ struct CommonOptions: ParsableArguments {
         s.apiIssuerID = nonEmpty("IAP_ISSUER_ID")
         s.apiKeyID = nonEmpty("IAP_KEY_ID")
         s.apiPrivateKeyFile = nonEmpty("IAP_PRIVATE_KEY_FILE")
+        s.apiAppKeys = nonEmpty("IAP_APP_KEYS")
         s.apiProductionURL = nonEmpty("IAP_API_URL_PRODUCTION")
         s.apiSandboxURL = nonEmpty("IAP_API_URL_SANDBOX")
         for rate in apiRate {

@@ -31,6 +31,21 @@ struct RateBudgetTests {
         return done + pending
     }
 
+    @Test("each app has its own budget and its own 429 hold (Apple's limits are per app)")
+    func perApp() {
+        var budget = RateBudget(rates: [.transactionHistory: 2])
+        let a = RateBudget.Key(endpoint: .transactionHistory, environment: .production, app: "com.example.a")
+        let b = RateBudget.Key(endpoint: .transactionHistory, environment: .production, app: "com.example.b")
+        let now = 5 * Self.second
+        #expect(budget.admit(a, now: now) == nil && budget.admit(a, now: now) == nil)
+        #expect(budget.admit(a, now: now) != nil, "a third request of app a within the window")
+        #expect(budget.admit(b, now: now) == nil, "app b waits for app a's budget")
+        // A 429 of app a holds a alone.
+        budget.block(a, untilUnixMs: 10_000, nowUnixMs: 0, now: now)
+        #expect(budget.admit(b, now: now) == nil)
+        #expect(budget.admit(a, now: now + 2 * Self.second) != nil, "app a sent before its Retry-After")
+    }
+
     @Test("at most N in any window of a second (and 1%), wherever between send and answer Apple counts each request")
     func slidingWindow() {
         // Latencies from 1 ms to 400 ms: the network bunches answers.

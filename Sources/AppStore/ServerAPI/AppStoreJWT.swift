@@ -43,25 +43,30 @@ public struct AppStoreJWT: Sendable {
     }
 }
 
-/// The tokens of one key, made once per app and reused until a minute before they expire.
-/// Owned by one transport run (a value, no lock).
+/// The tokens of one key (or a key per app), made once per app and reused until a minute before
+/// they expire. Owned by one transport run (a value, no lock).
 public struct BearerTokens: Sendable {
     public let key: AppStoreJWT
+    /// The In-App Purchase key of an app that has its own (`IAP_APP_KEYS`); the others use `key`.
+    public let appKeys: [String: AppStoreJWT]
     /// Reused while younger than this: the rest of the lifetime covers a request's flight.
     public static let reuseSeconds: Int64 = AppStoreJWT.lifetimeSeconds - 60
     private var made: [String: (token: String, issuedAt: Int64)] = [:]
     /// Tokens signed so far (a test counts them).
     public private(set) var signed = 0
 
-    public init(key: AppStoreJWT) { self.key = key }
+    public init(key: AppStoreJWT, appKeys: [String: AppStoreJWT] = [:]) { (self.key, self.appKeys) = (key, appKeys) }
 
     /// The token for `app` (nil: the key's own) at `now` (UNIX seconds).
     public mutating func token(app: String?, now: Int64) -> String {
         let slot = app ?? key.bundleID ?? ""
         if let t = made[slot], now >= t.issuedAt, now - t.issuedAt < Self.reuseSeconds { return t.token }
-        let token = key.token(now: now, app: app)
+        let token = app.flatMap { appKeys[$0] }?.token(now: now, app: app) ?? key.token(now: now, app: app)
         made[slot] = (token, now)
         signed += 1
         return token
     }
+
+    /// The next token for `app` is signed afresh (a 401 is confirmed with a new one).
+    public mutating func forget(app: String?) { made[app ?? key.bundleID ?? ""] = nil }
 }

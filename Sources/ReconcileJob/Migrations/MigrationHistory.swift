@@ -101,5 +101,6 @@ extension Migrations {
                 ("record_staged_answers", "bc817d520d0c2f081053f2417505a5640a75401fce2a9be8fdae367cd1580f75")]),
         ],
         13: [ShippedText("30c1145b0a9851edbd8bd978ff63c73b2abef66af9cf0516011badf89a11fa96", shipped: "from this build", functions: [])],
+        14: [ShippedText("0bd655134c0dc20a63a38605ead3ff87d8457709ee0a6a8433e0b21b7519337a", shipped: "from this build", functions: [])],
     ]
 }

@@ -31,6 +31,14 @@ extension ReportWriter {
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
             money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: nights)
         input.refundRequests = Dictionary(uniqueKeysWithValues: summary.refundRequests.figures.map { ($0.name, $0.value) })
+        // IAP_BUNDLE_IDS's order, then rows of products of no listed app.
+        let order = settings.bundleIDList + summary.apps.keys.filter { !settings.bundleIDList.contains($0) }.sorted()
+        input.apps = order.compactMap { app in
+            summary.apps[app].map {
+                SummaryPage.App(bundleID: app, counts: $0.counts, money: $0.money.mapValues { $0.mapValues(Money.text) },
+                                requests: $0.requests.values.reduce(0, +), refused: $0.refused)
+            }
+        }
         let zone = reportZone
         if zone.identifier != "UTC" {
             let f = DateFormatter()
@@ -67,6 +75,19 @@ extension ReportWriter {
         }
         if s.refundRequests.requests > 0 {
             for f in s.refundRequests.figures { lines.append(("refund requests: \(f.name)", f.value)) }
+        }
+        // Per app, when the night has two or more (summary.json `apps`).
+        if s.apps.count >= 2 {
+            for (app, f) in s.apps.sorted(by: { $0.key < $1.key }) {
+                for (file, n) in f.counts.sorted(by: { $0.key < $1.key }) { lines.append(("app \(app): rows: \(file)", String(n))) }
+                for (currency, kinds) in f.money.sorted(by: { $0.key < $1.key }) {
+                    for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
+                        lines.append(("app \(app): money: \(kind) (\(currency))", Money.text(milli)))
+                    }
+                }
+                lines.append(("app \(app): App Store requests", String(f.requests.values.reduce(0, +))))
+                if f.refused { lines.append(("app \(app): key refused (HTTP 401)", "not swept tonight")) }
+            }
         }
         if let oldest { lines.append(("oldest open finding", "\(oldest.report) \(oldest.key), first seen \(oldest.firstSeen)")) }
         if !s.skippedChecks.isEmpty { lines.append(("checks not done", s.skippedChecks.joined(separator: "; "))) }

@@ -155,6 +155,14 @@ enum Metrics {
                 requests.append(([("api", endpoint)], Double(n)))
             }
             gauge("app_store_requests", "Requests sent to the App Store in the last run, per API.", requests)
+            let apps = s.apps.keys.filter { $0 != RunSummary.otherApp }.sorted()
+            gauge("app_key_refused", "1 for an app of IAP_BUNDLE_IDS whose In-App Purchase key Apple refused in the last run "
+                  + "(a 401 confirmed with a fresh token): its sweeps were not done.",
+                  apps.map { ([("app", $0)], s.apps[$0]!.refused ? 1 : 0) })
+            gauge("app_store_app_requests", "App Store Server API requests of the last run per app and endpoint.",
+                  apps.flatMap { app in
+                      s.apps[app]!.requests.sorted { $0.key < $1.key }.map { ([("app", app), ("api", $0.key)], Double($0.value)) }
+                  })
             gauge("stage_seconds", "Seconds per stage of the last run.",
                   s.stageSeconds.sorted { $0.key < $1.key }.map { ([("stage", $0.key)], $0.value) })
         }

@@ -42,6 +42,9 @@ struct ReportWriter {
         var money = MoneyTotals()
         /// consumption_requests.csv: rows per `answer`, then per `outcome`.
         var answersAndOutcomes: [String: [String: Int]] = [:]
+        /// Per app (its product's `iap_products.bundle_id`, `RunSummary.otherApp` when that is no
+        /// app of IAP_BUNDLE_IDS): rows and money, for the files with a `product_id`.
+        var perApp: [String: (rows: Int, money: MoneyTotals)] = [:]
     }
 
     var folder: Folder { Folder(out: settings.out, day: UTC.date(settings.asOf)) }
@@ -84,6 +87,50 @@ struct ReportWriter {
         }
         summary.money = money.totals
         summary.refundRequests = RefundFunnel(written[.consumptionRequests]?.answersAndOutcomes ?? [:])
+        countPerApp(written, into: &summary)
+    }
+
+    /// summary.json `apps` (with IAP_BUNDLE_IDS): per app, the rows and money of the reports with a
+    /// `product_id`, the requests sent, the sweeps' figures; an app whose key Apple refused
+    /// tonight is named in `skipped_checks`.
+    func countPerApp(_ written: [ReportFile: Written], into summary: inout RunSummary) {
+        let apps = settings.bundleIDList
+        guard !apps.isEmpty else { return }
+        var figures: [String: RunSummary.AppFigures] = [:]
+        for app in apps { figures[app] = RunSummary.AppFigures() }
+        for file in ReportFile.allCases {
+            for (app, w) in written[file]?.perApp ?? [:] {
+                figures[app, default: .init()].counts[file.name] = w.rows
+                var total = MoneyTotals(totals: figures[app]?.money ?? [:])
+                total.merge(w.money)
+                figures[app]?.money = total.totals
+            }
+        }
+        for (app, requests) in settings.nightApps?.requestCounts ?? [:] { figures[app, default: .init()].requests = requests }
+        for (app, s) in summary.sweeps?.apps ?? [:] {
+            figures[app, default: .init()].notifications = s.notifications
+            figures[app, default: .init()].historyCustomers = s.historyCustomers
+        }
+        for (app, n) in settings.nightApps?.droppedCounts ?? [:] { figures[app, default: .init()].notAsked = n }
+        for app in settings.nightApps?.refusedApps ?? [] {
+            figures[app, default: .init()].refused = true
+            let check = RunSummary.refusedAppCheck(app)
+            if !summary.skippedChecks.contains(check) { summary.skippedChecks.append(check) }
+        }
+        summary.apps = figures
+    }
+
+    /// `iap_products.bundle_id` per product (the first row of a key, as the night reads it), for
+    /// the counts per app; empty without IAP_BUNDLE_IDS.
+    func productApps(_ db: PGConnection) throws -> [String: String] {
+        guard !settings.bundleIDList.isEmpty else { return [:] }
+        let r = try db.query("""
+            SELECT DISTINCT ON (product_id) product_id, bundle_id FROM \(ident: settings.sourceSchema).iap_products
+            WHERE product_id IS NOT NULL ORDER BY product_id, bundle_id
+            """)
+        var apps: [String: String] = [:]
+        for i in 0..<r.rowCount { if let p = r.value(i, 0) { apps[p] = r.value(i, 1) ?? "" } }
+        return apps
     }
 
     /// The last step: the whole tally checked (contract §1: a failed check leaves no report),
@@ -230,6 +277,10 @@ struct ReportWriter {
         let reasonIndex = Self.reasonColumn[file].flatMap { file.columns.firstIndex(of: $0) }
         var pairs: [String: [String: Int]] = [:]
         let answerIndex = file.columns.firstIndex(of: "answer"), outcomeIndex = file.columns.firstIndex(of: "outcome")
+        let apps = settings.bundleIDList
+        let productIndex = apps.isEmpty ? nil : file.columns.firstIndex(of: "product_id")
+        let productApps = productIndex == nil ? [:] : try productApps(db)
+        var perApp: [String: (rows: Int, money: MoneyTotals)] = [:]
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
             guard cells.count == layout.columns.count else {
@@ -241,12 +292,18 @@ struct ReportWriter {
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
             if let answerIndex, let outcomeIndex { pairs[cells[answerIndex], default: [:]][cells[outcomeIndex], default: 0] += 1 }
+            if let productIndex {
+                let named = productApps[cells[productIndex]] ?? ""
+                let app = apps.contains(named) ? named : RunSummary.otherApp
+                perApp[app, default: (0, MoneyTotals())].rows += 1
+                perApp[app]!.money.add(layout, cells)
+            }
         }
         closed = true
         guard fclose(handle) == 0 else {
             throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
         }
-        return Written(rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs)
+        return Written(rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs, perApp: perApp)
     }
 
 }
@@ -255,6 +312,8 @@ struct ReportWriter {
 /// reconcile with the CSV files by construction (milliunits, exact).
 struct MoneyTotals: Sendable {
     private(set) var totals: [String: [String: Int64]] = [:]
+
+    init(totals: [String: [String: Int64]] = [:]) { self.totals = totals }
 
     mutating func merge(_ other: MoneyTotals) {
         for (currency, kinds) in other.totals {
@@ -279,6 +338,20 @@ public enum RunReport {
             if let r = s.reasons[file], !r.isEmpty {
                 line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
             }
+            lines.append(line)
+        }
+        // Per app (with IAP_BUNDLE_IDS): requests sent, findings with a product of the app.
+        for (app, f) in s.apps.sorted(by: { $0.key < $1.key }) {
+            let requests = f.requests.values.reduce(0, +)
+            var line = "  app " + app.padding(toLength: 18, withPad: " ", startingAt: 0) + "\(requests) requests"
+            if !f.requests.isEmpty {
+                line += " (" + f.requests.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+            }
+            let rows = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed"].compactMap { file in
+                f.counts[file].map { "\(file) \($0)" }
+            }
+            if !rows.isEmpty { line += "; " + rows.joined(separator: ", ") }
+            if f.refused { line += "; key refused (HTTP 401): not swept" }
             lines.append(line)
         }
         // Where every source row went (summary.json "tally"), buckets in the order they are tried.

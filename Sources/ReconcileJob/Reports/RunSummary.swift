@@ -24,6 +24,32 @@ public struct RunSummary: Sendable {
     public var money: [String: [String: Int64]] = [:]
     /// Refund defense (consumption_requests.csv counted): requests, answers, outcomes, rates.
     public var refundRequests = RefundFunnel()
+    /// Per app of IAP_BUNDLE_IDS (empty without it; `otherApp`: rows whose product names none).
+    public var apps: [String: AppFigures] = [:]
+
+    /// One app's night.
+    public struct AppFigures: Sendable, Equatable {
+        /// Rows per report with a `product_id`, money as `money`.
+        public var counts: [String: Int] = [:]
+        public var money: [String: [String: Int64]] = [:]
+        /// App Store Server API requests sent for the app, per endpoint.
+        public var requests: [String: Int] = [:]
+        public var notifications = 0
+        public var historyCustomers = 0
+        /// Apple refused the app's key tonight (a 401 confirmed with a fresh token); the pieces of
+        /// work (receipts, pages, customers) then left unasked for the next night.
+        public var refused = false
+        public var notAsked = 0
+    }
+
+    /// The `apps` key of rows whose product's `bundle_id` is no app of IAP_BUNDLE_IDS.
+    public static let otherApp = "(other)"
+
+    /// The `skipped_checks` line of an app whose key Apple refused.
+    static func refusedAppCheck(_ app: String) -> String {
+        refusedAppCheckPrefix + "\(app) (the App Store Server API refused its key: HTTP 401, confirmed with a fresh token)"
+    }
+    static let refusedAppCheckPrefix = "app_sweeps "
 
     /// What a night without App Store Server API credentials cannot check.
     public static let checksNeedingServerAPI = [
@@ -67,6 +93,15 @@ public struct RunSummary: Sendable {
         var skipped_checks: [String]
         var sweeps: Sweeps?
         var refund_requests: RefundFunnel
+        var apps: [String: App]?
+        struct App: Encodable {
+            var counts: [String: Int]
+            var money: [String: [String: String]]
+            var requests: [String: Int]
+            var notifications, history_customers: Int
+            var refused: Bool
+            var not_asked: Int
+        }
         struct Sweeps: Encodable {
             var notifications: [String: Int]
             var notifications_rejected: Int
@@ -94,6 +129,11 @@ public struct RunSummary: Sendable {
             money = s.money.mapValues { $0.mapValues(Money.text) }
             skipped_checks = s.skippedChecks
             refund_requests = s.refundRequests
+            apps = s.apps.isEmpty ? nil : s.apps.mapValues {
+                App(counts: $0.counts, money: $0.money.mapValues { $0.mapValues(Money.text) }, requests: $0.requests,
+                    notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
+                    not_asked: $0.notAsked)
+            }
             sweeps = s.sweeps.map {
                 Sweeps(notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,
                        history_customers: $0.historyCustomers, history_left: $0.historyLeft,

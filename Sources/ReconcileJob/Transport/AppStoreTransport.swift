@@ -86,6 +86,10 @@ struct AppStoreTransport {
     var share = RateBudget.safety
     /// `lookup` only: a 429 asking to wait longer than this ends the run (exit 75) instead.
     var longestRateLimitWaitMs: Int64?
+    /// The night's apps: requests per app, and the apps whose key Apple refused. A confirmed 401
+    /// then stops only that app's requests (the run stops with exit 78 once every app is
+    /// refused); nil (`lookup`, `respond`): a confirmed 401 stops the run.
+    var apps: NightApps?
 
     /// The transport of a run with `settings`: its URLs, keys, retry policy, `--concurrency`,
     /// `--timeout-ms` and `--api-rate`. `service` names the other end in the exit-75 line.
@@ -96,6 +100,7 @@ struct AppStoreTransport {
         verifyReceiptURL = (settings.productionURL, settings.sandboxURL)
         serverAPI = settings.serverAPI
         rates = settings.serverAPI?.rates ?? [:]
+        apps = settings.nightApps
     }
 
     init(policy: RetryPolicy, concurrency: Int, timeoutMs: Int, service: String) {
@@ -123,9 +128,12 @@ struct AppStoreTransport {
         let http = HTTPMulti()
         defer { http.close() }
         var budget = RateBudget(rates: rates, share: share)
-        var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt) }
+        var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt, appKeys: $0.appKeys) }
         var teamTokens = serverAPI?.teamKey.map { BearerTokens(key: $0) }
-        var inFlight: [Int: (exchange: E, request: AppStoreRequest)] = [:]
+        var inFlight: [Int: (exchange: E, request: AppStoreRequest, sentAt: UInt64)] = [:]
+        // Apps whose last answer was a 401, since when (monotonic): nothing goes to them for a
+        // second, then with a fresh token; a 401 to a request sent after that confirms the refusal.
+        var doubted: [String: UInt64] = [:]
         var waiting = Heap<Waiting<E>>()
         var nextTag = 0
         var stopping: JobError?
@@ -137,8 +145,18 @@ struct AppStoreTransport {
         var held: (exchange: E, due: UInt64)?
 
         func budgetKey(_ request: AppStoreRequest) -> RateBudget.Key? {
-            request.budget.map { RateBudget.Key(budget: $0, environment: request.environment) }
+            request.budget.map { RateBudget.Key(budget: $0, environment: request.environment, app: appOf(request)) }
         }
+
+        /// The app a Server API request is for (its token's `bid`); nil for other services.
+        func appOf(_ request: AppStoreRequest) -> String? {
+            guard request.service == .serverAPI else { return nil }
+            return request.bundleID ?? serverAPI?.jwt.bundleID
+        }
+
+        /// Drops an exchange of a refused app unasked, as a stopping run drops those in flight:
+        /// nothing is recorded of it, so it is asked again by the next night and blamed for nothing.
+        func dropRefused(app: String) { apps?.dropped(app: app) }
 
         func url(_ request: AppStoreRequest) -> String {
             switch request.service {
@@ -184,6 +202,16 @@ struct AppStoreTransport {
         /// Sends `exchange`'s request if the budget admits it now; else holds it. False when held.
         func sendIfAdmitted(_ exchange: E, now: UInt64) throws -> Bool {
             let request = exchange.request
+            if let app = appOf(request) {
+                if apps?.isRefused(app) == true {
+                    dropRefused(app: app)
+                    return true
+                }
+                if let since = doubted[app], now < since + Self.confirmAfterNs {
+                    later(exchange, due: since + Self.confirmAfterNs)
+                    return true
+                }
+            }
             if let key = budgetKey(request), let due = budget.admit(key, now: now) {
                 held = (exchange, due)
                 return false
@@ -203,8 +231,9 @@ struct AppStoreTransport {
                 throw error
             }
             exchange.sends += 1
-            inFlight[nextTag] = (exchange, request)
+            inFlight[nextTag] = (exchange, request, Self.monotonicNanos())
             counts.requests[request.name, default: 0] += 1
+            if let app = appOf(request) { apps?.sent(app: app, endpoint: request.name) }
             sentHere += 1
             breaker.sent(first: exchange.sends == 1)
         }
@@ -259,7 +288,7 @@ struct AppStoreTransport {
             }
             var sendError: Error?
             answers: for completion in http.poll(timeoutMs: untilDue) {
-                guard let (exchange, asked) = inFlight.removeValue(forKey: completion.tag) else { continue }
+                guard let (exchange, asked, sentAt) = inFlight.removeValue(forKey: completion.tag) else { continue }
                 let key = budgetKey(asked)
                 // It counts against the budget for a window from its answer (RateBudget).
                 if let key { budget.answered(key, now: Self.monotonicNanos()) }
@@ -275,6 +304,33 @@ struct AppStoreTransport {
                 case .failure(_, let message, _):
                     breaker.failed(first: exchange.sends == 1, reason: message)
                     reply = .retry(message)
+                }
+                if let app = appOf(asked) {
+                    if case .unauthorized = reply {
+                        guard let since = doubted[app], sentAt > since else {
+                            // Apple's 401 is sometimes passing (issue 37): a second, then a fresh token.
+                            if doubted[app] == nil {
+                                doubted[app] = Self.monotonicNanos()
+                                iapTokens?.forget(app: app)
+                            }
+                            counts.retried += 1
+                            later(exchange, due: doubted[app]! + Self.confirmAfterNs)
+                            continue answers
+                        }
+                        // Confirmed. With other apps still answering, only this app stops.
+                        if let apps, !apps.refuse(app) {
+                            dropRefused(app: app)
+                            continue answers
+                        }
+                        let answer = try exchange.read(reply)
+                        _ = exchange.settled(answer, decision: .stop, asked: asked, completion: completion)
+                        if stopping == nil {
+                            stopping = JobError(.configuration, Self.unauthorized(apps: apps?.apps ?? [app]))
+                        }
+                        continue answers
+                    } else if let since = doubted[app], sentAt > since {
+                        doubted[app] = nil
+                    }
                 }
                 if case .rateLimited(let until) = reply {
                     counts.rateLimited += 1
@@ -301,7 +357,10 @@ struct AppStoreTransport {
                 case .definitive, .rejectedAfterRepeated21002, .switchEnvironment, .leaveForNextRun, .environmentsDisagree:
                     guard again, stopping == nil else { break }
                     let next = exchange.request
-                    if let key = budgetKey(next), let due = budget.admit(key, now: Self.monotonicNanos()) {
+                    if let app = appOf(next), apps?.isRefused(app) == true || doubted[app] != nil {
+                        // Through the refusal and the second's wait.
+                        later(exchange, due: Self.monotonicNanos())
+                    } else if let key = budgetKey(next), let due = budget.admit(key, now: Self.monotonicNanos()) {
                         later(exchange, due: due)
                     } else {
                         // Settled first: the answers of this wake-up are kept even if this throws.
@@ -367,8 +426,19 @@ struct AppStoreTransport {
     }
 
     static let unauthorized = "the App Store Server API refused our token (HTTP 401): check IAP_ISSUER_ID, IAP_KEY_ID, "
-        + "IAP_PRIVATE_KEY_FILE and that the first of IAP_BUNDLE_IDS is the key's app; verification stopped, "
+        + "IAP_PRIVATE_KEY_FILE (or IAP_APP_KEYS) and that the key may be used for the app; verification stopped, "
         + "no receipt was blamed"
+
+    /// The line of exit 78 when Apple refused the key of `apps` (every app of the run), confirmed.
+    static func unauthorized(apps: [String]) -> String {
+        let which = apps.count == 1 ? "for \(apps[0])" : "for every app (\(apps.joined(separator: ", ")))"
+        return "the App Store Server API refused our token \(which) (HTTP 401, again with a fresh token a second later): "
+            + "check IAP_ISSUER_ID, IAP_KEY_ID, IAP_PRIVATE_KEY_FILE (or IAP_APP_KEYS) and that the key may be used "
+            + "for the app; verification stopped, no receipt was blamed"
+    }
+
+    /// A 401 is believed after this wait and a fresh token (issue 37).
+    static let confirmAfterNs: UInt64 = 1_000_000_000
 
     /// Backoff deadlines: a clock that never jumps.
     static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

@@ -19,12 +19,19 @@ import Reconciliation
 /// (`X-Rate-Limit`, `HourlyAllowance`): once no more than a tenth of it is left (the same 90%),
 /// nothing more goes to that endpoint for a minute, then requests go again and their answers say.
 struct RateBudget {
+    /// Apple's limits are per app (the token's `bid`) and environment: so is the budget.
     struct Key: Hashable, Sendable {
         var budget: AppStoreBudget
         var environment: AppStoreEnvironment
+        /// The app of a Server API request; nil for App Store Connect (per key).
+        var app: String?
 
-        init(budget: AppStoreBudget, environment: AppStoreEnvironment) { (self.budget, self.environment) = (budget, environment) }
-        init(endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment) { self.init(budget: endpoint.budget, environment: environment) }
+        init(budget: AppStoreBudget, environment: AppStoreEnvironment, app: String? = nil) {
+            (self.budget, self.environment, self.app) = (budget, environment, app)
+        }
+        init(endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, app: String? = nil) {
+            self.init(budget: endpoint.budget, environment: environment, app: app)
+        }
     }
 
     /// Requests per second in production per budget name (`--api-rate`, taken as given).

@@ -13,6 +13,8 @@ public struct ServerAPISettings: Sendable {
     public var rates: [ServerAPIEndpoint: Double] = [:]
     /// Signs the bearer tokens; holds the `.p8` key (never printed).
     public var jwt: AppStoreJWT
+    /// `IAP_APP_KEYS`: the apps with an In-App Purchase key of their own (the others use `jwt`).
+    public var appKeys: [String: AppStoreJWT] = [:]
     /// The App Store Connect API (sales and finance reports), and the team key that signs its
     /// tokens (nil: not configured).
     public var connectBaseURL = "https://api.appstoreconnect.apple.com"
