@@ -141,3 +141,30 @@ import Testing
         }
     }
 }
+
+@Suite struct SummaryPagePerAppTests {
+    static func apps(_ list: [SummaryPage.App]) -> SummaryPage.Input {
+        var input = SummaryPageTests.input()
+        input.apps = list
+        return input
+    }
+
+    static let game = SummaryPage.App(bundleID: "com.example.game", counts: ["compensate": 3, "clawback": 1],
+                                      money: ["JPY": ["owed": "1600", "claw_back": "120"], "USD": ["owed": "4.99"]],
+                                      requests: 42, refused: false)
+
+    @Test(arguments: Language.allCases)
+    func onlyFromTwoAppsOn(language: Language) {
+        #expect(!SummaryPage.render(Self.apps([Self.game]), language: language).contains("data-section=\"apps\""))
+        let hostile = SummaryPage.App(bundleID: "com.evil.<script>alert(1)</script>", counts: [:], money: [:],
+                                      requests: 2, refused: true)
+        let page = SummaryPage.render(Self.apps([Self.game, hostile]), language: language)
+        #expect(page.contains("data-section=\"apps\""))
+        // Amounts per currency as summary.json has them; the refused key said in its row; the id escaped.
+        #expect(page.contains("1600 JPY; 4.99 USD") && page.contains("120 JPY"))
+        #expect(page.contains("com.evil.&lt;script&gt;alert(1)&lt;/script&gt;") && !page.contains("<script>"))
+        let refusedRow = page.components(separatedBy: "data-app=").last ?? ""
+        #expect(refusedRow.contains("401"), "the refused key is not said in its row")
+        #expect(!(page.components(separatedBy: "data-app=").dropFirst().first ?? "").contains("401"))
+    }
+}
