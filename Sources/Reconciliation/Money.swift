@@ -13,18 +13,28 @@ public struct Money: Sendable, Equatable, Hashable {
         self.currency = currency
     }
 
-    /// A decimal in currency units: 2 decimals when the milliunits are whole hundredths, else 3
-    /// (`4.99`, `160.00`, `2.495`). No thousands separator, `-` for a negative amount.
-    public var text: String { Money.text(milliunits) }
+    /// A decimal in currency units with the currency's ISO 4217 minor units (`4.99` USD, `160`
+    /// JPY, `1.250` KWD), rounded half away from zero to them. No thousands separator, `-` for a
+    /// negative amount.
+    public var text: String { Money.text(milliunits, currency: currency) }
 
-    public static func text(_ milliunits: Int64) -> String {
-        let negative = milliunits < 0
-        let m = milliunits.magnitude
-        let whole = m / 1000, fraction = m % 1000
-        var digits = String(fraction)
-        digits = String(repeating: "0", count: 3 - digits.count) + digits
-        if fraction % 10 == 0 { digits.removeLast() }
-        return (negative ? "-" : "") + String(whole) + "." + digits
+    public static func text(_ milliunits: Int64, currency: String) -> String {
+        let digits = Currencies.minorUnits(currency)
+        let step = Currencies.milliunitsPerMinorUnit(currency)
+        let rounded = scaled(milliunits, 1, step)
+        let negative = rounded < 0
+        let m = rounded.magnitude
+        let perUnit = UInt64(1000 / step)
+        let whole = m / perUnit, fraction = m % perUnit
+        guard digits > 0 else { return (negative ? "-" : "") + String(whole) }
+        let f = String(fraction)
+        return (negative ? "-" : "") + String(whole) + "." + String(repeating: "0", count: digits - f.count) + f
+    }
+
+    /// `milliunits` rounded half away from zero to the currency's minor unit (still milliunits).
+    public static func rounded(_ milliunits: Int64, currency: String) -> Int64 {
+        let step = Currencies.milliunitsPerMinorUnit(currency)
+        return scaled(milliunits, 1, step) * step
     }
 
     /// Reads `text` (what `text` writes, or any plain decimal with at most 3 decimals); nil otherwise.
@@ -72,15 +82,42 @@ public struct PriceFacts: Sendable, Equatable {
 
     /// The amount of `units` of a transaction of `transactionQuantity` units: Apple's price
     /// prorated by units when Apple signed one, else the list price × units; nil when neither is known.
+    /// A prorated amount is rounded once, half away from zero, to the currency's minor unit.
     public func amount(units: Int, transactionQuantity: Int) -> Money? {
         if let apple {
-            return Money(milliunits: Money.scaled(apple.milliunits, Int64(units), Int64(max(1, transactionQuantity))),
-                         currency: apple.currency)
+            let step = Currencies.milliunitsPerMinorUnit(apple.currency)
+            let minor = Money.scaled(apple.milliunits, Int64(units), Int64(max(1, transactionQuantity)) * step)
+            return Money(milliunits: minor.multipliedReportingOverflow(by: step).partialValue, currency: apple.currency)
         }
         if let listUnit {
             return Money(milliunits: listUnit.milliunits.multipliedReportingOverflow(by: Int64(units)).partialValue,
                          currency: listUnit.currency)
         }
         return nil
+    }
+}
+
+/// ISO 4217 minor units (the digits after the decimal point) of the currencies that have other
+/// than two: ISO 4217 "List one: Currency, fund and precious metal codes" (SIX Financial
+/// Information, the maintenance agency), column "Minor unit". Every other code, and a code that
+/// is not ISO 4217, gets two. Codes with four (CLF, UYW: funds, no storefront sells in them)
+/// are kept at three, the milliunits the job counts in. The job schema's `minor_units` function
+/// (migration 15) holds the same lists; a test compares the two.
+public enum Currencies {
+    public static let zeroDecimals: Set<String> = [
+        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF",
+    ]
+    public static let threeDecimals: Set<String> = ["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND", "CLF", "UYW"]
+
+    /// Digits after the decimal point for `currency` (its ISO 4217 code, upper case).
+    public static func minorUnits(_ currency: String) -> Int {
+        if zeroDecimals.contains(currency) { return 0 }
+        if threeDecimals.contains(currency) { return 3 }
+        return 2
+    }
+
+    /// Milliunits in one minor unit: 1000 (no decimals), 10 (two), 1 (three).
+    public static func milliunitsPerMinorUnit(_ currency: String) -> Int64 {
+        [1000, 100, 10, 1][minorUnits(currency)]
     }
 }

@@ -32,7 +32,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
             return ReportLayout([
                 .init("transaction_id"), .init("original_transaction_id"), .init("user_id"), .init("product_id"),
                 .init("product_type"), .init("revocation_date", .dateTime), .init("revocation_reason"),
-                .init("revocation_type"), .init("revocation_percentage"), .init("amount", .money),
+                .init("revocation_type"), .init("revocation_percentage", .percentMilli), .init("amount", .money),
                 .init("refunded_amount", .money, money: .summed([
                     MoneyTotal("refunded", stateIsNot: "reversed"), MoneyTotal("refunded_still_granted", stateIs: "still_granted"),
                 ])),
@@ -95,6 +95,9 @@ public enum ColumnKind: Sendable, Equatable {
     /// A UTC calendar date (`first_seen`, `closed_on`): a date serial, not moved to the zone,
     /// because the contract defines it as the UTC date and a date has no time to convert.
     case date
+    /// Apple's `revocationPercentage`, thousandths of a percent (`33333`): the CSV keeps Apple's
+    /// integer, the workbook shows the percentage (33.333%).
+    case percentMilli
 }
 
 /// A money column's part in summary.json's `money`, per currency.

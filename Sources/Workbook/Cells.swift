@@ -20,6 +20,8 @@ enum Style: Int, CaseIterable {
     case money1 = 7
     case money2 = 8
     case money3 = 9
+    /// A fraction shown as a percentage with three decimals (`33.333%`).
+    case percent = 10
 }
 
 /// One cell as written: a number (serial or count, with its style) or text.
@@ -52,6 +54,12 @@ enum Cell {
         case .date:
             if raw.utf8.count == 10, let ms = UTC.parse(raw), let serial = Serial.date(ms) {
                 return .number(serial, .date)
+            }
+        case .percentMilli:
+            // Apple's range is 0…100000; anything else stays text, as Apple gave it.
+            if plainDecimal(raw) == 0, raw.utf8.count <= 6, let n = Int(raw), (0...100_000).contains(n) {
+                let f = String(n % 100_000)
+                return .number("\(n / 100_000)." + String(repeating: "0", count: 5 - f.count) + f, .percent)
             }
         }
         if let first = raw.unicodeScalars.first, first == "'", raw.unicodeScalars.count > 1,

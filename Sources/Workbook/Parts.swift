@@ -77,12 +77,13 @@ enum Parts {
             (.general, xf(0, 0, "")), (.header, xf(49, 1, "")), (.text, xf(49, 0, "")),
             (.guardedText, xf(49, 0, " quotePrefix=\"1\"")), (.dateTime, xf(164, 0, "")), (.date, xf(165, 0, "")),
             (.integer, xf(1, 0, "")), (.money1, xf(166, 0, "")), (.money2, xf(2, 0, "")), (.money3, xf(167, 0, "")),
+            (.percent, xf(168, 0, "")),
         ]
         precondition(cellXfs.enumerated().allSatisfy { $0.offset == $0.element.0.rawValue })
         var xml = header + "<styleSheet xmlns=\"\(main)\">"
-        xml += #"<numFmts count="4"><numFmt numFmtId="164" formatCode="yyyy-mm-dd hh:mm:ss"/>"#
+        xml += #"<numFmts count="5"><numFmt numFmtId="164" formatCode="yyyy-mm-dd hh:mm:ss"/>"#
         xml += #"<numFmt numFmtId="165" formatCode="yyyy-mm-dd"/><numFmt numFmtId="166" formatCode="0.0"/>"#
-        xml += #"<numFmt numFmtId="167" formatCode="0.000"/></numFmts>"#
+        xml += #"<numFmt numFmtId="167" formatCode="0.000"/><numFmt numFmtId="168" formatCode="0.000%"/></numFmts>"#
         xml += #"<fonts count="2"><font><sz val="11"/><name val="Calibri"/><family val="2"/></font>"#
         xml += #"<font><b/><sz val="11"/><name val="Calibri"/><family val="2"/></font></fonts>"#
         xml += #"<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>"#

@@ -65,8 +65,10 @@ struct GeneratorAPIScenarioTests {
 
     @Test("amounts: the USA price is the list price; a currency other than USD only where the job reads Apple's price")
     func money() throws {
-        #expect(MoneyText.text(4_990) == "4.99" && MoneyText.text(160_000) == "160.00" && MoneyText.text(4_995) == "4.995")
-        #expect(MoneyText.text(0) == "0.00" && MoneyText.text(5) == "0.005")
+        #expect(MoneyText.text(4_990, currency: "USD") == "4.99" && MoneyText.text(160_000, currency: "JPY") == "160")
+        #expect(MoneyText.text(0, currency: "EUR") == "0.00" && MoneyText.text(4_995, currency: "USD") == "5.00")
+        #expect(MoneyText.prorated(160_000, 33_333, 100_000, currency: "JPY") == 53_000)
+        #expect(MoneyText.prorated(1_090, 33_333, 100_000, currency: "EUR") == 360, "0.36333 → 0.36")
         #expect(MoneyText.scaled(990, 50_000, 100_000) == 495 && MoneyText.scaled(990, 33_333, 100_000) == 330)
         #expect(MoneyText.scaled(5, 50_000, 100_000) == 3, "half away from zero")
         let cat = Catalog(bundle: "com.example.game")
@@ -90,7 +92,7 @@ struct GeneratorAPIScenarioTests {
             for row in d.clawback {
                 if row[14] != "USD" { #expect(signed.contains(row[6]) || apple.contains(row[6]), "\(row)") }
                 if ["invalid_receipt", "wrong_bundle", "transaction_not_found"].contains(row[9]) {
-                    #expect(row[14] == "USD" && row[13] == PriceList.list(row[3]).map(MoneyText.text), "\(row)")
+                    #expect(row[14] == "USD" && row[13] == PriceList.list(row[3]).map { MoneyText.text($0, currency: "USD") }, "\(row)")
                 }
             }
             for row in d.refundRows {
@@ -125,6 +127,7 @@ struct GeneratorAPIScenarioTests {
 private enum Decimals {
     static func milliunits(_ text: String) -> Int64? {
         let parts = text.split(separator: ".")
+        if parts.count == 1, let whole = Int64(parts[0]) { return whole * 1000 }
         guard parts.count == 2, let whole = Int64(parts[0]), let f = Int64(parts[1]) else { return nil }
         return whole * 1000 + f * (parts[1].count == 2 ? 10 : 1)
     }

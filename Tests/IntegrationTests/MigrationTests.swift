@@ -3,6 +3,7 @@ import Postgres
 @testable import ReconcileJob
 import Synchronization
 import Testing
+import Reconciliation
 
 /// Issue 34, items 1 and 2: frozen migrations, their checksums, and upgrades from every earlier
 /// schema (and from a database made by 8f8d6a6, the last build before checksums) to this build.
@@ -25,6 +26,23 @@ struct MigrationTests {
         for (version, texts) in Migrations.history {
             #expect(Set(texts.map(\.checksum)).count == texts.count, "version \(version)")
         }
+    }
+
+    @Test("money_in_units prints every currency of Swift's ISO 4217 table with its minor units, rounded as Money.text")
+    func moneyInUnitsMatchesSwift() throws {
+        let t = try TestDatabase("mig_money")
+        defer { t.drop() }
+        try Migrations.apply(t.db, schema: try JobSchema("recon"))
+        let codes = Array(Currencies.zeroDecimals) + Array(Currencies.threeDecimals) + ["USD", "EUR", "CNY", "ZZZ", ""]
+        for code in codes {
+            for milli in [0, 1_234_567, -2_500, 53_333, 499, 500, -5] as [Int64] {
+                let sql = try t.scalar("SELECT recon.money_in_units(\(milli)::numeric, \(code))")
+                #expect(sql == Money.text(milli, currency: code), "\(milli) \(code)")
+            }
+        }
+        // A prorated amount, exact in SQL: 160 yen × 33.333% is 53, 9.99 dollars × 25% is 2.50.
+        #expect(try t.scalar("SELECT recon.money_in_units(160000::numeric * 33333 / 100000, 'JPY')") == "53")
+        #expect(try t.scalar("SELECT recon.money_in_units(9990::numeric * 25000 / 100000, 'USD')") == "2.50")
     }
 
     @Test("no migration file splices a Swift value into its text")

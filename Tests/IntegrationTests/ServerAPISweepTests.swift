@@ -92,18 +92,24 @@ struct ServerAPISweepTests {
         defer { w.stop() }
         #expect(try w.night().status == 0)
         var sums: [String: [String: Int64]] = [:]
+        // The decimals each currency's cells are printed with (the totals are printed alike).
+        var decimals: [String: Int] = [:]
         func add(_ file: String, amount: String, kind: String, when: (([String: String]) -> Bool) = { _ in true }) throws {
             for row in try rows(day(w).appendingPathComponent(file)) where when(row) {
                 guard let currency = row["currency"], !currency.isEmpty, let text = row[amount], !text.isEmpty else { continue }
                 let m = try #require(milli(text), "\(file): amount \(text)")
                 sums[currency, default: [:]][kind, default: 0] += m
+                let d = text.split(separator: ".").dropFirst().first?.count ?? 0
+                #expect(decimals[currency, default: d] == d, "\(currency) printed with different decimals: \(text)")
+                decimals[currency] = d
             }
         }
         try add("compensate.csv", amount: "amount", kind: "owed")
         try add("clawback.csv", amount: "amount", kind: "claw_back")
         try add("refunds.csv", amount: "refunded_amount", kind: "refunded") { $0["state"] != "reversed" }
         try add("refunds.csv", amount: "refunded_amount", kind: "refunded_still_granted") { $0["state"] == "still_granted" }
-        let expected = sums.mapValues { $0.mapValues(text) }
+        let expected = Dictionary(uniqueKeysWithValues: sums.map { c, kinds in (c, kinds.mapValues { text($0, decimals[c] ?? 2) }) })
+        #expect(decimals["JPY"] == 0 && decimals["USD"] == 2, "\(decimals)")
         #expect(try money(w) == expected)
         #expect(!expected.isEmpty, "no amount at all in the reports")
     }
@@ -162,16 +168,19 @@ struct ServerAPISweepTests {
     }
 
     func milli(_ s: String) -> Int64? {
-        let parts = s.split(separator: ".")
-        guard parts.count == 2, let whole = Int64(parts[0]), let frac = Int64(parts[1] + String(repeating: "0", count: 3 - parts[1].count))
+        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+        guard let whole = Int64(parts[0]) else { return nil }
+        if parts.count == 1 { return whole * 1000 }
+        guard parts.count == 2, parts[1].count <= 3, let frac = Int64(parts[1] + String(repeating: "0", count: 3 - parts[1].count))
         else { return nil }
         return whole * 1000 + frac
     }
 
-    func text(_ m: Int64) -> String {
+    /// Non-negative milliunits with `decimals` decimals (a whole number of them: the sum of cells).
+    func text(_ m: Int64, _ decimals: Int) -> String {
+        let whole = m / 1000
+        guard decimals > 0 else { return "\(whole)" }
         let f = String(m % 1000)
-        var digits = String(repeating: "0", count: 3 - f.count) + f
-        if m % 10 == 0 { digits.removeLast() }
-        return "\(m / 1000).\(digits)"
+        return "\(whole)." + (String(repeating: "0", count: 3 - f.count) + f).prefix(decimals)
     }
 }

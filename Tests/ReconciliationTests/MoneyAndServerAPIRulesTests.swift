@@ -7,11 +7,32 @@ import Testing
 
 @Suite("money")
 struct MoneyTests {
-    @Test(arguments: [(4990, "4.99"), (160_000, "160.00"), (2495, "2.495"), (0, "0.00"), (5, "0.005"), (-990, "-0.99"),
-                      (1_000_000_000_000_000, "1000000000000.00")] as [(Int64, String)])
-    func printed(_ milli: Int64, _ text: String) {
-        #expect(Money.text(milli) == text)
+    /// Every class of ISO 4217 minor units: none (JPY, KRW), two (USD, EUR, and a code the table
+    /// does not know), three (KWD, BHD); exact values print exactly and read back.
+    @Test(arguments: [(4990, "USD", "4.99"), (160_000, "JPY", "160"), (160_000, "USD", "160.00"), (1_250, "KWD", "1.250"),
+                      (0, "EUR", "0.00"), (0, "JPY", "0"), (-990, "USD", "-0.99"), (-160_000, "KRW", "-160"),
+                      (5, "BHD", "0.005"), (1_000_000_000_000_000, "USD", "1000000000000.00"), (1_230, "ZZZ", "1.23"),
+                      (1_000_000_000_000_000, "JPY", "1000000000000")] as [(Int64, String, String)])
+    func printed(_ milli: Int64, _ currency: String, _ text: String) {
+        #expect(Money.text(milli, currency: currency) == text)
         #expect(Money.milliunits(Substring(text)) == milli)
+    }
+
+    /// What is not a whole minor unit is rounded once, half away from zero, to one.
+    @Test(arguments: [(53_333, "JPY", "53"), (53_500, "JPY", "54"), (-53_500, "JPY", "-54"), (2_495, "USD", "2.50"),
+                      (2_494, "EUR", "2.49"), (-2_495, "USD", "-2.50"), (1, "USD", "0.00"), (5, "USD", "0.01"),
+                      (499, "KRW", "0"), (500, "KRW", "1"), (1_234, "KWD", "1.234")] as [(Int64, String, String)])
+    func rounded(_ milli: Int64, _ currency: String, _ text: String) {
+        #expect(Money.text(milli, currency: currency) == text)
+        #expect(Money.milliunits(Substring(Money.text(milli, currency: currency))) == Money.rounded(milli, currency: currency))
+    }
+
+    @Test func minorUnitsFollowISO4217() {
+        #expect(Currencies.minorUnits("JPY") == 0 && Currencies.minorUnits("KRW") == 0 && Currencies.minorUnits("VND") == 0)
+        #expect(Currencies.minorUnits("USD") == 2 && Currencies.minorUnits("EUR") == 2 && Currencies.minorUnits("CNY") == 2)
+        #expect(Currencies.minorUnits("KWD") == 3 && Currencies.minorUnits("BHD") == 3 && Currencies.minorUnits("TND") == 3)
+        #expect(Currencies.minorUnits("") == 2 && Currencies.minorUnits("jpy") == 2, "not a code of the table: two")
+        #expect(Currencies.zeroDecimals.isDisjoint(with: Currencies.threeDecimals))
     }
 
     @Test(arguments: ["", "1.", ".5", "1.2345", "1,00", "abc", "1e3", "--1", "1.-5", "9999999999999999"])
@@ -33,6 +54,12 @@ struct MoneyTests {
         #expect(both.amount(units: 1, transactionQuantity: 3) == Money(milliunits: 160_000, currency: "JPY"))
         let list = PriceFacts(listUnit: Money(milliunits: 990, currency: "USD"))
         #expect(list.amount(units: 2, transactionQuantity: 3) == Money(milliunits: 1980, currency: "USD"))
+        // Prorated once, straight to the minor unit: 160 yen for 3 units, 1 of them: 53 yen, not 53.333.
+        let yen = PriceFacts(apple: Money(milliunits: 160_000, currency: "JPY"))
+        #expect(yen.amount(units: 1, transactionQuantity: 3) == Money(milliunits: 53_000, currency: "JPY"))
+        #expect(yen.amount(units: 2, transactionQuantity: 3) == Money(milliunits: 107_000, currency: "JPY"))
+        let dollars = PriceFacts(apple: Money(milliunits: 9_990, currency: "USD"))
+        #expect(dollars.amount(units: 1, transactionQuantity: 4) == Money(milliunits: 2_500, currency: "USD"), "2.4975 → 2.50")
         #expect(PriceFacts().amount(units: 1, transactionQuantity: 1) == nil)
     }
 }

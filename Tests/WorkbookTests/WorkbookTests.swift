@@ -275,6 +275,18 @@ import XLSXReading
     func numbersOnlyWhereTheyStayExact(raw: String, kind: ColumnKind, isNumber: Bool) {
         if case .number = Cell.from(raw, kind: kind, zone: ZoneOffsets(.gmt)) { #expect(isNumber) } else { #expect(!isNumber) }
     }
+
+    /// Apple's revocationPercentage (thousandths of a percent) as a percentage; what Apple's range
+    /// does not hold stays text.
+    @Test(arguments: [("33333", "0.33333"), ("50000", "0.50000"), ("100000", "1.00000"), ("0", "0.00000"), ("5", "0.00005"),
+                      ("100001", nil), ("-5", nil), ("33.5", nil), ("abc", nil), ("0033333", nil)] as [(String, String?)])
+    func revocationPercentage(raw: String, value: String?) {
+        switch Cell.from(raw, kind: .percentMilli, zone: ZoneOffsets(.gmt)) {
+        case .number(let v, let style): #expect(v == value && style == .percent, "\(raw)")
+        case .text(let t, _): #expect(value == nil && t == raw, "\(raw)")
+        case .empty: Issue.record("\(raw) lost")
+        }
+    }
 }
 
 extension Workbook {
@@ -282,7 +294,7 @@ extension Workbook {
     enum ColumnKindProbe {
         static func isText(_ column: String) -> Bool {
             !["quantity", "attempts", "amount", "refunded_amount", "purchase_date", "granted_at", "cancellation_date",
-              "revocation_date", "last_attempt_at", "first_seen", "closed_on"].contains(column)
+              "revocation_date", "last_attempt_at", "first_seen", "closed_on", "revocation_percentage"].contains(column)
         }
     }
 }

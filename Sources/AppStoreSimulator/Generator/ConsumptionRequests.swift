@@ -216,7 +216,7 @@ enum ConsumptionRequests {
             }
             let cells = [
                 UTC.timestamp(ms), row.environment.rawValue, row.transactionID, row.originalTransactionID, user, row.productID,
-                String(row.quantity), row.price.map(MoneyText.text) ?? "", row.price == nil ? "" : row.currency ?? "",
+                String(row.quantity), row.price.map { MoneyText.text($0, currency: row.currency ?? "") } ?? "", row.price == nil ? "" : row.currency ?? "",
                 f.request.reason, answer, detail, status, percentage, "", answeredAt, "", outcome, outcomeAt, notificationUUID(f),
             ]
             return ExpectedRow(requestedMs: ms, uuid: notificationUUID(f), cells: cells)

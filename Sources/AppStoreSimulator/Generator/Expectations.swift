@@ -141,11 +141,11 @@ extension ScenarioBuilder {
             let t = r.tx
             let store = data.storefront(of: t.tid)
             let amount = (PriceList.unit(t.pid, at: store) ?? 0) * Int64(t.qty)
-            let refunded = r.refund.percentage.map { MoneyText.scaled(amount, Int64($0), 100_000) } ?? amount
+            let refunded = r.refund.percentage.map { MoneyText.prorated(amount, Int64($0), 100_000, currency: store.currency) } ?? amount
             data.refundRows.append([
                 t.tid, t.otid, IDs.user(r.user), t.pid, t.type, UTC.timestamp(r.refund.cancellationDateMs),
-                r.refund.reason, r.revocationType, r.refund.percentage.map { String($0) } ?? "", MoneyText.text(amount),
-                MoneyText.text(refunded), store.currency, r.state,
+                r.refund.reason, r.revocationType, r.refund.percentage.map { String($0) } ?? "",
+                MoneyText.text(amount, currency: store.currency), MoneyText.text(refunded, currency: store.currency), store.currency, r.state,
                 r.grants.map(\.grantID).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
                     .joined(separator: " "),
                 settings.firstSeen,
@@ -163,12 +163,12 @@ extension ScenarioBuilder {
     private func money(_ tid: String, _ product: String, units: Int) -> (String, String) {
         let store = data.storefront(of: tid)
         guard let unit = PriceList.unit(product, at: store) else { return ("", "") }
-        return (MoneyText.text(unit * Int64(units)), store.currency)
+        return (MoneyText.text(unit * Int64(units), currency: store.currency), store.currency)
     }
 
     private func listMoney(_ product: String, units: Int) -> (String, String) {
         guard let unit = PriceList.list(product) else { return ("", "") }
-        return (MoneyText.text(unit * Int64(units)), PriceList.listCurrency)
+        return (MoneyText.text(unit * Int64(units), currency: PriceList.listCurrency), PriceList.listCurrency)
     }
 
     /// The most direct way the job learns the transaction: a receipt Apple answers with data, else

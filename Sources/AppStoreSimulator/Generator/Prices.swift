@@ -43,15 +43,31 @@ enum PriceList {
     static func list(_ productID: String) -> Int64? { unit(productID, at: .usa) }
 }
 
-/// Amounts as the reports print them (docs: issue 11 "Money").
+/// Amounts as the reports print them (contract, "Money"): in the currency's ISO 4217 minor units,
+/// written here for the generated storefronts' currencies only (the job has the whole table).
 enum MoneyText {
-    /// A decimal in currency units: 2 decimals when the milliunits are whole hundredths, else 3.
-    static func text(_ milliunits: Int64) -> String {
-        let whole = milliunits / 1000, fraction = milliunits % 1000
-        let f = String(fraction)
-        var digits = String(repeating: "0", count: 3 - f.count) + f
-        if fraction % 10 == 0 { digits.removeLast() }
-        return String(whole) + "." + digits
+    /// Digits after the point: the yen has none, the dollar and the euro two (ISO 4217).
+    static func decimals(_ currency: String) -> Int { currency == "JPY" ? 0 : 2 }
+
+    /// Non-negative milliunits of `currency`, rounded half up to its minor unit.
+    static func text(_ milliunits: Int64, currency: String) -> String {
+        let digits = decimals(currency)
+        var scale: Int64 = 1
+        for _ in digits..<3 { scale *= 10 }
+        let minor = scaled(milliunits, 1, scale)
+        var one: Int64 = 1
+        for _ in 0..<digits { one *= 10 }
+        guard digits > 0 else { return String(minor) }
+        let f = String(minor % one)
+        return String(minor / one) + "." + String(repeating: "0", count: digits - f.count) + f
+    }
+
+    /// `a × numerator / denominator` milliunits of `currency`, rounded once, half up, to its
+    /// minor unit (a prorated refund); still milliunits.
+    static func prorated(_ a: Int64, _ numerator: Int64, _ denominator: Int64, currency: String) -> Int64 {
+        var scale: Int64 = 1
+        for _ in decimals(currency)..<3 { scale *= 10 }
+        return scaled(a, numerator, denominator * scale) * scale
     }
 
     /// `a × numerator / denominator` for non-negative numbers, rounded half away from zero.
@@ -59,6 +75,9 @@ enum MoneyText {
         (a * numerator * 2 + denominator) / (2 * denominator)
     }
 
-    /// `iap_products.price` as COPY text (`0.99`).
-    static func sqlNumeric(_ milliunits: Int64) -> String { text(milliunits) }
+    /// `iap_products.price` as COPY text (`0.99`): a plain decimal, three places at most.
+    static func sqlNumeric(_ milliunits: Int64) -> String {
+        let f = String(milliunits % 1000)
+        return String(milliunits / 1000) + "." + String(repeating: "0", count: 3 - f.count) + f
+    }
 }

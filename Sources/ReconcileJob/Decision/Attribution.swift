@@ -122,9 +122,10 @@ extension DecideStage {
                coalesce(uploader, attributed, first_user), product_id, product_type,
                to_char(to_timestamp(rev_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
                coalesce(revocation_reason::text, cancellation_reason), revocation_type, revocation_percentage::text,
-               \(S).money_text(amount_milli),
-               \(S).money_text(CASE WHEN revocation_percentage IS NULL THEN amount_milli
-                                    ELSE round(amount_milli * revocation_percentage / 100000.0)::bigint END),
+               \(S).money_in_units(amount_milli, amount_currency),
+               -- prorated: amount × percentage, exact, rounded once to the currency's minor unit
+               \(S).money_in_units(CASE WHEN revocation_percentage IS NULL THEN amount_milli
+                                         ELSE amount_milli::numeric * revocation_percentage / 100000 END, amount_currency),
                CASE WHEN amount_milli IS NOT NULL THEN amount_currency END,
                CASE WHEN reversed THEN 'reversed' WHEN ids IS NULL THEN 'never_granted'
                     WHEN active = 0 THEN 'clawed_back' ELSE 'still_granted' END,

@@ -102,5 +102,7 @@ extension Migrations {
         ],
         13: [ShippedText("30c1145b0a9851edbd8bd978ff63c73b2abef66af9cf0516011badf89a11fa96", shipped: "from this build", functions: [])],
         14: [ShippedText("0bd655134c0dc20a63a38605ead3ff87d8457709ee0a6a8433e0b21b7519337a", shipped: "from this build", functions: [])],
+        15: [ShippedText("9421fc0e2189de57dc81446d29aaa7b7c5d59e24a907966ad3a7df76d9a1e482", shipped: "from this build", functions: [
+            ("money_in_units", "0bd00dc51ab0d410e1363d07cd29fc5875e8b0207650247e440e63a8c665f187")])],
     ]
 }

@@ -29,13 +29,13 @@ extension ReportWriter {
     func writePage(summary: RunSummary, oldest: SummaryPage.OldestFinding?, nights: [SummaryPage.Night]) throws {
         var input = SummaryPage.Input(
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
-            money: summary.money.mapValues { $0.mapValues(Money.text) }, oldestOpen: oldest, history: nights)
+            money: RunSummary.texts(summary.money), oldestOpen: oldest, history: nights)
         input.refundRequests = Dictionary(uniqueKeysWithValues: summary.refundRequests.figures.map { ($0.name, $0.value) })
         // IAP_BUNDLE_IDS's order, then rows of products of no listed app.
         let order = settings.bundleIDList + summary.apps.keys.filter { !settings.bundleIDList.contains($0) }.sorted()
         input.apps = order.compactMap { app in
             summary.apps[app].map {
-                SummaryPage.App(bundleID: app, counts: $0.counts, money: $0.money.mapValues { $0.mapValues(Money.text) },
+                SummaryPage.App(bundleID: app, counts: $0.counts, money: RunSummary.texts($0.money),
                                 requests: $0.requests.values.reduce(0, +), refused: $0.refused)
             }
         }
@@ -70,7 +70,7 @@ extension ReportWriter {
         }
         for (currency, kinds) in s.money.sorted(by: { $0.key < $1.key }) {
             for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
-                lines.append(("money: \(kind) (\(currency))", Money.text(milli)))
+                lines.append(("money: \(kind) (\(currency))", Money.text(milli, currency: currency)))
             }
         }
         if s.refundRequests.requests > 0 {
@@ -82,7 +82,7 @@ extension ReportWriter {
                 for (file, n) in f.counts.sorted(by: { $0.key < $1.key }) { lines.append(("app \(app): rows: \(file)", String(n))) }
                 for (currency, kinds) in f.money.sorted(by: { $0.key < $1.key }) {
                     for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
-                        lines.append(("app \(app): money: \(kind) (\(currency))", Money.text(milli)))
+                        lines.append(("app \(app): money: \(kind) (\(currency))", Money.text(milli, currency: currency)))
                     }
                 }
                 lines.append(("app \(app): App Store requests", String(f.requests.values.reduce(0, +))))

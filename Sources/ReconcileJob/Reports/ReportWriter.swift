@@ -221,7 +221,7 @@ struct ReportWriter {
         let ms: (SQL) -> SQL = { time("to_timestamp(\($0) / 1000.0)") }
         return """
             SELECT \(ms("c.requested_ms")), c.environment, c.transaction_id, c.original_transaction_id, c.user_id, c.product_id,
-                   c.quantity::text, \(S).money_text(c.price_milli), CASE WHEN c.price_milli IS NOT NULL THEN c.currency END,
+                   c.quantity::text, \(S).money_in_units(c.price_milli, c.currency), CASE WHEN c.price_milli IS NOT NULL THEN c.currency END,
                    c.reason, c.state, c.detail, c.delivery_status, c.consumption_percentage::text, c.refund_preference,
                    \(time("c.sent_at")), c.error_code::text,
                    CASE WHEN o.refunded_ms IS NOT NULL THEN 'refunded'

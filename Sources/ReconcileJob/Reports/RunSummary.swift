@@ -42,6 +42,13 @@ public struct RunSummary: Sendable {
         public var notAsked = 0
     }
 
+    /// Money totals (currency → kind → milliunits) as text in each currency's minor units.
+    public static func texts(_ money: [String: [String: Int64]]) -> [String: [String: String]] {
+        Dictionary(uniqueKeysWithValues: money.map { currency, kinds in
+            (currency, kinds.mapValues { Money.text($0, currency: currency) })
+        })
+    }
+
     /// The `apps` key of rows whose product's `bundle_id` is no app of IAP_BUNDLE_IDS.
     public static let otherApp = "(other)"
 
@@ -126,11 +133,11 @@ public struct RunSummary: Sendable {
             seconds = s.stageSeconds
             tally = s.tally.mapValues { $0.buckets.merging(["rows": $0.rows]) { $1 } }
             exit_code = s.exitCode
-            money = s.money.mapValues { $0.mapValues(Money.text) }
+            money = RunSummary.texts(s.money)
             skipped_checks = s.skippedChecks
             refund_requests = s.refundRequests
             apps = s.apps.isEmpty ? nil : s.apps.mapValues {
-                App(counts: $0.counts, money: $0.money.mapValues { $0.mapValues(Money.text) }, requests: $0.requests,
+                App(counts: $0.counts, money: RunSummary.texts($0.money), requests: $0.requests,
                     notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
                     not_asked: $0.notAsked)
             }
