@@ -28,6 +28,16 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
         kind == .connection || (sqlState?.hasPrefix("08") ?? false) || sqlState == "57P01" || sqlState == "57P03"
     }
 
+    /// True when a hot standby cancelled the statement or ended the session because replaying the
+    /// primary's changes needed what it read (SQLSTATE 40001 as an ERROR, or as a FATAL that drops
+    /// the connection, "canceling statement due to conflict with recovery" / "terminating
+    /// connection due to conflict with recovery"): temporary, the standby's settings decide how often.
+    public var isRecoveryConflict: Bool {
+        // A read-only REPEATABLE READ transaction never fails to serialize, so on the source's
+        // session every 40001 is one; the words cover a FATAL whose SQLSTATE libpq did not keep.
+        sqlState == "40001" || message.contains("conflict with recovery")
+    }
+
     /// True when the server refused who we are (password, role, database name): someone must fix
     /// the configuration; running again will not help.
     public var isCredentialProblem: Bool {
@@ -331,6 +341,14 @@ public final class PGCopyWriter {
     /// Raw, already escaped COPY text.
     public func write(_ bytes: [UInt8]) throws {
         buffer.append(contentsOf: bytes)
+        if buffer.count >= chunk { try flush() }
+    }
+
+    /// One line of COPY text as another session's `copyOut` gave it (already escaped, without its
+    /// newline): rows passed from one database to another as they come, no field parsed.
+    public func line(_ bytes: UnsafeBufferPointer<UInt8>) throws {
+        buffer.append(contentsOf: bytes)
+        buffer.append(10)
         if buffer.count >= chunk { try flush() }
     }
 

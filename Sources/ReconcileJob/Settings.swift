@@ -25,6 +25,11 @@ public struct JobSettings: Sendable {
     /// `$DATABASE_URL` when set and not empty (may hold a password: never printed); nil: libpq's
     /// own variables (`PGHOST`, …).
     public var databaseURL: String?
+    /// `$SOURCE_DATABASE_URL` when set and not empty (may hold a password: never printed): the
+    /// database the four source relations are read from, only read (a hot standby will do). The
+    /// night copies them into the job's database first (`SourceCopy`); lookup and respond read
+    /// them there directly. nil: they are read from the job's own database.
+    public var sourceDatabaseURL: String?
     public var progress = true
     /// `--lock-wait-seconds`: how long a run waits for another run's lock before exit 75.
     public var lockWaitSeconds = 5

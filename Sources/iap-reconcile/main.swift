@@ -157,6 +157,7 @@ struct CommonOptions: ParsableArguments {
         }
         s.lockWaitSeconds = lockWaitSeconds
         if let v = env["DATABASE_URL"], !v.isEmpty { s.databaseURL = v }
+        if let v = env["SOURCE_DATABASE_URL"], !v.isEmpty { s.sourceDatabaseURL = v }
         if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
         if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
         if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }

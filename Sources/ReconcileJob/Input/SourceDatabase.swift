@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import Postgres
+
+/// `SOURCE_DATABASE_URL`: the four source relations read from a database of their own (a read
+/// replica, a hot standby), the job's state kept in `DATABASE_URL`'s (issue 37).
+///
+/// Nothing is ever written there: every session opens one `REPEATABLE READ READ ONLY`
+/// transaction, and its statements are `SET` (the session's date style and encoding, so that
+/// text passes between two databases unchanged), `BEGIN`, `SELECT`, `COPY (SELECT …) TO STDOUT`
+/// and `ROLLBACK`. No temporary table, no function, no lock beyond the reads' own.
+enum SourceDatabase {
+    /// Exit 78 with the redacted string when `SOURCE_DATABASE_URL` is set and libpq cannot parse it.
+    static func checkURL(_ settings: JobSettings) throws {
+        guard let url = settings.sourceDatabaseURL else { return }
+        do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
+            throw JobError(.configuration, "SOURCE_DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
+                + "fix it in the environment (see docs/contract.md, 'Environment variables')")
+        }
+    }
+
+    /// A session on the source database in its read-only snapshot: `SOURCE_DATABASE_URL`'s.
+    /// The caller closes it (`ROLLBACK` is implied by closing).
+    static func open(_ settings: JobSettings) throws -> PGConnection {
+        let db: PGConnection
+        do {
+            db = try PGConnection(conninfo: settings.sourceDatabaseURL ?? "")
+        } catch {
+            throw JobError.from(error, doing: "connecting to the source database (SOURCE_DATABASE_URL)")
+        }
+        do {
+            try db.execute("""
+                SET client_encoding = 'UTF8'; SET DateStyle = 'ISO'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 3;
+                BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
+                """)
+        } catch {
+            db.close()
+            throw error
+        }
+        return db
+    }
+
+    /// The columns of a source relation as the source has them, in order, each with the type the
+    /// copy gives it: the source's own for a type of `pg_catalog` (text, integers, numeric,
+    /// timestamptz…), else `text` (a domain, an enum, citext: the job's database may not know them;
+    /// the source check has already refused them where the night reads them).
+    static func columns(_ source: PGConnection, schema: String, relation: String) throws -> [(name: String, type: String, cast: Bool)] {
+        let r = try source.query("""
+            SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typnamespace = 'pg_catalog'::regnamespace
+            FROM pg_attribute a
+            JOIN pg_class c ON c.oid = a.attrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_type t ON t.oid = a.atttypid
+            WHERE n.nspname = \(schema) AND c.relname = \(relation) AND a.attnum > 0 AND NOT a.attisdropped
+            ORDER BY a.attnum
+            """)
+        return r.rows.map { row in
+            let builtin = row[2] == "t"
+            return (row[0] ?? "", builtin ? (row[1] ?? "text") : "text", !builtin)
+        }
+    }
+
+    /// The select list that reads `columns` of the source (`x.col`, or `x.col::text`).
+    static func selectList(_ columns: [(name: String, type: String, cast: Bool)]) -> SQL {
+        columns.map { $0.cast ? "\(ident: $0.name)::text" : "\(ident: $0.name)" as SQL }.joined()
+    }
+
+    /// The column definitions of a table that holds those rows.
+    static func definitions(_ columns: [(name: String, type: String, cast: Bool)]) -> SQL {
+        columns.map { "\(ident: $0.name) \(SQL(unsafeSQL: $0.type))" as SQL }.joined()
+    }
+
+    /// Runs `body` once more when the source's standby cancelled the read (a recovery conflict),
+    /// on a fresh session; a second conflict is exit 75 with what to change on the standby.
+    static func retryingRecoveryConflict<T>(_ what: String, logger: Logger, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as PGError where e.isRecoveryConflict {
+            logger.warning("the source database's standby cancelled the read (a recovery conflict); reading again once",
+                           metadata: ["doing": "\(what)", "error": "\(Secrets.redact(e.description))"])
+        }
+        do {
+            return try body()
+        } catch let e as PGError where e.isRecoveryConflict {
+            throw JobError(.temporary, "\(what): \(e) (the second time); \(recoveryConflictAdvice)")
+        }
+    }
+}
+
+/// The night's copy of the source relations (`SOURCE_DATABASE_URL` set): the four relations read
+/// in one snapshot of the source and streamed by COPY into the schema `<job schema>_source` of the
+/// job's database, where every later step of the night reads them (`settings.sourceSchema` points
+/// there). Each copy has the source relation's columns and types, and no key, constraint or
+/// index: the night's input checks must find in the copy every duplicate key and null the source
+/// has. The tables are unlogged (a crash loses them; the next night makes them again) and
+/// rewritten by every night.
+struct SourceCopy {
+    let settings: JobSettings
+    let logger: Logger
+
+    /// The copy's schema in the job's database.
+    static func schema(of jobSchema: JobSchema) throws -> JobSchema {
+        guard jobSchema.name.count <= 56 else {
+            throw JobError(.configuration, "with SOURCE_DATABASE_URL the job schema's name must be at most 56 characters "
+                + "(the copy of the sources is \(jobSchema.name)_source)")
+        }
+        return try JobSchema(jobSchema.name + "_source")
+    }
+
+    /// Says which schemas are the job's copies: a schema of that name without it is someone else's.
+    static let marker = "iap-reconcile: the night's copy of the source relations (SOURCE_DATABASE_URL); rewritten every night"
+
+    struct Copied {
+        var schema: JobSchema
+        var shape: SourceCheck.Shape
+        var rows: [String: Int] = [:]
+    }
+
+    /// Checks the source relations (contract §1, privileges) on the source, copies them, and
+    /// returns the copy's schema. `db`: the run's session on the job's database.
+    func run(_ db: PGConnection) throws -> Copied {
+        let copy = try Self.schema(of: settings.jobSchema)
+        try claimSchema(db, copy)
+        return try SourceDatabase.retryingRecoveryConflict("copying the source relations from SOURCE_DATABASE_URL",
+                                                            logger: logger) { try copyOnce(db, into: copy) }
+    }
+
+    /// Creates the copy's schema, or makes sure the one there is the job's.
+    private func claimSchema(_ db: PGConnection, _ copy: JobSchema) throws {
+        let found = try db.query("""
+            SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = \(copy.name)
+            """)
+        if found.rowCount == 0 {
+            try db.execute("CREATE SCHEMA IF NOT EXISTS \(copy.sql); COMMENT ON SCHEMA \(copy.sql) IS \(literal: .string(Self.marker))")
+        } else if found.value(0, 0) != Self.marker {
+            throw JobError(.configuration, "the job's database has a schema \(copy.name) that is not the job's copy of the "
+                + "sources (its comment is not the job's); the night would overwrite it: rename it, or choose another --job-schema")
+        }
+    }
+
+    private func copyOnce(_ db: PGConnection, into copy: JobSchema) throws -> Copied {
+        let source = try SourceDatabase.open(settings)
+        defer { source.close() }
+        let shape = try SourceCheck.verify(source, schema: settings.sourceSchema)
+        var copied = Copied(schema: copy, shape: shape)
+        let relations = SourceRelation.allCases.map(\.rawValue)
+        var columns: [String: [(name: String, type: String, cast: Bool)]] = [:]
+        for relation in relations {
+            columns[relation] = try SourceDatabase.columns(source, schema: settings.sourceSchema, relation: relation)
+        }
+        try db.transaction {
+            try db.execute("SET LOCAL client_encoding = 'UTF8'; SET LOCAL DateStyle = 'ISO'; SET LOCAL IntervalStyle = 'postgres'")
+            for relation in relations {
+                let cols = columns[relation]!
+                let table: SQL = "\(copy.sql).\(ident: relation)"
+                try db.execute("""
+                    DROP TABLE IF EXISTS \(table);
+                    CREATE UNLOGGED TABLE \(table) (\(SourceDatabase.definitions(cols))) WITH (autovacuum_enabled = off)
+                    """)
+                let names = cols.map { "\(ident: $0.name)" as SQL }.joined()
+                var n = 0
+                // Created in this transaction, so FREEZE: no hint bits to set, no vacuum to come.
+                try db.copyIn("COPY \(table) (\(names)) FROM STDIN WITH (FREEZE)") { writer in
+                    try source.copyOut("""
+                        COPY (SELECT \(SourceDatabase.selectList(cols)) FROM \(ident: settings.sourceSchema).\(ident: relation)) TO STDOUT
+                        """) { line in
+                        try writer.line(line)
+                        n += 1
+                    }
+                }
+                copied.rows[relation] = n
+                logger.info("source relation copied", metadata: ["relation": "\(relation)", "rows": "\(n)"])
+            }
+        }
+        try source.execute("ROLLBACK")
+        try db.execute("ANALYZE \(relations.map { "\(copy.sql).\(ident: $0)" as SQL }.joined())")
+        return copied
+    }
+}
