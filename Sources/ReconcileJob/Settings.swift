@@ -40,6 +40,10 @@ public struct JobSettings: Sendable {
     /// (`Conservation.bucketSQL`) instead of by the decide stage's rules, so that a test can
     /// compare the two independent counts on the same data.
     public var tallyGrantsBySQL = false
+    /// A deliberate pause for the tests (hidden option): with SOURCE_DATABASE_URL, the copy's
+    /// Nth attempt holds its snapshot on the source this many milliseconds after copying the first
+    /// relation, idle in its transaction, so that a test can provoke a recovery conflict.
+    public var faultHoldSourceSnapshotMs: [Int] = []
     /// Verifies StoreKit 2 uploads against the pinned roots: Apple Root CA - G3, embedded, unless
     /// `$IAP_ROOT_CERTIFICATES` names others (`useRootCertificates`).
     public var signedData = SignedDataVerifier(roots: [SignedDataVerifier.appleRootCAG3])

@@ -29,15 +29,35 @@ enum SourceDatabase {
             throw JobError.from(error, doing: "connecting to the source database (SOURCE_DATABASE_URL)")
         }
         do {
-            try db.execute("""
-                SET client_encoding = 'UTF8'; SET DateStyle = 'ISO'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 3;
-                BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
-                """)
+            for statement: SQL in ["SET client_encoding = 'UTF8'", "SET DateStyle = 'ISO'", "SET IntervalStyle = 'postgres'",
+                                   "SET extra_float_digits = 3", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"] {
+                try db.execute(statement)
+            }
         } catch {
             db.close()
             throw error
         }
         return db
+    }
+
+    /// Runs `body` with the session that reads the source relations: `job` itself without
+    /// `SOURCE_DATABASE_URL`, else a read-only snapshot session on the source database (closed
+    /// after). `retry`: `body` only reads, so on a recovery conflict it runs once more (lookup);
+    /// respond, which stores as it reads, leaves that to its next run (exit 75 either way).
+    static func reading<T>(_ settings: JobSettings, job: PGConnection, retry: Bool, logger: Logger,
+                           _ body: (PGConnection) throws -> T) throws -> T {
+        guard settings.sourceDatabaseURL != nil else { return try body(job) }
+        try checkURL(settings)
+        let what = "reading the source relations on SOURCE_DATABASE_URL"
+        func once() throws -> T {
+            let source = try open(settings)
+            defer { source.close() }
+            return try body(source)
+        }
+        if retry { return try retryingRecoveryConflict(what, logger: logger, once) }
+        do { return try once() } catch let e as PGError where e.isRecoveryConflict {
+            throw JobError(.temporary, "\(what): \(e); \(recoveryConflictAdvice)")
+        }
     }
 
     /// The columns of a source relation as the source has them, in order, each with the type the
@@ -121,8 +141,12 @@ struct SourceCopy {
     func run(_ db: PGConnection) throws -> Copied {
         let copy = try Self.schema(of: settings.jobSchema)
         try claimSchema(db, copy)
+        var attempt = 0
         return try SourceDatabase.retryingRecoveryConflict("copying the source relations from SOURCE_DATABASE_URL",
-                                                            logger: logger) { try copyOnce(db, into: copy) }
+                                                            logger: logger) {
+            attempt += 1
+            return try copyOnce(db, into: copy, attempt: attempt)
+        }
     }
 
     /// Creates the copy's schema, or makes sure the one there is the job's.
@@ -138,7 +162,7 @@ struct SourceCopy {
         }
     }
 
-    private func copyOnce(_ db: PGConnection, into copy: JobSchema) throws -> Copied {
+    private func copyOnce(_ db: PGConnection, into copy: JobSchema, attempt: Int) throws -> Copied {
         let source = try SourceDatabase.open(settings)
         defer { source.close() }
         let shape = try SourceCheck.verify(source, schema: settings.sourceSchema)
@@ -158,18 +182,27 @@ struct SourceCopy {
                     CREATE UNLOGGED TABLE \(table) (\(SourceDatabase.definitions(cols))) WITH (autovacuum_enabled = off)
                     """)
                 let names = cols.map { "\(ident: $0.name)" as SQL }.joined()
-                var n = 0
-                // Created in this transaction, so FREEZE: no hint bits to set, no vacuum to come.
-                try db.copyIn("COPY \(table) (\(names)) FROM STDIN WITH (FREEZE)") { writer in
-                    try source.copyOut("""
-                        COPY (SELECT \(SourceDatabase.selectList(cols)) FROM \(ident: settings.sourceSchema).\(ident: relation)) TO STDOUT
-                        """) { line in
-                        try writer.line(line)
+                var n = -1
+                // Binary: the same types on both sides (SourceDatabase.columns), and no text to
+                // print and parse again. Created in this transaction, so FREEZE: no hint bits to
+                // set, no vacuum to come.
+                try db.copyIn("COPY \(table) (\(names)) FROM STDIN WITH (FORMAT binary, FREEZE)") { writer in
+                    try source.copyOutRaw("""
+                        COPY (SELECT \(SourceDatabase.selectList(cols)) FROM \(ident: settings.sourceSchema).\(ident: relation)) \
+                        TO STDOUT WITH (FORMAT binary)
+                        """) { chunk in
+                        try writer.raw(chunk)
                         n += 1
                     }
                 }
-                copied.rows[relation] = n
+                // The chunks: the header with the first row, then one per row, then the trailer.
+                copied.rows[relation] = max(n, 0)
                 logger.info("source relation copied", metadata: ["relation": "\(relation)", "rows": "\(n)"])
+                let hold = settings.faultHoldSourceSnapshotMs
+                if relation == relations.first, attempt <= hold.count, hold[attempt - 1] > 0 {
+                    logger.warning("fault: holding the source snapshot", metadata: ["attempt": "\(attempt)", "ms": "\(hold[attempt - 1])"])
+                    usleep(useconds_t(hold[attempt - 1]) * 1000)
+                }
             }
         }
         try source.execute("ROLLBACK")

@@ -107,7 +107,8 @@ enum NightPlan {
             }
             if let api = settings.serverAPI, settings.apiSweeps {
                 add("sweep the Server API", "sweep", .main,
-                    reads: ["job.notification_sweeps", "job.history_customers", "job.receipt_transactions", "value: run id"],
+                    reads: ["job.notification_sweeps", "job.history_customers", "job.receipt_transactions", "value: run id",
+                            "source.iap_orders", "source.iap_receipts"],
                     writes: ["job.notifications", "job.notification_sweeps", "job.history_customers", "job.apple_transactions",
                              "value: sweeps"],
                     note: "notification history and customers' transaction histories, over HTTP") { c in
