@@ -55,8 +55,8 @@ enum SourceDatabase {
             return try body(source)
         }
         if retry { return try retryingRecoveryConflict(what, logger: logger, once) }
-        do { return try once() } catch let e as PGError where e.isRecoveryConflict {
-            throw JobError(.temporary, "\(what): \(e); \(recoveryConflictAdvice)")
+        do { return try once() } catch let e as PGError where mayBeRecoveryConflict(e) {
+            throw JobError(.temporary, conflictLine(what, e, again: false))
         }
     }
 
@@ -90,19 +90,34 @@ enum SourceDatabase {
         columns.map { "\(ident: $0.name) \(SQL(unsafeSQL: $0.type))" as SQL }.joined()
     }
 
-    /// Runs `body` once more when the source's standby cancelled the read (a recovery conflict),
-    /// on a fresh session; a second conflict is exit 75 with what to change on the standby.
+    /// Whether an error of a session on the source, once connected, may be a recovery conflict:
+    /// SQLSTATE 40001 (an ERROR that cancels a statement, or a FATAL libpq kept), or the session
+    /// dropped. A standby ends a session idle in its transaction with a FATAL, and libpq, finding
+    /// the socket closed when it sends the next statement, often says only "server closed the
+    /// connection unexpectedly" (the reason is in the standby's log).
+    static func mayBeRecoveryConflict(_ e: PGError) -> Bool { e.isRecoveryConflict || e.isConnectionProblem }
+
+    /// The exit-75 line of a second failure (`mayBeRecoveryConflict`).
+    static func conflictLine(_ what: String, _ e: PGError, again: Bool) -> String {
+        let said = e.isRecoveryConflict ? "" : "; the source database ended the session while the job held its snapshot, "
+            + "as a hot standby does on a recovery conflict (its log says why)"
+        return "\(what): \(e)\(again ? " (the second time)" : "")\(said); \(recoveryConflictAdvice)"
+    }
+
+    /// Runs `body` once more, from a new session and snapshot, when the source cancelled the read
+    /// or dropped the session (`mayBeRecoveryConflict`); a second time is exit 75 with what to
+    /// change on the standby.
     static func retryingRecoveryConflict<T>(_ what: String, logger: Logger, _ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let e as PGError where e.isRecoveryConflict {
-            logger.warning("the source database's standby cancelled the read (a recovery conflict); reading again once",
+        } catch let e as PGError where mayBeRecoveryConflict(e) {
+            logger.warning("the source database cancelled the read or ended the session (a recovery conflict on a standby?); reading again once",
                            metadata: ["doing": "\(what)", "error": "\(Secrets.redact(e.description))"])
         }
         do {
             return try body()
-        } catch let e as PGError where e.isRecoveryConflict {
-            throw JobError(.temporary, "\(what): \(e) (the second time); \(recoveryConflictAdvice)")
+        } catch let e as PGError where mayBeRecoveryConflict(e) {
+            throw JobError(.temporary, conflictLine(what, e, again: true))
         }
     }
 }
