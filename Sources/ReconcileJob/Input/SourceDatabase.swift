@@ -62,11 +62,13 @@ enum SourceDatabase {
 
     /// The columns of a source relation as the source has them, in order, each with the type the
     /// copy gives it: the source's own for a type of `pg_catalog` (text, integers, numeric,
-    /// timestamptz…), else `text` (a domain, an enum, citext: the job's database may not know them;
-    /// the source check has already refused them where the night reads them).
+    /// timestamptz…) without its modifier (`numeric(10,2)` is `numeric`, `varchar(20)` is
+    /// `varchar`: the values are the same, and the type is named by identifiers, never by text),
+    /// else `text` (a domain, an enum, citext: the job's database may not know them; the source
+    /// check has already refused them where the night reads them).
     static func columns(_ source: PGConnection, schema: String, relation: String) throws -> [(name: String, type: String, cast: Bool)] {
         let r = try source.query("""
-            SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typnamespace = 'pg_catalog'::regnamespace
+            SELECT a.attname, t.typname, t.typnamespace = 'pg_catalog'::regnamespace
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -87,7 +89,7 @@ enum SourceDatabase {
 
     /// The column definitions of a table that holds those rows.
     static func definitions(_ columns: [(name: String, type: String, cast: Bool)]) -> SQL {
-        columns.map { "\(ident: $0.name) \(SQL(unsafeSQL: $0.type))" as SQL }.joined()
+        columns.map { "\(ident: $0.name) \(ident: "pg_catalog").\(ident: $0.type)" as SQL }.joined()
     }
 
     /// Whether an error of a session on the source, once connected, may be a recovery conflict:
