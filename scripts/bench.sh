@@ -12,6 +12,12 @@
 #             (iap-reconcile run --database-only): what Postgres itself needs for the rows the job reads
 # and prints their ratio (target <= 3), the rows per second, and the job's peak RSS (target < 100 MB)
 # next to the number of findings (rows of compensate, duplicate_grants, clawback, refunds, unattributed).
+#   split     the same night with SOURCE_DATABASE_URL: the four source relations in a database of
+#             their own (iap_source, on the same cluster), copied into the job's by the night's
+#             first step; printed with its copy stage, the copy's floor (each source relation
+#             COPY'd out of iap_source and into an unlogged table of iap, binary, by psql) and its
+#             ratio to the single-database job of the same round (target <= 1.20, issue 37).
+#             BENCH_SPLIT=0 leaves it out.
 # BENCH_ROUNDS=N (default 1): N rounds on the same data, each the floor, the job, the floor again
 # (this machine's speed drifts by 10-20% within minutes); a round's ratio is its job over the mean
 # of the two floors around it, and the ratio printed is the median of the rounds' ratios, with
@@ -58,6 +64,13 @@ SQL
 psql -AtX -F' ' -c "SELECT (SELECT count(*) FROM iap_orders), (SELECT count(*) FROM iap_receipts),
   (SELECT count(*) FROM iap_grants), (SELECT count(*) FROM recon.apple_transactions)" > "$work/sizes"
 read -r orders receipts grants learned < "$work/sizes"
+split=${BENCH_SPLIT:-1}
+if [ "$split" = 1 ]; then
+  echo "== the split: the source relations in a database of their own (iap_source)"
+  psql -qX -d postgres -c "DROP DATABASE IF EXISTS iap_source WITH (FORCE)" \
+    -c "CREATE DATABASE iap_source TEMPLATE iap STRATEGY FILE_COPY"
+  psql -qX -d iap_source -c "DROP SCHEMA recon CASCADE"
+fi
 
 # The floor (issue "The night at Postgres's floor"): every row the night decides from, read once
 # with COPY into /dev/null, one relation after the other: the four source relations and every
@@ -68,6 +81,7 @@ if [ -n "$vs" ] && [ ! -x "$vs/iap-reconcile" ]; then echo "BENCH_VS=$vs has no 
 verdict="all six equal the generator's truth"
 : > "$work/rounds"
 : > "$work/vs-rounds"
+: > "$work/split-rounds"
 # job BINARY TIMEFILE ROUND: one timed run of the job, its reports checked against the truth.
 job() {
   rm -rf "$work/reports"
@@ -75,6 +89,36 @@ job() {
   for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
     cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $3 ($1): $f"
   done
+}
+# split_job TIMEFILE ROUND: the job with SOURCE_DATABASE_URL, its reports checked; the copy stage's
+# seconds (summary.json) appended to TIMEFILE's line.
+split_job() {
+  rm -rf "$work/reports"
+  SOURCE_DATABASE_URL="dbname=iap_source" measure "$1" "$bin/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" \
+    --out "$work/reports"
+  for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
+    cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $2 (split): $f"
+  done
+  copy=$(python3 -c "import json,sys,glob; print(json.load(open(glob.glob(sys.argv[1])[0]))['seconds'].get('copy', 0))" \
+    "$work/reports/*/summary.json")
+  sed -i "s/\$/ $copy/" "$1"
+}
+# copy_floor: the seconds to stream the four source relations from iap_source into unlogged tables
+# of iap with psql (binary COPY out, COPY in), printed: what the split's copy cannot beat.
+copy_floor() {
+  local start end
+  psql -qX -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS bench_copy CASCADE" -c "CREATE SCHEMA bench_copy"
+  for t in iap_products iap_orders iap_receipts iap_grants; do
+    psql -qX -v ON_ERROR_STOP=1 -c "CREATE UNLOGGED TABLE bench_copy.$t (LIKE public.$t)"
+  done
+  start=$(date +%s.%N)
+  for t in iap_products iap_orders iap_receipts iap_grants; do
+    psql -qX -d iap_source -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM public.$t) TO STDOUT (FORMAT binary)" \
+      | psql -qX -v ON_ERROR_STOP=1 -c "COPY bench_copy.$t FROM STDIN (FORMAT binary)"
+  done
+  end=$(date +%s.%N)
+  psql -qX -v ON_ERROR_STOP=1 -c "DROP SCHEMA bench_copy CASCADE"
+  python3 -c "print(f'{$end - $start:.2f}')"
 }
 # floor: the seconds to read every input relation once, printed.
 floor() {
@@ -102,6 +146,13 @@ for round in $(seq "$rounds"); do
   if [ -n "$vs" ] && [ $((round % 2)) = 0 ]; then job "$vs" "$work/vs.time" "$round"; fi
   job "$bin" "$work/job.time" "$round"
   if [ -n "$vs" ] && [ $((round % 2)) = 1 ]; then job "$vs" "$work/vs.time" "$round"; fi
+  if [ "$split" = 1 ]; then
+    echo "== round $round of $rounds: the split: SOURCE_DATABASE_URL=dbname=iap_source, then the copy's floor"
+    split_job "$work/split.time" "$round"
+    cfloor=$(copy_floor)
+    echo "$(cut -d' ' -f1 "$work/job.time") $(cat "$work/split.time") $cfloor" >> "$work/split-rounds"
+    echo "   split job $(cut -d' ' -f1 "$work/split.time") s (copy stage $(cut -d' ' -f5 "$work/split.time") s, its floor $cfloor s)"
+  fi
   echo "== round $round of $rounds: the floor again, after the job"
   floor_after=$(floor)
   floor=$(python3 -c "print(f'{($floor_before + $floor_after) / 2:.2f}')")
@@ -116,7 +167,7 @@ read -r pg_wall _ _ _ < "$work/postgres.time"
 rows=$((orders + receipts + grants + learned))
 python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$work/rounds" \
   "$(ls "$work/reports"/*/ | tr '\n' ' ')" "$(wc -l "$work/reports"/*/*.csv | tail -1 | awk '{print $1}')" \
-  "$(ls -d "$work/reports"/*/)" "$work/vs-rounds" <<'PY' | tee "$work/result.txt"
+  "$(ls -d "$work/reports"/*/)" "$work/vs-rounds" "$work/split-rounds" <<'PY' | tee "$work/result.txt"
 import csv, os, statistics, sys
 o, r, g, t = map(int, sys.argv[1:5])
 pg = float(sys.argv[5])
@@ -155,5 +206,14 @@ if vs:
     print(f"other build: ratio       {statistics.median(vratios):.2f}; each round: {', '.join(f'{x:.2f}' for x in vratios)}")
     pairs = [a / b for a, b in zip(jobs, vjobs)]
     print(f"this / other, per round  {', '.join(f'{x:.3f}' for x in pairs)} (median {statistics.median(pairs):.3f})")
+split = [list(map(float, line.split())) for line in open(sys.argv[11]) if line.strip()]
+if split:
+    # single job, split job wall user sys rss, copy stage, copy floor
+    sratios = [x[1] / x[0] for x in split]
+    print(f"split (SOURCE_DATABASE_URL) {statistics.median([x[1] for x in split]):.2f} s{spread([x[1] for x in split])}"
+          f"  (copy stage {statistics.median([x[5] for x in split]):.2f} s; its floor, psql COPY out + COPY in "
+          f"{statistics.median([x[6] for x in split]):.2f} s; peak RSS {max(x[4] for x in split) / 1024:.1f} MB)")
+    print(f"ratio split / single     {statistics.median(sratios):.2f}  (each round's split job over its single-database job;"
+          f" target <= 1.20, issue 37)" + (f"; each round: {', '.join(f'{x:.2f}' for x in sratios)}" if len(sratios) > 1 else ""))
 PY
 echo "reports                  $verdict" | tee -a "$work/result.txt"

@@ -28,6 +28,16 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
         kind == .connection || (sqlState?.hasPrefix("08") ?? false) || sqlState == "57P01" || sqlState == "57P03"
     }
 
+    /// True when a hot standby cancelled the statement or ended the session because replaying the
+    /// primary's changes needed what it read (SQLSTATE 40001 as an ERROR, or as a FATAL that drops
+    /// the connection, "canceling statement due to conflict with recovery" / "terminating
+    /// connection due to conflict with recovery"): temporary, the standby's settings decide how often.
+    public var isRecoveryConflict: Bool {
+        // A read-only REPEATABLE READ transaction never fails to serialize, so on the source's
+        // session every 40001 is one; the words cover a FATAL whose SQLSTATE libpq did not keep.
+        sqlState == "40001" || message.contains("conflict with recovery")
+    }
+
     /// True when the server refused who we are (password, role, database name): someone must fix
     /// the configuration; running again will not help.
     public var isCredentialProblem: Bool {
@@ -200,6 +210,46 @@ public final class PGConnection {
         if let firstError { throw firstError }
     }
 
+    /// `COPY … TO STDOUT` in any format, its data handed on as the server sends it (each chunk
+    /// a row, or the binary format's header or trailer, valid only during the call): for passing
+    /// a relation to another session's `copyIn` unread (`PGCopyWriter.raw`). Streams like `copyOut`.
+    public func copyOutRaw(_ sql: SQL, _ onChunk: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        let c = try handle()
+        try Self.refuseValues(sql, "COPY TO STDOUT")
+        guard let start = PQexec(c, sql.text) else { throw connectionOrQueryError(c) }
+        guard PQresultStatus(start) == PGRES_COPY_OUT else {
+            let error = PGConnection.error(from: start, connection: c, kind: .copy)
+            PQclear(start)
+            throw error
+        }
+        PQclear(start)
+        var callbackError: Error?
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(c, &buffer, 0)
+            if length > 0, let buffer {
+                if callbackError == nil {
+                    buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) { bytes in
+                        do { try onChunk(UnsafeBufferPointer(start: bytes, count: Int(length))) } catch { callbackError = error }
+                    }
+                }
+                PQfreemem(buffer)
+                continue
+            }
+            if length == -1 { break }
+            throw connectionOrQueryError(c)
+        }
+        var firstError: PGError?
+        while let r = PQgetResult(c) {
+            if firstError == nil, PQresultStatus(r) != PGRES_COMMAND_OK {
+                firstError = PGConnection.error(from: r, connection: c, kind: .copy)
+            }
+            PQclear(r)
+        }
+        if let callbackError { throw callbackError }
+        if let firstError { throw firstError }
+    }
+
     /// Runs `body` in a transaction: COMMIT when it returns, ROLLBACK when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN")
@@ -330,6 +380,13 @@ public final class PGCopyWriter {
 
     /// Raw, already escaped COPY text.
     public func write(_ bytes: [UInt8]) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= chunk { try flush() }
+    }
+
+    /// COPY data as another session's `copyOutRaw` gave it, in the same format: rows passed from
+    /// one database to another as they come, no field parsed.
+    public func raw(_ bytes: UnsafeBufferPointer<UInt8>) throws {
         buffer.append(contentsOf: bytes)
         if buffer.count >= chunk { try flush() }
     }

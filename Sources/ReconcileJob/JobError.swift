@@ -11,7 +11,8 @@ public enum ExitStatus: Int32, Sendable {
     case internalCheck = 70
     /// The reports cannot be written.
     case cannotWrite = 73
-    /// Temporary: database or App Store unreachable, or another run holds the lock.
+    /// Temporary: database or App Store unreachable, another run holds the lock, or a hot standby
+    /// the sources are read from cancelled the read (a recovery conflict, twice).
     case temporary = 75
     /// Configuration: the App Store said 21004 (shared secret) or 21000 (our request), a malformed
     /// `DATABASE_URL`, or the database refused the job's login.
@@ -44,8 +45,14 @@ extension JobError {
                 return JobError(.configuration, "\(what): a privilege is missing: \(e) "
                     + "(grant it, see docs/contract.md, 'Database privileges')")
             }
+            if e.isRecoveryConflict { return JobError(.temporary, "\(what): \(e); \(recoveryConflictAdvice)") }
             return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
         }
         return JobError(.failure, "\(what): \(error)")
     }
 }
+
+/// What the line of a recovery conflict on `SOURCE_DATABASE_URL`'s standby tells the operator.
+let recoveryConflictAdvice = "the hot standby of SOURCE_DATABASE_URL cancelled the job's read to replay the primary's changes "
+    + "(a recovery conflict); on the standby raise max_standby_streaming_delay (and max_standby_archive_delay) above the "
+    + "night's copy time, or set hot_standby_feedback = on; run again later (see docs/contract.md, 'Environment variables')"

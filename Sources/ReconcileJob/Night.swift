@@ -33,6 +33,7 @@ public final class Night {
                     + "fix it in the environment (see docs/contract.md, 'Environment variables')")
             }
         }
+        try SourceDatabase.checkURL(settings)
         let db: PGConnection
         do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
         defer { db.close() }

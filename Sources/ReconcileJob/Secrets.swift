@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// The last guard before a line reaches stderr: any secret the process was given (the shared
-/// secret, the database password from `DATABASE_URL` or `PGPASSWORD`) is replaced by `***`,
+/// secret, the database password from `DATABASE_URL`, `SOURCE_DATABASE_URL` or `PGPASSWORD`) is replaced by `***`,
 /// whichever error text carried it.
 public enum Secrets {
     public static func redact(_ line: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -10,7 +10,9 @@ public enum Secrets {
         for name in ["IAP_SHARED_SECRET", "PGPASSWORD"] {
             if let v = environment[name], !v.isEmpty { secrets.append(v) }
         }
-        if let url = environment["DATABASE_URL"], !url.isEmpty { secrets += passwords(in: url) }
+        for name in ["DATABASE_URL", "SOURCE_DATABASE_URL"] {
+            if let url = environment[name], !url.isEmpty { secrets += passwords(in: url) }
+        }
         var out = line
         // Longest first, so a secret that contains another is replaced whole.
         for secret in Set(secrets).sorted(by: { $0.count > $1.count }) where secret.count >= 3 {

@@ -25,6 +25,11 @@ public struct JobSettings: Sendable {
     /// `$DATABASE_URL` when set and not empty (may hold a password: never printed); nil: libpq's
     /// own variables (`PGHOST`, …).
     public var databaseURL: String?
+    /// `$SOURCE_DATABASE_URL` when set and not empty (may hold a password: never printed): the
+    /// database the four source relations are read from, only read (a hot standby will do). The
+    /// night copies them into the job's database first (`SourceCopy`); lookup and respond read
+    /// them there directly. nil: they are read from the job's own database.
+    public var sourceDatabaseURL: String?
     public var progress = true
     /// `--lock-wait-seconds`: how long a run waits for another run's lock before exit 75.
     public var lockWaitSeconds = 5
@@ -35,6 +40,10 @@ public struct JobSettings: Sendable {
     /// (`Conservation.bucketSQL`) instead of by the decide stage's rules, so that a test can
     /// compare the two independent counts on the same data.
     public var tallyGrantsBySQL = false
+    /// A deliberate pause for the tests (hidden option): with SOURCE_DATABASE_URL, the copy's
+    /// Nth attempt holds its snapshot on the source this many milliseconds after copying the first
+    /// relation, idle in its transaction, so that a test can provoke a recovery conflict.
+    public var faultHoldSourceSnapshotMs: [Int] = []
     /// Verifies StoreKit 2 uploads against the pinned roots: Apple Root CA - G3, embedded, unless
     /// `$IAP_ROOT_CERTIFICATES` names others (`useRootCertificates`).
     public var signedData = SignedDataVerifier(roots: [SignedDataVerifier.appleRootCAG3])

@@ -7,6 +7,11 @@ let environmentHelp = """
       PGHOST PGPORT PGDATABASE   variables. The source relations and the job
       PGUSER PGPASSWORD          schema live there.
       PGPASSFILE
+      SOURCE_DATABASE_URL        libpq URL of the database the four source
+                                 relations are read from (a read replica will
+                                 do; only read, in one REPEATABLE READ
+                                 transaction); the night copies them into
+                                 DATABASE_URL's first. Default: DATABASE_URL's
       IAP_SHARED_SECRET          the app's shared secret, sent as "password";
                                  never logged, reported or printed
       IAP_VERIFY_URL_PRODUCTION  https://buy.itunes.apple.com/verifyReceipt
@@ -75,9 +80,11 @@ let environmentHelp = """
           a bug; no report was written
       73  the reports cannot be written
       75  temporary: database or App Store unreachable, or another run holds
-          the lock (after --lock-wait-seconds); run again later
+          the lock (after --lock-wait-seconds), or the standby of
+          SOURCE_DATABASE_URL cancelled the read twice (recovery conflict:
+          max_standby_streaming_delay, hot_standby_feedback); run again later
       78  configuration: App Store status 21004 (shared secret) or 21000,
-          DATABASE_URL malformed, the database refused the user, password
+          DATABASE_URL or SOURCE_DATABASE_URL malformed, the database refused the user, password
           or database name, a privilege is missing, or no signed transaction
           verifies against the roots (IAP_ROOT_CERTIFICATES), or the job schema
           was migrated by a different build (migrate --status shows which)

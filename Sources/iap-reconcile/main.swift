@@ -157,6 +157,7 @@ struct CommonOptions: ParsableArguments {
         }
         s.lockWaitSeconds = lockWaitSeconds
         if let v = env["DATABASE_URL"], !v.isEmpty { s.databaseURL = v }
+        if let v = env["SOURCE_DATABASE_URL"], !v.isEmpty { s.sourceDatabaseURL = v }
         if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
         if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
         if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }
@@ -244,6 +245,9 @@ struct Run: ParsableCommand {
     /// relation out of the conservation tally, so the check must fail (exit 70).
     /// `tally-grants-by-sql` is not a fault but the other count: the grants' buckets from the
     /// tally's own SQL instead of from the rules, which the tests compare.
+    /// `hold-source-snapshot:MS[,MS…]`: with SOURCE_DATABASE_URL, each attempt of the copy holds
+    /// its snapshot on the source that many milliseconds after the first relation (the Nth number
+    /// for the Nth attempt), so that a test can make the standby cancel it (a recovery conflict).
     @Option(help: .hidden)
     var injectFault: String?
 
@@ -255,6 +259,10 @@ struct Run: ParsableCommand {
                 settings.tallyGrantsBySQL = true
             } else if injectFault.hasPrefix("tally-drop:") {
                 settings.faultDropTallyRow = String(injectFault.dropFirst("tally-drop:".count))
+            } else if injectFault.hasPrefix("hold-source-snapshot:"),
+                      case let ms = injectFault.dropFirst("hold-source-snapshot:".count).split(separator: ",").compactMap({ Int($0) }),
+                      !ms.isEmpty {
+                settings.faultHoldSourceSnapshotMs = ms
             } else {
                 throw ValidationError("unknown --inject-fault \(injectFault)")
             }

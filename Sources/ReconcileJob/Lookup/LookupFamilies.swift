@@ -16,17 +16,30 @@ import Reconciliation
 /// Everything happens in one REPEATABLE READ transaction on one session that is rolled back: the
 /// job schema and the source relations are only read. The session's search path is `pg_temp`
 /// alone, so no statement of the stage can reach the night's working tables by their short names.
+///
+/// The source rows are read on `source`: the same session without `SOURCE_DATABASE_URL`, else a
+/// session on the source database in a read-only snapshot of its own (`SourceDatabase.open`).
+/// So no statement joins a source relation with a table of the job schema: what one side needs
+/// of the other travels as array parameters, and the rows read are copied into the temporary
+/// tables of the job's session (`mirror`).
 struct LookupFamilies {
     let db: PGConnection
+    let source: PGConnection
     let settings: JobSettings
     let stage: DecideStage
     var S: SQL { settings.jobSchema.sql }
     var src: SQL { "\(ident: settings.sourceSchema)" }
 
-    init(db: PGConnection, settings: JobSettings) {
+    /// `source`: where the source relations are read (nil: `db`).
+    init(db: PGConnection, source: PGConnection? = nil, settings: JobSettings) {
         self.db = db
+        self.source = source ?? db
         self.settings = settings
-        stage = DecideStage(settings: settings, runID: 0, logger: Logger(label: "lookup"), scope: .lookup)
+        // The stage reads `iap_products` from its source schema: with SOURCE_DATABASE_URL, the
+        // products mirrored into `pg_temp` (`gatherRows`).
+        var stageSettings = settings
+        if self.source !== db { stageSettings.sourceSchema = "pg_temp" }
+        stage = DecideStage(settings: stageSettings, runID: 0, logger: Logger(label: "lookup"), scope: .lookup)
     }
 
     /// What the rules say of the families of `transactions`.
@@ -135,28 +148,59 @@ struct LookupFamilies {
         let users = userProducts.sorted { ($0.user, $0.product) < ($1.user, $1.product) }
         try db.execute("CREATE TEMPORARY TABLE lk_user_products (user_id text, product_id text)")
         try db.query("INSERT INTO lk_user_products SELECT * FROM unnest(\(users.map(\.user))::text[], \(users.map(\.product))::text[])")
-        try db.execute("""
-            CREATE TEMPORARY TABLE lk_ids AS SELECT transaction_id AS id FROM lk_apple UNION SELECT k FROM lk_keys;
-            CREATE TEMPORARY TABLE lk_iap_grants AS SELECT * FROM \(src).iap_grants WHERE grant_id IN (
-                SELECT grant_id FROM \(src).iap_grants
-                WHERE transaction_id IN (SELECT id FROM lk_ids) OR original_transaction_id IN (SELECT id FROM lk_ids));
-            CREATE TEMPORARY TABLE lk_iap_receipts AS SELECT * FROM \(src).iap_receipts WHERE receipt_id IN (
-                SELECT receipt_id FROM \(src).iap_receipts
-                WHERE transaction_id IN (SELECT id FROM lk_ids UNION SELECT transaction_id FROM lk_iap_grants)
-                   OR order_id IN (SELECT order_id FROM lk_iap_grants)
-                UNION SELECT receipt_id FROM \(S).receipt_transactions WHERE transaction_id IN (SELECT id FROM lk_ids));
+        if source !== db { try mirror("iap_products", .products, where: "true") }
+        try db.execute("CREATE TEMPORARY TABLE lk_ids AS SELECT transaction_id AS id FROM lk_apple UNION SELECT k FROM lk_keys")
+        let ids = try column(db, "SELECT id FROM lk_ids")
+        try mirror("lk_iap_grants", .grants, where: """
+            grant_id IN (SELECT grant_id FROM \(src).iap_grants
+                         WHERE transaction_id = ANY(\(ids)::text[]) OR original_transaction_id = ANY(\(ids)::text[]))
+            """)
+        let transactions = ids + (try column(db, "SELECT transaction_id FROM lk_iap_grants"))
+        let grantOrders = try column(db, "SELECT order_id FROM lk_iap_grants")
+        let knownReceipts = try column(db, """
+            SELECT receipt_id FROM \(S).receipt_transactions WHERE transaction_id IN (SELECT id FROM lk_ids)
+            """)
+        try mirror("lk_iap_receipts", .receipts, where: """
+            receipt_id IN (SELECT receipt_id FROM \(src).iap_receipts
+                           WHERE transaction_id = ANY(\(transactions)::text[]) OR order_id = ANY(\(grantOrders)::text[])
+                           UNION SELECT unnest(\(knownReceipts)::text[]))
             """)
         let tokenOrders = try namespaceTokenOrders()
-        try db.execute("CREATE TEMPORARY TABLE lk_iap_orders AS SELECT * FROM \(src).iap_orders WITH NO DATA")
-        try db.query("""
-            INSERT INTO lk_iap_orders SELECT * FROM \(src).iap_orders WHERE order_id IN (
-                SELECT order_id FROM \(src).iap_orders
-                WHERE transaction_id IN (SELECT id FROM lk_ids UNION SELECT transaction_id FROM lk_iap_grants)
-                   OR lower(order_id) IN (SELECT lower(app_account_token) FROM lk_apple WHERE app_account_token IS NOT NULL)
-                   OR (user_id, product_id) IN (SELECT user_id, product_id FROM lk_user_products)
-                UNION SELECT order_id FROM lk_iap_receipts
-                UNION SELECT unnest(\(tokenOrders)::text[]))
+        let tokens = try column(db, "SELECT DISTINCT lower(app_account_token) FROM lk_apple WHERE app_account_token IS NOT NULL")
+        let receiptOrders = try column(db, "SELECT order_id FROM lk_iap_receipts")
+        try mirror("lk_iap_orders", .orders, where: """
+            order_id IN (SELECT order_id FROM \(src).iap_orders
+                         WHERE transaction_id = ANY(\(transactions)::text[])
+                            OR lower(order_id) = ANY(\(tokens)::text[])
+                            OR (user_id, product_id) IN (SELECT * FROM unnest(\(users.map(\.user))::text[], \(users.map(\.product))::text[]))
+                         UNION SELECT unnest(\(receiptOrders)::text[])
+                         UNION SELECT unnest(\(tokenOrders)::text[]))
             """)
+    }
+
+    /// The first column of a query's rows, nulls left out.
+    private func column(_ session: PGConnection, _ sql: SQL) throws -> [String] {
+        try session.query(sql).rows.compactMap { $0[0] }
+    }
+
+    /// `pg_temp.<table>`: the rows of the source relation that `condition` (over its columns,
+    /// binding values) selects, every column. On one database, by `CREATE TABLE AS` and `INSERT`;
+    /// with `SOURCE_DATABASE_URL`, read there (the columns as `SourceDatabase.columns` gives them)
+    /// and written here by COPY. A handful of families' rows: held in memory on the way.
+    private func mirror(_ table: String, _ relation: SourceRelation, where condition: SQL) throws {
+        let name: SQL = "pg_temp.\(ident: table)", from: SQL = "\(src).\(ident: relation.rawValue)"
+        guard source !== db else {
+            try db.execute("CREATE TEMPORARY TABLE \(ident: table) AS SELECT * FROM \(from) WITH NO DATA")
+            try db.query("INSERT INTO \(name) SELECT * FROM \(from) WHERE \(condition)")
+            return
+        }
+        let columns = try SourceDatabase.columns(source, schema: settings.sourceSchema, relation: relation.rawValue)
+        try db.execute("CREATE TEMPORARY TABLE \(ident: table) (\(SourceDatabase.definitions(columns)))")
+        let rows = try source.query("SELECT \(SourceDatabase.selectList(columns)) FROM \(from) WHERE \(condition)")
+        guard rows.rowCount > 0 else { return }
+        try db.copyIn("COPY \(name) FROM STDIN") { writer in
+            for i in 0..<rows.rowCount { try writer.row((0..<rows.columnCount).map { rows.value(i, $0) }) }
+        }
     }
 
     /// With `--account-token-namespace`: the orders whose name-based token one of `lk_apple`'s
@@ -170,7 +214,7 @@ struct LookupFamilies {
         guard !wanted.isEmpty else { return [] }
         var found: [String] = []
         let from = SQLLiteral.timestamptz(UTC.timestamp(settings.windowStart - 2 * 86_400_000))
-        try db.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= \(literal: from)) TO STDOUT") { line in
+        try source.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= \(literal: from)) TO STDOUT") { line in
             if let id = CopyText.fields(line).first ?? nil, let token = AccountToken.nameBased(namespace: namespace, name: id),
                wanted.contains(token) { found.append(id) }
         }
@@ -185,33 +229,38 @@ struct LookupFamilies {
     /// grants name), and of every purchase whose exact order may be one of the user's orders of
     /// that product (a receipt naming it, or its token). A superset: the rules decide.
     private func competingKeys(_ up: UserProduct) throws -> Set<String> {
-        var tokens = try db.query("SELECT lower(order_id) FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL")
-            .rows.compactMap { $0[0] }
+        // The user's side from the source relations, then Apple's side from the job schema.
+        let orders = try source.query("""
+            SELECT lower(order_id), order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL
+            """).rows
+        var tokens = orders.compactMap { $0[0] }
         if let namespace = settings.accountTokenNamespace {
-            let ids = try db.query("SELECT order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL")
-            tokens += ids.rows.compactMap { $0[0].flatMap { AccountToken.nameBased(namespace: namespace, name: $0) } }
+            tokens += orders.compactMap { $0[1].flatMap { AccountToken.nameBased(namespace: namespace, name: $0) } }
         }
+        let userIDs = try column(source, """
+            SELECT transaction_id FROM \(src).iap_grants WHERE user_id = \(up.user)
+            UNION SELECT original_transaction_id FROM \(src).iap_grants WHERE user_id = \(up.user)
+            UNION SELECT transaction_id FROM \(src).iap_receipts WHERE user_id = \(up.user)
+            """)
+        let userReceipts = try column(source, "SELECT receipt_id FROM \(src).iap_receipts WHERE user_id = \(up.user)")
+        let orderReceipts = try column(source, """
+            SELECT receipt_id FROM \(src).iap_receipts
+            WHERE order_id IN (SELECT order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND product_id = \(up.product))
+            """)
         let result = try db.query("""
-            WITH user_ids AS (
-                SELECT transaction_id AS id FROM \(src).iap_grants WHERE user_id = \(up.user)
-                UNION SELECT original_transaction_id FROM \(src).iap_grants WHERE user_id = \(up.user)
-                UNION SELECT transaction_id FROM \(src).iap_receipts WHERE user_id = \(up.user)
-            ), user_receipts AS (
-                SELECT rt.transaction_id FROM \(S).receipt_transactions rt
-                JOIN \(src).iap_receipts r ON r.receipt_id = rt.receipt_id WHERE r.user_id = \(up.user)
+            WITH user_receipts AS (
+                SELECT transaction_id FROM \(S).receipt_transactions WHERE receipt_id = ANY(\(userReceipts)::text[])
             ), order_receipts AS (
-                SELECT rt.transaction_id FROM \(S).receipt_transactions rt
-                JOIN \(src).iap_receipts r ON r.receipt_id = rt.receipt_id
-                WHERE r.order_id IN (SELECT order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND product_id = \(up.product))
+                SELECT transaction_id FROM \(S).receipt_transactions WHERE receipt_id = ANY(\(orderReceipts)::text[])
             )
             SELECT DISTINCT t.original_transaction_id FROM \(S).apple_transactions t
             WHERE (t.product_id = \(up.product) AND t.environment = 'production' AND t.purchase_date_ms BETWEEN \(settings.windowStart)::bigint AND \(settings.asOf)::bigint
                    AND (t.history_user_id = \(up.user)
                         OR t.transaction_id IN (SELECT transaction_id FROM user_receipts)
                         OR lower(t.app_account_token) = ANY(\(tokens)::text[])
-                        OR t.original_transaction_id IN (SELECT id FROM user_ids)
+                        OR t.original_transaction_id = ANY(\(userIDs)::text[])
                         OR t.original_transaction_id IN (SELECT a.original_transaction_id FROM \(S).apple_transactions a
-                                                         WHERE a.transaction_id IN (SELECT id FROM user_ids))))
+                                                         WHERE a.transaction_id = ANY(\(userIDs)::text[]))))
                OR t.transaction_id IN (SELECT transaction_id FROM order_receipts)
                OR lower(t.app_account_token) = ANY(\(tokens)::text[])
             """)

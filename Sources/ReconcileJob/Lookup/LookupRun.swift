@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import HTTP
+import Logging
 import Postgres
 import Reconciliation
 
@@ -120,7 +121,9 @@ public struct LookupRun {
             let db: PGConnection
             do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
             defer { db.close() }
-            items = try Result { try verdicts(verified, db: db) }.mapError { JobError.from($0, doing: "reading our data") }.get()
+            items = try Result {
+                try SourceDatabase.reading(settings, job: db, retry: true, logger: Logger(label: "iap-reconcile lookup")) { source in try verdicts(verified, db: db, source: source) }
+            }.mapError { JobError.from($0, doing: "reading our data") }.get()
         }
         return LookupResult(asked: asked, id: id, apple: items.isEmpty ? "not_found" : "found", transactions: items)
     }
@@ -129,14 +132,15 @@ public struct LookupRun {
 extension LookupRun {
     /// Each transaction's verdict by the night's rules on today's facts (LookupFamilies.swift),
     /// with the night that first listed it when a night did and the finding is still open.
-    func verdicts(_ verified: [SignedTransaction], db: PGConnection) throws -> [LookupResult.Item] {
+    /// `source`: where the source relations are read (`db` without SOURCE_DATABASE_URL).
+    func verdicts(_ verified: [SignedTransaction], db: PGConnection, source: PGConnection) throws -> [LookupResult.Item] {
         // The night's statements read the job schema as its latest migration left it, and as
         // this build's migrations made it (rows without a checksum yet: the next night fills them).
         try SchemaCheck.requireCurrent(db, schema: settings.jobSchema, why: "lookup decides as the night does, from what the "
             + "nights learned; run `iap-reconcile migrate` (or a night) first")
         var settings = settings
-        settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
-        let decided = try LookupFamilies(db: db, settings: settings).decide(verified)
+        settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
+        let decided = try LookupFamilies(db: db, source: source, settings: settings).decide(verified)
         let rules = settings.decisionSettings
         var items: [LookupResult.Item] = []
         let ordered = verified.sorted {

@@ -65,9 +65,23 @@ enum NightPlan {
         }
         if case .migrateOnly = stages { return Plan(steps) }
 
-        add("check sources", "check", .main, reads: source, writes: ["value: settings"]) { c in
-            let shape = try SourceCheck.verify(c.db, schema: values.settings.sourceSchema)
-            values.with { $0.settings.listPriceColumns = shape.listPrices }
+        if values.settings.sourceDatabaseURL != nil {
+            // SOURCE_DATABASE_URL: the sources checked there and copied here, in one snapshot;
+            // from here on `source.X` is the copy (`settings.sourceSchema` names its schema).
+            add("copy sources", "copy", .main, reads: ["source database"], writes: source + ["value: settings"],
+                note: "checks the source relations on SOURCE_DATABASE_URL and streams them by COPY, in one read-only "
+                    + "REPEATABLE READ transaction, into <job schema>_source; a recovery conflict is read again once, then exit 75") { c in
+                let copied = try SourceCopy(settings: values.settings, logger: logger).run(c.db)
+                values.with {
+                    $0.settings.sourceSchema = copied.schema.name
+                    $0.settings.listPriceColumns = copied.shape.listPrices
+                }
+            }
+        } else {
+            add("check sources", "check", .main, reads: source, writes: ["value: settings"]) { c in
+                let shape = try SourceCheck.verify(c.db, schema: values.settings.sourceSchema)
+                values.with { $0.settings.listPriceColumns = shape.listPrices }
+            }
         }
         add("start the ledger", "check", .main, writes: ["job.runs", "value: run id"]) { c in
             let id = try Night.startLedger(c.db, settings: values.settings, command: command)
@@ -93,7 +107,8 @@ enum NightPlan {
             }
             if let api = settings.serverAPI, settings.apiSweeps {
                 add("sweep the Server API", "sweep", .main,
-                    reads: ["job.notification_sweeps", "job.history_customers", "job.receipt_transactions", "value: run id"],
+                    reads: ["job.notification_sweeps", "job.history_customers", "job.receipt_transactions", "value: run id",
+                            "source.iap_orders", "source.iap_receipts"],
                     writes: ["job.notifications", "job.notification_sweeps", "job.history_customers", "job.apple_transactions",
                              "value: sweeps"],
                     note: "notification history and customers' transaction histories, over HTTP") { c in

@@ -41,7 +41,8 @@ struct ConsumptionAnswers {
 
     /// Closes the requests whose window passed, then decides every open one. Returns each
     /// request decided or closed in this run.
-    mutating func decideOpen(now: EpochMillis) throws -> [RespondResult.Item] {
+    /// `source`: where the source relations are read (`db` without SOURCE_DATABASE_URL).
+    mutating func decideOpen(now: EpochMillis, source: PGConnection) throws -> [RespondResult.Item] {
         var items: [RespondResult.Item] = []
         let window = RefundDefense.windowMs
         // A request sent once whose answer was never stored (a kill during the call) is not sent
@@ -94,9 +95,9 @@ struct ConsumptionAnswers {
         for t in verified.values { unique[t.transaction.transactionID + "|" + t.transaction.environment.rawValue] = t }
         var decisionSettings = settings
         decisionSettings.asOf = now
-        let decided = try LookupFamilies(db: db, settings: decisionSettings).decide(Array(unique.values))
+        let decided = try LookupFamilies(db: db, source: source, settings: decisionSettings).decide(Array(unique.values))
         let rules = decisionSettings.decisionSettings
-        let shop = try ShopFacts.read(db: db, schema: settings.sourceSchema, logger: logger)
+        let shop = try ShopFacts.read(db: source, schema: settings.sourceSchema, logger: logger)
 
         for o in open {
             var decision: ConsumptionDecision
@@ -110,7 +111,7 @@ struct ConsumptionAnswers {
                                                    inferredOrder: decided.inferredOrder(t.transaction.transactionID,
                                                                                         t.transaction.environment),
                                                    settings: rules) {
-                let facts = try shop.facts(for: t.transaction, in: family, db: db)
+                let facts = try shop.facts(for: t.transaction, in: family, db: source)
                 decision = RefundDefense.decide(transactionID: t.transaction.transactionID, environment: t.transaction.environment,
                                                 in: family, verdict: verdict, shop: facts, requestedAt: o.requestedMs, now: now,
                                                 settings: options.rules)

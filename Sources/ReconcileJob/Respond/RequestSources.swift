@@ -154,8 +154,9 @@ struct RequestSources {
 
     /// The shop's `iap_notifications(signed_payload text, received_at timestamptz)`, when it has
     /// one: the rows received since the stored position (less the overlap), in batches.
-    func readShopNotifications(db: PGConnection, counts: inout Counts) throws {
-        let shape = try db.query("""
+    /// `source`: where the source relations are read (`db` without SOURCE_DATABASE_URL).
+    func readShopNotifications(db: PGConnection, source: PGConnection, counts: inout Counts) throws {
+        let shape = try source.query("""
             SELECT column_name, data_type FROM information_schema.columns
             WHERE table_schema = \(settings.sourceSchema) AND table_name = 'iap_notifications'
             """)
@@ -174,7 +175,7 @@ struct RequestSources {
         let bundles: Set<String>? = settings.bundleIDs.isEmpty ? nil : settings.bundleIDs
         let batch = 2000
         while true {
-            let rows = try db.query("""
+            let rows = try source.query("""
                 SELECT signed_payload, (extract(epoch FROM received_at) * 1000)::bigint AS ms
                 FROM \(src).iap_notifications
                 WHERE received_at > to_timestamp(\(after)::bigint / 1000.0) AND received_at <= to_timestamp(\(now)::bigint / 1000.0)

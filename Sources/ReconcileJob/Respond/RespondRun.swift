@@ -95,16 +95,26 @@ public struct RespondRun {
             try acquireLock(db)
             try SchemaCheck.requireCurrent(db, schema: settings.jobSchema,
                                            why: "respond never migrates; run `iap-reconcile migrate` first")
-            settings.listPriceColumns = try SourceCheck.verify(db, schema: settings.sourceSchema).listPrices
             var result = RespondResult(now: UTC.timestamp(now), send: options.send)
-            let sources = RequestSources(settings: settings, logger: logger, now: now)
             var counts = RequestSources.Counts()
             var pager = Pager.Counts()
-            try sources.readShopNotifications(db: db, counts: &counts)
+            // The source relations are read on SOURCE_DATABASE_URL when it is set: in two short
+            // snapshots, none held while Apple is asked (a standby's replay waits for a snapshot).
+            let settings = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
+                var settings = self.settings
+                settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
+                try RequestSources(settings: settings, logger: logger, now: now).readShopNotifications(db: db, source: source,
+                                                                                                      counts: &counts)
+                return settings
+            }
+            self.settings = settings
+            let sources = RequestSources(settings: settings, logger: logger, now: now)
             try sources.sweepHistory(db: db, api: api, share: options.sharePercent / 100, counts: &counts, pager: &pager)
             (result.read, result.found, result.rejected) = (counts.read, counts.stored, counts.rejected)
             var answers = ConsumptionAnswers(settings: settings, options: options, logger: logger, db: db)
-            result.decided = try answers.decideOpen(now: now)
+            result.decided = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
+                try answers.decideOpen(now: now, source: source)
+            }
             if options.send {
                 try answers.send(&result.decided, api: api)
             }
