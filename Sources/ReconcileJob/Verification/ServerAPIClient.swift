@@ -4,8 +4,9 @@ import HTTP
 import Reconciliation
 
 /// What the job needs to call the App Store Server API (contract §3b), from `IAP_ISSUER_ID`,
-/// `IAP_KEY_ID`, `IAP_PRIVATE_KEY_FILE` and the first of `IAP_BUNDLE_IDS`; and, for the App
-/// Store Connect API's reports (a later issue), a team key.
+/// `IAP_KEY_ID`, `IAP_PRIVATE_KEY_FILE` (its default app the first of `IAP_BUNDLE_IDS`; each
+/// request names its own) and `IAP_APP_KEYS`; and, for the App Store Connect API's reports (a
+/// later issue), a team key.
 public struct ServerAPISettings: Sendable {
     public var productionURL = "https://api.storekit.apple.com"
     public var sandboxURL = "https://api.storekit-sandbox.apple.com"
