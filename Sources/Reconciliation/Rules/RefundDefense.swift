@@ -128,7 +128,9 @@ public enum RefundDefense {
         }) else { return verdict.userID }
         let active = family.grants.map(\.grant).filter { $0.transactionID == transactionID && $0.isActive }
         switch verdict.kind {
-        case .sandbox, .clawBack where standsInSandbox(known):
+        case .sandbox:
+            return active.first?.userID ?? known.userID
+        case .clawBack where standsInSandbox(known):
             return active.first?.userID ?? known.userID
         case .granted:
             return verdict.userID ?? active.first?.userID
