@@ -89,6 +89,12 @@ job() {
   for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
     cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $3 ($1): $f"
   done
+  stages "single"
+}
+# stages LABEL: the last run's seconds per stage (summary.json), one line, to compare the two nights.
+stages() {
+  python3 -c "import json,sys,glob; s=json.load(open(glob.glob(sys.argv[1])[0]))['seconds']; print('   stages (' + sys.argv[2] + '): ' + ', '.join(f'{k} {v:.2f}' for k, v in sorted(s.items(), key=lambda kv: kv[1])))" \
+    "$work/reports/*/summary.json" "$1"
 }
 # split_job TIMEFILE ROUND: the job with SOURCE_DATABASE_URL, its reports checked; the copy stage's
 # seconds (summary.json) appended to TIMEFILE's line.
@@ -99,6 +105,7 @@ split_job() {
   for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
     cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $2 (split): $f"
   done
+  stages "split"
   copy=$(python3 -c "import json,sys,glob; print(json.load(open(glob.glob(sys.argv[1])[0]))['seconds'].get('copy', 0))" \
     "$work/reports/*/summary.json")
   sed -i "s/\$/ $copy/" "$1"
