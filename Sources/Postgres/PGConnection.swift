@@ -170,44 +170,11 @@ public final class PGConnection {
     /// COPY cannot bind: an `sql` that binds values is refused (thrown, nothing sent); a value in
     /// the query of `COPY (…) TO STDOUT` is an `SQLLiteral`.
     public func copyOut(_ sql: SQL, _ onRow: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
-        let c = try handle()
-        try Self.refuseValues(sql, "COPY TO STDOUT")
-        guard let start = PQexec(c, sql.text) else { throw connectionOrQueryError(c) }
-        let startStatus = PQresultStatus(start)
-        guard startStatus == PGRES_COPY_OUT else {
-            let error = PGConnection.error(from: start, connection: c, kind: .copy)
-            PQclear(start)
-            throw error
+        // In text format the server sends one row per chunk, ending in its newline.
+        try copyOutRaw(sql) { chunk in
+            let count = chunk.count - (chunk.last == 10 ? 1 : 0)
+            try onRow(UnsafeBufferPointer(rebasing: chunk[..<count]))
         }
-        PQclear(start)
-        var callbackError: Error?
-        while true {
-            var buffer: UnsafeMutablePointer<CChar>?
-            let length = PQgetCopyData(c, &buffer, 0)
-            if length > 0, let buffer {
-                if callbackError == nil {
-                    let count = Int(length) - (buffer[Int(length) - 1] == 10 ? 1 : 0)
-                    buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) { bytes in
-                        do { try onRow(UnsafeBufferPointer(start: bytes, count: count)) } catch { callbackError = error }
-                    }
-                }
-                PQfreemem(buffer)
-                // On a callback error keep draining: libpq offers no way to cancel a COPY OUT cheaply
-                // besides PQcancel; the rows are discarded.
-                continue
-            }
-            if length == -1 { break }
-            throw connectionOrQueryError(c)
-        }
-        var firstError: PGError?
-        while let r = PQgetResult(c) {
-            if firstError == nil, PQresultStatus(r) != PGRES_COMMAND_OK {
-                firstError = PGConnection.error(from: r, connection: c, kind: .copy)
-            }
-            PQclear(r)
-        }
-        if let callbackError { throw callbackError }
-        if let firstError { throw firstError }
     }
 
     /// `COPY … TO STDOUT` in any format, its data handed on as the server sends it (each chunk
@@ -234,6 +201,8 @@ public final class PGConnection {
                     }
                 }
                 PQfreemem(buffer)
+                // On a callback error keep draining: libpq offers no way to cancel a COPY OUT cheaply
+                // besides PQcancel; the rest is discarded.
                 continue
             }
             if length == -1 { break }
