@@ -31,6 +31,27 @@ struct RateBudgetTests {
         return done + pending
     }
 
+    @Test("a 401 is doubted for a second, confirmed only by a request sent after the doubt began, cleared by any other answer")
+    func unauthorizedDoubts() {
+        var d = UnauthorizedDoubts()
+        let t0 = 10 * Self.second, wait = UnauthorizedDoubts.confirmAfterNs
+        #expect(d.unauthorized("a", sentAt: t0 - 5, now: t0) == .askAgain(due: t0 + wait, firstDoubt: true))
+        // Sent before the doubt (the old token): asked again, no new doubt.
+        #expect(d.unauthorized("a", sentAt: t0 - 1, now: t0 + 10) == .askAgain(due: t0 + wait, firstDoubt: false))
+        #expect(d.heldUntil("a", now: t0 + 10) == t0 + wait && d.heldUntil("a", now: t0 + wait) == nil)
+        #expect(d.heldUntil("b", now: t0) == nil && !d.isDoubted("b"), "another app is not held")
+        // A request sent after the doubt began gets a 401 too: confirmed.
+        #expect(d.unauthorized("a", sentAt: t0 + wait, now: t0 + wait + 5) == .confirmed)
+        // A stray 401: the fresh request answered, the doubt cleared, a later 401 doubted afresh.
+        var stray = UnauthorizedDoubts()
+        _ = stray.unauthorized("a", sentAt: t0, now: t0)
+        stray.answered("a", sentAt: t0 - 1)
+        #expect(stray.isDoubted("a"), "an answer to a request sent before the doubt clears nothing")
+        stray.answered("a", sentAt: t0 + wait)
+        #expect(!stray.isDoubted("a"))
+        #expect(stray.unauthorized("a", sentAt: t0 + 3 * wait, now: t0 + 3 * wait) == .askAgain(due: t0 + 4 * wait, firstDoubt: true))
+    }
+
     @Test("each app has its own budget and its own 429 hold (Apple's limits are per app)")
     func perApp() {
         var budget = RateBudget(rates: [.transactionHistory: 2])

@@ -4,62 +4,6 @@ import HTTP
 import HeapModule
 import Reconciliation
 
-/// One piece of work that asks the App Store: a receipt to verify, a notification sweep, a
-/// customer's history, a lookup. It says which request it wants sent now (an endpoint's row of
-/// `AppStoreEndpoints` with its id, query and body), reads each answer into an `Answer` whose class
-/// the retry policy decides on, and is told the decision. The transport does everything else.
-protocol AppStoreExchange: AnyObject {
-    /// The request to send now.
-    var request: AppStoreRequest { get }
-    /// Where it stands with the retry policy (this run's attempts; a receipt's runs before).
-    var retry: RetryPolicy.State { get set }
-    /// Requests sent for it in this run (the transport counts; 1: its first).
-    var sends: Int { get set }
-    /// Reads one classified answer to `request` (throws only what stops the run, e.g. the
-    /// database that stores a page failing).
-    func read(_ reply: AppStoreReply) throws -> Answer
-    /// The policy's decision on `answer` (read from an answer to `asked`). True: send `request`
-    /// again now (the next page, the other environment).
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool
-}
-
-/// Where a run's exchanges come from: a queue a reader fills while the run goes on
-/// (verification), or a list known before (the sweeps, `lookup`).
-protocol ExchangeFeed {
-    associatedtype Exchange: AppStoreExchange
-    /// The next exchange if one is ready now.
-    mutating func next() -> Exchange?
-    /// The next exchange, waiting up to `timeoutMs` for one.
-    mutating func next(timeoutMs: Int) -> Exchange?
-    /// No exchange will come any more.
-    var finished: Bool { get }
-}
-
-/// A list of exchanges known before the run.
-struct ListFeed<Exchange: AppStoreExchange>: ExchangeFeed {
-    private var list: [Exchange]
-    private var position = 0
-    init(_ list: [Exchange]) { self.list = list }
-    mutating func next() -> Exchange? {
-        guard position < list.count else { return nil }
-        position += 1
-        return list[position - 1]
-    }
-    mutating func next(timeoutMs: Int) -> Exchange? { next() }
-    var finished: Bool { position >= list.count }
-}
-
-/// What a transport run did, for the summary and the tests.
-struct TransportCounts: Sendable, Equatable {
-    /// Requests sent, per endpoint name (`transaction_info`, `verify_receipt`…).
-    var requests: [String: Int] = [:]
-    /// 429 answers.
-    var rateLimited = 0
-    /// Answers sent again after a backoff.
-    var retried = 0
-    var total: Int { requests.values.reduce(0, +) }
-}
-
 /// The one way the job talks to Apple: keeps `concurrency` requests in flight on one libcurl multi
 /// handle, classifies every answer (`AppStoreReply`), holds each endpoint to its rate budget and a
 /// 429 to its `Retry-After`, signs a bearer token per key and app and reuses it while valid, backs
@@ -131,9 +75,7 @@ struct AppStoreTransport {
         var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt, appKeys: $0.appKeys) }
         var teamTokens = serverAPI?.teamKey.map { BearerTokens(key: $0) }
         var inFlight: [Int: (exchange: E, request: AppStoreRequest, sentAt: UInt64)] = [:]
-        // Apps whose last answer was a 401, since when (monotonic): nothing goes to them for a
-        // second, then with a fresh token; a 401 to a request sent after that confirms the refusal.
-        var doubted: [String: UInt64] = [:]
+        var doubts = UnauthorizedDoubts()
         var waiting = Heap<Waiting<E>>()
         var nextTag = 0
         var stopping: JobError?
@@ -207,8 +149,8 @@ struct AppStoreTransport {
                     dropRefused(app: app)
                     return true
                 }
-                if let since = doubted[app], now < since + Self.confirmAfterNs {
-                    later(exchange, due: since + Self.confirmAfterNs)
+                if let due = doubts.heldUntil(app, now: now) {
+                    later(exchange, due: due)
                     return true
                 }
             }
@@ -307,14 +249,11 @@ struct AppStoreTransport {
                 }
                 if let app = appOf(asked) {
                     if case .unauthorized = reply {
-                        guard let since = doubted[app], sentAt > since else {
-                            // Apple's 401 is sometimes passing (issue 37): a second, then a fresh token.
-                            if doubted[app] == nil {
-                                doubted[app] = Self.monotonicNanos()
-                                iapTokens?.forget(app: app)
-                            }
+                        if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(app, sentAt: sentAt,
+                                                                                          now: Self.monotonicNanos()) {
+                            if firstDoubt { iapTokens?.forget(app: app) }
                             counts.retried += 1
-                            later(exchange, due: doubted[app]! + Self.confirmAfterNs)
+                            later(exchange, due: due)
                             continue answers
                         }
                         // Confirmed. With other apps still answering, only this app stops.
@@ -328,8 +267,8 @@ struct AppStoreTransport {
                             stopping = JobError(.configuration, Self.unauthorized(apps: apps?.apps ?? [app]))
                         }
                         continue answers
-                    } else if let since = doubted[app], sentAt > since {
-                        doubted[app] = nil
+                    } else {
+                        doubts.answered(app, sentAt: sentAt)
                     }
                 }
                 if case .rateLimited(let until) = reply {
@@ -357,7 +296,7 @@ struct AppStoreTransport {
                 case .definitive, .rejectedAfterRepeated21002, .switchEnvironment, .leaveForNextRun, .environmentsDisagree:
                     guard again, stopping == nil else { break }
                     let next = exchange.request
-                    if let app = appOf(next), apps?.isRefused(app) == true || doubted[app] != nil {
+                    if let app = appOf(next), apps?.isRefused(app) == true || doubts.isDoubted(app) {
                         // Through the refusal and the second's wait.
                         later(exchange, due: Self.monotonicNanos())
                     } else if let key = budgetKey(next), let due = budget.admit(key, now: Self.monotonicNanos()) {
@@ -384,61 +323,6 @@ struct AppStoreTransport {
             throw JobError(.temporary, breaker.message(.unreachable, service: service))
         }
     }
-
-    /// Apple counts its limits per hour: a `Retry-After` further ahead than that is not Apple's
-    /// (a proxy's, a broken one) and is not waited for; the request backs off as after a 5xx.
-    static let longestRetryAfterMs: Int64 = 3_600_000
-
-    /// The time a 429's `Retry-After` (UNIX ms) holds its endpoint until, or nil when it does
-    /// not (none, or past the longest wait believed).
-    static func believable(retryAfter untilMs: Int64?, nowMs: Int64) -> Int64? {
-        guard let untilMs, untilMs - nowMs <= longestRetryAfterMs else { return nil }
-        return untilMs
-    }
-
-    /// The line of exit 78 for an answer that is ours to fix.
-    static func configurationError(_ answer: Answer) -> JobError {
-        // The Server API's 401 has no status: its problem says what to check.
-        if answer.status == nil, let problem = answer.problem { return JobError(.configuration, problem) }
-        return JobError(.configuration, "the App Store answered status \(answer.status ?? 0) ("
-            + (answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")
-            + "); verification stopped, no receipt was blamed")
-    }
-
-    /// The answer of a Server API or App Store Connect reply that is not a body to read: the same
-    /// for every endpoint. `notFound` is a rejection here; Get Transaction Info asks the sandbox.
-    static func answer(_ reply: AppStoreReply) -> Answer {
-        switch reply {
-        case .answer(let status, _):
-            return Answer(status: nil, answerClass: .ok, problem: "HTTP \(status)")
-        case .unauthorized:
-            return Answer(status: nil, answerClass: .config, problem: unauthorized)
-        case .notFound:
-            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt,
-                          problem: "Apple knows no such transaction (4040010)")
-        case .refused(let problem, _):
-            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: problem)
-        case .rateLimited:
-            return Answer(status: nil, answerClass: .retry, problem: "HTTP 429, rate limited")
-        case .retry(let problem):
-            return Answer(status: nil, answerClass: .retry, problem: problem)
-        }
-    }
-
-    static let unauthorized = "the App Store Server API refused our token (HTTP 401): check IAP_ISSUER_ID, IAP_KEY_ID, "
-        + "IAP_PRIVATE_KEY_FILE (or IAP_APP_KEYS) and that the key may be used for the app; verification stopped, "
-        + "no receipt was blamed"
-
-    /// The line of exit 78 when Apple refused the key of `apps` (every app of the run), confirmed.
-    static func unauthorized(apps: [String]) -> String {
-        let which = apps.count == 1 ? "for \(apps[0])" : "for every app (\(apps.joined(separator: ", ")))"
-        return "the App Store Server API refused our token \(which) (HTTP 401, again with a fresh token a second later): "
-            + "check IAP_ISSUER_ID, IAP_KEY_ID, IAP_PRIVATE_KEY_FILE (or IAP_APP_KEYS) and that the key may be used "
-            + "for the app; verification stopped, no receipt was blamed"
-    }
-
-    /// A 401 is believed after this wait and a fresh token (issue 37).
-    static let confirmAfterNs: UInt64 = 1_000_000_000
 
     /// Backoff deadlines: a clock that never jumps.
     static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

@@ -42,3 +42,42 @@ public final class NightApps: @unchecked Sendable {
     /// Requests per app, per endpoint.
     public var requestCounts: [String: [String: Int]] { lock.withLock { requests } }
 }
+
+/// One transport run's apps whose last answer was a 401 (issue 37): Apple answers an occasional
+/// stray 401, so nothing goes to such an app for a second, then the request goes again with a
+/// freshly signed token; a 401 to a request sent after the doubt began confirms the refusal, and
+/// any other answer to one clears the doubt. Times are monotonic nanoseconds.
+struct UnauthorizedDoubts {
+    /// A 401 is believed after this wait and a fresh token.
+    static let confirmAfterNs: UInt64 = 1_000_000_000
+    private var since: [String: UInt64] = [:]
+
+    enum Verdict: Equatable {
+        /// Send the request again at `due`; `firstDoubt`: the doubt began now (sign a new token).
+        case askAgain(due: UInt64, firstDoubt: Bool)
+        /// The request was sent after the doubt began, with a fresh token: Apple refuses the key.
+        case confirmed
+    }
+
+    func isDoubted(_ app: String) -> Bool { since[app] != nil }
+
+    /// When a request to `app` may go, if not now.
+    func heldUntil(_ app: String, now: UInt64) -> UInt64? {
+        guard let start = since[app], now < start + Self.confirmAfterNs else { return nil }
+        return start + Self.confirmAfterNs
+    }
+
+    /// A 401 to a request to `app` sent at `sentAt`.
+    mutating func unauthorized(_ app: String, sentAt: UInt64, now: UInt64) -> Verdict {
+        if let start = since[app] {
+            return sentAt > start ? .confirmed : .askAgain(due: start + Self.confirmAfterNs, firstDoubt: false)
+        }
+        since[app] = now
+        return .askAgain(due: now + Self.confirmAfterNs, firstDoubt: true)
+    }
+
+    /// Any other answer to a request to `app` sent at `sentAt`: one sent during the doubt clears it.
+    mutating func answered(_ app: String, sentAt: UInt64) {
+        if let start = since[app], sentAt > start { since[app] = nil }
+    }
+}
