@@ -14,15 +14,15 @@ struct SalesOptions: ParsableArguments {
         """, valueName: "file"))
     var connectKey: String?
 
-    @Option(name: .customLong("connect-key-id"), help: "The `kid` a sales report token must carry (with --connect-key).")
+    @Option(name: .customLong("connect-key-id"), help: "The `kid` a sales report token must carry (with --connect-key). Default: $ASC_KEY_ID.")
     var connectKeyID: String?
 
-    @Option(name: .customLong("connect-issuer"), help: "The `iss` a sales report token must carry (with --connect-key).")
+    @Option(name: .customLong("connect-issuer"), help: "The `iss` a sales report token must carry (with --connect-key). Default: $ASC_ISSUER_ID.")
     var connectIssuer: String?
 
     @Option(name: .customLong("connect-vendor"), help: ArgumentHelp("""
         The vendor number: `filter[vendorNumber]` must be it, else 400 PARAMETER_ERROR.INVALID \
-        (with --connect-key).
+        (with --connect-key). Default: $ASC_VENDOR_NUMBER.
         """, valueName: "number"))
     var connectVendor: String?
 
@@ -56,6 +56,15 @@ struct SalesOptions: ParsableArguments {
 
     var enabled: Bool { connectKey != nil }
 
+    /// The option, else the job's own setting of the same name (`ASC_…`), so that one environment
+    /// serves both.
+    private func value(_ option: String?, _ variable: String) -> String? {
+        option ?? ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+    var keyID: String? { value(connectKeyID, "ASC_KEY_ID") }
+    var issuer: String? { value(connectIssuer, "ASC_ISSUER_ID") }
+    var vendor: String? { value(connectVendor, "ASC_VENDOR_NUMBER") }
+
     func validate() throws {
         guard connectHourLimit >= 1 else { throw ValidationError("--connect-hour-limit must be 1 or more") }
         guard TimeZone(identifier: salesReportTimezone) != nil else {
@@ -63,9 +72,11 @@ struct SalesOptions: ParsableArguments {
         }
         guard !salesReportVersion.isEmpty else { throw ValidationError("--sales-report-version must not be empty") }
         guard enabled else { return }
-        guard let id = connectKeyID, !id.isEmpty else { throw ValidationError("--connect-key needs --connect-key-id") }
-        guard let iss = connectIssuer, !iss.isEmpty else { throw ValidationError("--connect-key needs --connect-issuer") }
-        guard let vendor = connectVendor, !vendor.isEmpty else { throw ValidationError("--connect-key needs --connect-vendor") }
+        guard keyID?.isEmpty == false else { throw ValidationError("--connect-key needs --connect-key-id (or $ASC_KEY_ID)") }
+        guard issuer?.isEmpty == false else { throw ValidationError("--connect-key needs --connect-issuer (or $ASC_ISSUER_ID)") }
+        guard vendor?.isEmpty == false else {
+            throw ValidationError("--connect-key needs --connect-vendor (or $ASC_VENDOR_NUMBER)")
+        }
     }
 
     /// The sales reports' configuration from the truth the Server API reads; nil when not served.
@@ -74,9 +85,9 @@ struct SalesOptions: ParsableArguments {
         guard let data = FileManager.default.contents(atPath: connectKey) else {
             throw ValidationError("--connect-key: cannot read \(connectKey)")
         }
-        let credentials = ConnectCredentials(keyID: connectKeyID ?? "", issuerID: connectIssuer ?? "",
+        let credentials = ConnectCredentials(keyID: keyID ?? "", issuerID: issuer ?? "",
                                              publicKey: try APICredentials.publicKey(pem: String(decoding: data, as: UTF8.self)))
-        return SalesReportConfig(credentials: credentials, vendorNumber: connectVendor ?? "", truth: truth,
+        return SalesReportConfig(credentials: credentials, vendorNumber: vendor ?? "", truth: truth,
                                  bundleIDs: bundleIDs, version: salesReportVersion,
                                  timeZone: TimeZone(identifier: salesReportTimezone)!, hourLimit: connectHourLimit,
                                  forbidden: connectForbidden)

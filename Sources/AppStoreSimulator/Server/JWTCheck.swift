@@ -9,6 +9,9 @@
 // default: the one `--api-key` and `--api-key-id` for every app), as Apple refuses a token for
 // an app the key does not serve. An app whose key Apple refuses (`--refuse-app`) gets 401 for
 // every token, good or not. A good token is the app it names: every answer is scoped to it.
+//
+// App Store Connect's team key (sales reports, issue 36): the same check (`JWTCheck`) with its own
+// rules (`ConnectCredentials`): its one key id and issuer, no `bid` at all, at most 20 minutes.
 
 import Crypto
 import Foundation
