@@ -203,6 +203,8 @@ public struct SQLLiteral: Sendable, Hashable {
     /// `E'42'::bigint`
     public static func int(_ value: Int64) -> SQLLiteral { SQLLiteral(text: String(value), type: "bigint") }
     public static func int(_ value: Int) -> SQLLiteral { SQLLiteral(text: String(value), type: "bigint") }
+    /// `E'{"a","b"}'::text[]`: a list of texts (`textArrayLiteral`), each traveling as itself.
+    public static func textArray(_ items: [String]) -> SQLLiteral { SQLLiteral(text: textArrayLiteral(items), type: "text[]") }
     /// `E'true'::boolean`
     public static func bool(_ value: Bool) -> SQLLiteral { SQLLiteral(text: value ? "true" : "false", type: "boolean") }
     /// `E'2026-11-21'::date` from a `YYYY-MM-DD` day (Postgres checks it).
