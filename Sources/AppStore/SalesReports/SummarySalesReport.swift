@@ -66,12 +66,14 @@ public enum SummarySalesReport {
     /// The rows of the file of `day` (`text`: the decompressed bytes), or the problem that makes
     /// the day an error. Lines end in `\n` (`\r\n` accepted; the final newline optional).
     public static func parse(_ text: [UInt8], day: ReportDay) -> Result<[SalesReportRow], SalesReportProblem> {
-        guard var string = String(validating: text, as: UTF8.self) else {
+        guard String(validating: text, as: UTF8.self) != nil else {
             return .failure(SalesReportProblem("the file is not UTF-8 text"))
         }
-        if string.hasPrefix("\u{FEFF}") { string.removeFirst() }
-        var lines = string.split(separator: "\n", omittingEmptySubsequences: false)
-        if lines.last == "" { lines.removeLast() }
+        // Split on the bytes: in a Swift String "\r\n" is one Character, never equal to "\n".
+        var bytes = text[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }
         guard let headerLine = lines.first, !headerLine.isEmpty else { return .failure(SalesReportProblem("the file is empty")) }
         let header = fields(headerLine)
         var index: [String: Int] = [:]
@@ -134,10 +136,10 @@ public enum SummarySalesReport {
     }
 
     /// A line's fields, split on tabs (a `\r` before the line's `\n` taken off).
-    static func fields(_ line: Substring) -> [Substring] {
+    static func fields(_ line: ArraySlice<UInt8>) -> [Substring] {
         var line = line
-        if line.hasSuffix("\r") { line.removeLast() }
-        return line.split(separator: "\t", omittingEmptySubsequences: false)
+        if line.last == 0x0D { line.removeLast() }
+        return line.split(separator: 0x09, omittingEmptySubsequences: false).map { Substring(String(decoding: $0, as: UTF8.self)) }
     }
 
     static func trimmed(_ s: Substring) -> String {
