@@ -29,9 +29,13 @@ struct SalesReportNightTests {
         var version = "1_1"
         /// Every request answered with this status (401, 403) when set.
         var refuseWith: Int?
+        /// Each answer waits this long first (a run to kill in the middle).
+        var delayMs = 0
 
         func answer(_ r: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Response {
-            lock.withLock {
+            let delay = lock.withLock { delayMs }
+            if delay > 0 { usleep(UInt32(delay) * 1000) }
+            return lock.withLock {
                 let limit = [("X-Rate-Limit", "user-hour-lim:3500;user-hour-rem:3400;")]
                 func error(_ status: Int, _ code: String, _ detail: String) -> LoopbackHTTPServer.Response {
                     .init(status: status, headers: limit + [("Content-Type", "application/json")],
@@ -68,7 +72,7 @@ struct SalesReportNightTests {
         var products: [String]
 
         func run(_ extra: [String] = [], environment: [String: String]? = nil) throws -> ProcessResult {
-            try night.run(["--window-days", "5"] + extra, environment: environment ?? env)
+            try night.run((extra.contains("--window-days") ? [] : ["--window-days", "5"]) + extra, environment: environment ?? env)
         }
 
         func summary() throws -> [String: Any] {
@@ -230,6 +234,53 @@ struct SalesReportNightTests {
             }
         }
         #expect(try w.night.t.int("SELECT count(*) FROM recon.sales_report_days") == 0)
+
+        // App Store Connect not answering at all: the step ends, the night does not (no exit 75).
+        var gone = w.env
+        gone["ASC_API_URL"] = "http://127.0.0.1:9"
+        let r = try w.run(environment: gone)
+        #expect(r.status == baseline.status, "\(r.stderr)")
+        #expect(["compensate.csv", "clawback.csv", "refunds.csv", "unresolved.csv"].map { N.read(day.appendingPathComponent($0)) }
+            == reports)
+        let skipped = try w.summary()["skipped_checks"] as? [String] ?? []
+        #expect(skipped.last?.hasPrefix("sales_reports (") == true && skipped.last?.contains("unreachable") == true, "\(skipped)")
+    }
+
+    @Test("a run killed in the middle of the step keeps the days it stored; the next run asks none of them again")
+    func killedMidStep() throws {
+        let w = try Self.world("sales_killed")
+        defer { w.stop() }
+        let window = (10...19).map { "2026-11-\($0)" }
+        w.apple.lock.withLock {
+            for day in window {
+                let us = day.split(separator: "-").map(String.init)
+                w.apple.files[day] = Gzip.compress(SalesFixtures.file(SalesFixtures.orderA, [
+                    SalesFixtures.row(sku: w.products[0], begin: "\(us[1])/\(us[2])/\(us[0])", end: "\(us[1])/\(us[2])/\(us[0])")]))
+            }
+            w.apple.delayMs = 400
+        }
+        let tool = try startTool("iap-reconcile", ["run", "--as-of", N.asOf, "--out", w.night.out.path, "--no-progress",
+                                                   "--window-days", "10", "--timeout-ms", "5000"], environment: w.env)
+        let deadline = Date().addingTimeInterval(120)
+        var held = 0
+        while Date() < deadline {
+            held = (try? w.night.t.int("SELECT count(*) FROM recon.sales_report_days")) ?? 0
+            if held >= 3 || !tool.process.isRunning { break }
+            usleep(20_000)
+        }
+        tool.kill9()
+        let stored = try w.night.t.db.query("SELECT to_char(report_date, 'YYYY-MM-DD') FROM recon.sales_report_days ORDER BY 1")
+            .rows.map { $0[0] ?? "" }
+        #expect(stored.count >= 3 && stored.count < 10, "killed too late: \(stored)")
+        w.apple.lock.withLock { w.apple.delayMs = 0 }
+        let before = w.server.requests.count
+        let r = try w.run(["--window-days", "10"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let asked = Set(w.server.requests.dropFirst(before).compactMap { $0.query["filter[reportDate]"] })
+        #expect(asked.isDisjoint(with: stored), "asked again: \(asked.intersection(stored))")
+        #expect(asked.union(stored) == Set(window))
+        #expect(try w.night.t.int("SELECT count(*) FROM recon.sales_report_days WHERE state = 'held'") == 10)
+        #expect(try w.night.t.int("SELECT count(*) FROM recon.sales_report_rows") == 10)
     }
 
     @Test("settings: some ASC_* but not all is exit 78 naming the missing ones; an unknown --sales-report-timezone is a usage error")
