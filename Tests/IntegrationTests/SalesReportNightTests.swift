@@ -3,6 +3,7 @@
 // branch), so App Store Connect is played here by a loopback HTTP server serving fixed gzip files
 // (LoopbackHTTPServer); the rest of the night (verifyReceipt) is the simulator's.
 
+import AppStore
 import AppStoreSimulator
 import Foundation
 import Postgres
@@ -332,5 +333,54 @@ struct SalesReportGzipTests {
         // A bomb: 64 MB of zeros is refused at 1 MB without reading it to its end.
         let bomb = Gzip.compress([UInt8](repeating: 0, count: 64 << 20))
         #expect(throws: GzipError.self) { try Gzip.decompress(bomb, largest: 1 << 20) }
+    }
+}
+
+/// App Store Connect's `X-Rate-Limit` through the one transport, over real HTTP: an answer saying
+/// a tenth or less of the key's hour is left holds the next sales report request back.
+@Suite("Sales reports: X-Rate-Limit", .serialized)
+struct SalesReportRateLimitTests {
+    static func gaps(remaining: Int) throws -> [Double] {
+        let arrivals = Arrivals()
+        let server = try LoopbackHTTPServer { _ in
+            arrivals.note()
+            return .init(status: 404, headers: [("X-Rate-Limit", "user-hour-lim:100;user-hour-rem:\(remaining);")],
+                  body: Array(#"{"errors":[{"status":"404","detail":"There were no sales for the date specified."}]}"#.utf8))
+        }
+        defer { server.stop() }
+        var connect = AppStoreConnectSettings(
+            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: APICredentials.newPrivateKeyPEM(), keyID: "TEAMKEY1", issuerID: "i"),
+            vendorNumber: "85012345")
+        connect.baseURL = server.url
+        var transport = AppStoreTransport(policy: RetryPolicy(maxAttempts: 2, retryBaseMs: 5, retryDelayMinutes: 10),
+                                          concurrency: 1, timeoutMs: 5000, service: "App Store Connect")
+        transport.connect = connect
+        transport.hourlyPauseNs = 1_500_000_000
+        let asks = (10...12).map {
+            AppStoreTransportTests.Ask(SalesReportRequest.request(vendorNumber: "85012345", day: ReportDay("2026-11-\($0)")!,
+                                                                  version: "1_0"))
+        }
+        var feed = ListFeed(asks)
+        var breaker = OutageBreaker(wave: 1)
+        var counts = TransportCounts()
+        try transport.run(&feed, breaker: &breaker, counts: &counts)
+        #expect(counts.requests == ["sales_reports": 3] && server.requests.count == 3)
+        let times = arrivals.times
+        return zip(times.dropFirst(), times).map { $0 - $1 }
+    }
+
+    final class Arrivals: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [Double] = []
+        func note() { lock.withLock { list.append(Date().timeIntervalSince1970) } }
+        var times: [Double] { lock.withLock { list } }
+    }
+
+    @Test("a tenth of the hour left: a pause before the next request; plenty left: none")
+    func hourlyAllowance() throws {
+        let low = try Self.gaps(remaining: 5)
+        #expect(low.count == 2 && low.allSatisfy { $0 >= 1.3 }, "\(low)")
+        let plenty = try Self.gaps(remaining: 90)
+        #expect(plenty.count == 2 && plenty.allSatisfy { $0 < 1.0 }, "\(plenty)")
     }
 }

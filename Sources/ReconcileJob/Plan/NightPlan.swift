@@ -123,7 +123,7 @@ enum NightPlan {
             // own: it writes only its own tables, and never fails the night (a 401/403 or an
             // unreachable App Store Connect ends this step alone: skipped_checks).
             add("sales reports", "sales", .own,
-                reads: ["job.sales_report_days", "source.iap_products", "value: run id", "value: sweeps"],
+                reads: ["job.sales_report_days", "source.iap_products", "value: settings", "value: run id", "value: sweeps"],
                 writes: ["job.sales_report_days", "job.sales_report_rows", "job.sales_report_errors", "value: sales reports"],
                 note: "Apple's daily Summary Sales Report of every day of the window not held yet, over HTTP; a day stored "
                     + "in one transaction") { c in

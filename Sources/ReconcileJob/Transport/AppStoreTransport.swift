@@ -30,6 +30,9 @@ struct AppStoreTransport {
     var rates: [ServerAPIEndpoint: Double] = [:]
     /// The share of Apple's limits used where `rates` does not say (`RateBudget.share`).
     var share = RateBudget.safety
+    /// How long an App Store Connect endpoint whose hourly allowance (`X-Rate-Limit`) ran low waits
+    /// (`RateBudget.hourlyPauseNs`; a test shortens it).
+    var hourlyPauseNs = RateBudget.hourlyPauseNs
     /// `lookup` only: a 429 asking to wait longer than this ends the run (exit 75) instead.
     var longestRateLimitWaitMs: Int64?
     /// The night's apps: requests per app, and the apps whose key Apple refused. A confirmed 401
@@ -75,6 +78,7 @@ struct AppStoreTransport {
         let http = HTTPMulti()
         defer { http.close() }
         var budget = RateBudget(rates: rates, share: share)
+        budget.hourlyPause = hourlyPauseNs
         var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt, appKeys: $0.appKeys) }
         var teamTokens = connect.map { BearerTokens(key: $0.teamKey) }
         var inFlight: [Int: (exchange: E, request: AppStoreRequest, sentAt: UInt64)] = [:]
