@@ -376,6 +376,33 @@ struct SalesReportRateLimitTests {
         var times: [Double] { lock.withLock { list } }
     }
 
+    @Test("past the step's end nothing more is sent: the days left are dropped unasked")
+    func stopSending() throws {
+        let server = try LoopbackHTTPServer { _ in
+            usleep(300_000)
+            return .init(status: 404, body: Array(#"{"errors":[{"status":"404","detail":"no sales"}]}"#.utf8))
+        }
+        defer { server.stop() }
+        var connect = AppStoreConnectSettings(
+            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: APICredentials.newPrivateKeyPEM(), keyID: "TEAMKEY1", issuerID: "i"),
+            vendorNumber: "85012345")
+        connect.baseURL = server.url
+        var transport = AppStoreTransport(policy: RetryPolicy(maxAttempts: 2, retryBaseMs: 5, retryDelayMinutes: 10),
+                                          concurrency: 1, timeoutMs: 5000, service: "App Store Connect")
+        transport.connect = connect
+        transport.stopSendingAtNs = AppStoreTransport.monotonicNanos() + 700_000_000
+        let asks = (10...19).map {
+            AppStoreTransportTests.Ask(SalesReportRequest.request(vendorNumber: "85012345", day: ReportDay("2026-11-\($0)")!,
+                                                                  version: "1_0"))
+        }
+        var feed = ListFeed(asks)
+        var breaker = OutageBreaker(wave: 1)
+        var counts = TransportCounts()
+        try transport.run(&feed, breaker: &breaker, counts: &counts)
+        #expect((2...4).contains(server.requests.count), "\(server.requests.count)")
+        #expect(asks.filter { $0.answer != nil }.count == server.requests.count)
+    }
+
     @Test("a tenth of the hour left: a pause before the next request; plenty left: none")
     func hourlyAllowance() throws {
         let low = try Self.gaps(remaining: 5)

@@ -33,6 +33,10 @@ struct AppStoreTransport {
     /// How long an App Store Connect endpoint whose hourly allowance (`X-Rate-Limit`) ran low waits
     /// (`RateBudget.hourlyPauseNs`; a test shortens it).
     var hourlyPauseNs = RateBudget.hourlyPauseNs
+    /// No request goes after this monotonic time (`monotonicNanos`): an exchange due later is
+    /// dropped unasked, as a refused app's are (nil: no end). A step that must not hold the night
+    /// up (the sales reports) sets it; the answers in flight are still read.
+    var stopSendingAtNs: UInt64?
     /// `lookup` only: a 429 asking to wait longer than this ends the run (exit 75) instead.
     var longestRateLimitWaitMs: Int64?
     /// The night's apps: requests per app, and the apps whose key Apple refused. A confirmed 401
@@ -157,6 +161,7 @@ struct AppStoreTransport {
 
         /// Sends `exchange`'s request if the budget admits it now; else holds it. False when held.
         func sendIfAdmitted(_ exchange: E, now: UInt64) throws -> Bool {
+            if let end = stopSendingAtNs, now >= end { return true }
             let request = exchange.request
             if request.service == .connect {
                 if connectRefused { return true }
