@@ -26,6 +26,8 @@ struct SalesReportNightTests {
         var files: [String: [UInt8]] = [:]
         /// Days answered 429 once (then their file).
         var rateLimitedOnce: Set<String> = []
+        /// Days answered 503 once (then their file).
+        var unavailableOnce: Set<String> = []
         /// The version served; another one gets Apple's 400 naming it.
         var version = "1_1"
         /// Every request answered with this status (401, 403) when set.
@@ -58,6 +60,9 @@ struct SalesReportNightTests {
                     var e = error(429, "RATE_LIMIT_EXCEEDED", "slow down")
                     e.headers.append(("Retry-After", String(until)))
                     return e
+                }
+                if unavailableOnce.remove(day) != nil {
+                    return .init(status: 503, headers: limit, body: Array("<html>Service Unavailable</html>".utf8))
                 }
                 guard let file = files[day] else { return error(404, "NOT_FOUND", "There were no sales for the date specified.") }
                 return .init(status: 200, headers: limit + [("Content-Type", "application/a-gzip")], body: file)
@@ -133,12 +138,13 @@ struct SalesReportNightTests {
         server.requests.compactMap { $0.query["filter[reportDate]"] }
     }
 
-    @Test("days downloaded and kept: both orders, only our in-app rows, 404 rules, a truncated file an error, version fallback, 429; a rerun asks only what is not held")
+    @Test("days downloaded and kept: both orders, only our in-app rows, 404 rules, a truncated file an error, version fallback, 429 and 503 retried; a rerun asks only what is not held")
     func downloadAndKeep() throws {
         let w = try Self.world("sales_keep")
         defer { w.stop() }
         w.apple.files = Self.files(w.products)
         w.apple.rateLimitedOnce = ["2026-11-16"]
+        w.apple.unavailableOnce = ["2026-11-15"]
         let r = try w.run()
         #expect(r.status == 0, "\(r.stderr)")
         let s = try w.sales()
@@ -149,7 +155,7 @@ struct SalesReportNightTests {
         #expect(errors.count == 1 && errors.first?["date"] == "2026-11-19" && errors.first?["reason"]?.contains("truncated") == true,
                 "\(errors)")
         #expect(s["version"] as? String == "1_1" && s["asked"] as? Int == 5 && s["held_before"] as? Int == 0)
-        #expect(s["rows_kept"] as? Int == 5 && (s["rate_limited"] as? Int ?? 0) >= 1)
+        #expect(s["rows_kept"] as? Int == 5 && (s["rate_limited"] as? Int ?? 0) >= 1 && (s["retried"] as? Int ?? 0) >= 2, "\(s)")
         #expect((s["window"] as? [String: String]) == ["from": "2026-11-15", "to": "2026-11-19", "time_zone": "America/Los_Angeles"])
         #expect(r.stderr.contains("a sales report day was not believed") && r.stderr.contains("2026-11-19"), "\(r.stderr)")
         #expect(!r.stderr.contains("BEGIN PRIVATE KEY"))
