@@ -145,8 +145,14 @@ struct SalesReportNightTests {
         w.apple.files = Self.files(w.products)
         w.apple.rateLimitedOnce = ["2026-11-16"]
         w.apple.unavailableOnce = ["2026-11-15"]
-        let r = try w.run()
+        let metrics = w.night.out.appendingPathComponent("metrics.prom")
+        let r = try w.run(["--metrics-file", metrics.path])
         #expect(r.status == 0, "\(r.stderr)")
+        let prom = N.read(metrics)
+        for line in ["iap_reconcile_sales_report_days{outcome=\"held\"} 2", "iap_reconcile_sales_report_days{outcome=\"error\"} 1",
+                     "iap_reconcile_sales_report_skipped 0"] {
+            #expect(prom.contains(line), "\(line) in \(prom)")
+        }
         let s = try w.sales()
         #expect(s["held"] as? [String] == ["2026-11-15", "2026-11-16"])
         #expect(s["empty"] as? [String] == ["2026-11-17"])
