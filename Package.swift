@@ -84,7 +84,8 @@ let package = Package(
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "Reconciliation", "Postgres", "AppStore",
+                // CLibZ: the sales reports' gzip (Server/Gzip.swift).
+                "Reconciliation", "Postgres", "AppStore", "CLibZ",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -17,7 +17,9 @@
 // consumption_request_ms (Apple sent CONSUMPTION_REQUEST for it: the notification's signedDate,
 // UNIX ms, after the purchase) with consumption_request_reason (its consumptionRequestReason:
 // UNINTENDED_PURCHASE, FULFILLMENT_ISSUE, UNSATISFIED_WITH_PURCHASE, LEGAL, OTHER; the two go
-// together), ownership (inAppOwnershipType: FAMILY_SHARED, or empty = PURCHASED). Required:
+// together), ownership (inAppOwnershipType: FAMILY_SHARED, or empty = PURCHASED), notifications
+// (`none`: Apple sent no notification for it, a purchase the shop never saw, `iap-sim seed
+// --unseen-share`; empty = sent). Required:
 // transaction_id, product_id, purchase_date_ms, environment, bundle_id. A refund column without
 // cancellation_date_ms, a price without its currency, or a currency that is not the storefront's
 // is refused (with the line): the simulator would otherwise sign something Apple never would.
@@ -57,6 +59,9 @@ public struct AppleTruthRow: Sendable, Equatable {
     public var consumptionRequest: SimConsumptionRequest?
     /// `inAppOwnershipType` FAMILY_SHARED (a family member's access) instead of PURCHASED.
     public var familyShared = false
+    /// Apple sent the app's server its notifications (false: a purchase the shop never saw, only
+    /// the sales report shows it).
+    public var notified = true
 
     public init(transactionID: String, originalTransactionID: String? = nil, productID: String,
                 productType: ProductType, quantity: Int = 1, purchaseDateMs: Int64, originalPurchaseDateMs: Int64? = nil,
@@ -141,7 +146,7 @@ public enum AppleTruthFile {
         "original_purchase_date_ms", "expires_date_ms", "web_order_line_item_id", "environment", "bundle_id",
         "customer", "order_id", "app_account_token", "cancellation_date_ms", "cancellation_reason", "receipt_id",
         "storefront", "price", "currency", "revocation_type", "revocation_percentage", "reversal_date_ms",
-        "consumption_request_ms", "consumption_request_reason", "ownership",
+        "consumption_request_ms", "consumption_request_reason", "ownership", "notifications",
     ]
 
     public static var header: String { columns.joined(separator: "\t") + "\n" }
@@ -155,7 +160,7 @@ public enum AppleTruthFile {
             r.refund.map { String($0.cancellationDateMs) }, r.refund?.reason, r.receiptID, r.storefront.code,
             r.price.map { String($0) }, r.currency, r.refund?.type, r.refund?.percentage.map { String($0) },
             r.refund?.reversedMs.map { String($0) }, r.consumptionRequest.map { String($0.signedDateMs) },
-            r.consumptionRequest?.reason, r.familyShared ? "FAMILY_SHARED" : nil,
+            r.consumptionRequest?.reason, r.familyShared ? "FAMILY_SHARED" : nil, r.notified ? nil : "none",
         ]
         var out = ""
         for (i, cell) in cells.enumerated() {
@@ -252,7 +257,12 @@ public enum AppleTruthFile {
             guard o == "FAMILY_SHARED" || o == "PURCHASED" else { throw fail("unknown ownership \(o) (FAMILY_SHARED, PURCHASED or empty)") }
             familyShared = o == "FAMILY_SHARED"
         }
-        return AppleTruthRow(
+        var notified = true
+        if let n = cell("notifications") {
+            guard n == "none" else { throw fail("unknown notifications \(n) (none or empty)") }
+            notified = false
+        }
+        var row = AppleTruthRow(
             transactionID: tid, originalTransactionID: cell("original_transaction_id"), productID: pid, productType: type,
             quantity: Int(quantity), purchaseDateMs: pd, originalPurchaseDateMs: try int("original_purchase_date_ms"),
             expiresDateMs: try int("expires_date_ms"), webOrderLineItemID: cell("web_order_line_item_id"),
@@ -260,6 +270,8 @@ public enum AppleTruthFile {
             orderID: cell("order_id"), appAccountToken: cell("app_account_token"), refund: refund,
             receiptID: cell("receipt_id"), storefront: store, price: price, consumptionRequest: request,
             familyShared: familyShared)
+        row.notified = notified
+        return row
     }
 
     /// The refund of a line: cancellation_date_ms and what only the Server API shows of it.

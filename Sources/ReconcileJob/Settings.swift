@@ -30,6 +30,10 @@ public struct JobSettings: Sendable {
     /// night copies them into the job's database first (`SourceCopy`); lookup and respond read
     /// them there directly. nil: they are read from the job's own database.
     public var sourceDatabaseURL: String?
+    /// The tables of keys the night's copy of a source database counted there, at the source's
+    /// indexes (`SourceCopy.duplicatedKeys`, `SourceCopy.namedTwice`): the decide stage reads them
+    /// from the copy's schema instead of counting the copy again. Set by the copy step.
+    var sourceKeysCounted: Set<String> = []
     public var progress = true
     /// `--lock-wait-seconds`: how long a run waits for another run's lock before exit 75.
     public var lockWaitSeconds = 5

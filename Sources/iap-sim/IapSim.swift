@@ -58,6 +58,19 @@ struct Serve: ParsableCommand {
         Retry-After in UNIX ms. The faults, latency and refund list apply too; the call log names the \
         endpoint in the third field and the path's id in a fifth.
 
+        App Store Connect sales reports (with --connect-key): GET /v1/salesReports?filter[frequency]=DAILY\
+        &filter[reportType]=SALES&filter[reportSubType]=SUMMARY&filter[vendorNumber]=--connect-vendor\
+        &filter[reportDate]=YYYY-MM-DD&filter[version]=--sales-report-version answers the day's Summary Sales \
+        Report from the --apple-truth file, gzipped (application/a-gzip, tab-separated, Apple's header names): \
+        every production purchase of an app served on its day in --sales-report-timezone (units = quantity, \
+        customer price per unit, proceeds per unit = 70% rounded to the currency's minor unit), every refund \
+        on its revocation day (negative units and customer price, positive proceeds), grouped as a summary; \
+        plus the app's own row (1F) and now and then an IA3 restore row. Column order A on even days of the \
+        month, order B on odd days. 404 for a day without sales or not published yet (08:00 \
+        America/Los_Angeles the day after); 400 for another report, vendor, date form or version; 401 for a \
+        token not of the team key; 403 with --connect-forbidden; 429 past --connect-hour-limit; every answer \
+        carries X-Rate-Limit (Sources/AppStoreSimulator/Server/SalesReports.swift).
+
         Several apps (--api-bundle repeated): each answer is scoped to the token's app, as Apple's are: \
         another app's transaction is not found (404 4040010; Look Up Order ID: status 1), the notification \
         history lists that app's only, rate limits are counted per app and environment, and the n-th app's \
@@ -78,6 +91,9 @@ struct Serve: ParsableCommand {
 
     @OptionGroup(title: "App Store Server API")
     var api: APIOptions
+
+    @OptionGroup(title: "App Store Connect sales reports")
+    var sales: SalesOptions
 
     @Option(help: "Address to listen on (loopback only).")
     var host: String = "127.0.0.1"
@@ -185,6 +201,13 @@ struct Serve: ParsableCommand {
                 config.serverAPI = setup.0
                 FileHandle.standardError.write(Data(
                     "iap-sim: Server API for \(setup.0.credentials.bundleIDs.joined(separator: ", ")), \(setup.0.truth.rows.count) Apple transactions; signed with the PKI whose root is \(setup.rootPEM)\n".utf8))
+            }
+            // The sales reports read the Server API's truth (or the --apple-truth file alone).
+            let truth = try config.serverAPI?.truth ?? api.appleTruth.map { try AppleTruth.load(path: $0) } ?? AppleTruth(rows: [])
+            if let salesConfig = try sales.config(truth: truth, bundleIDs: api.servedBundles) {
+                config.salesReports = salesConfig
+                FileHandle.standardError.write(Data(
+                    "iap-sim: sales reports at /v1/salesReports for vendor \(salesConfig.vendorNumber), version \(salesConfig.version), days in \(salesConfig.timeZone.identifier)\n".utf8))
             }
         } catch let error as ValidationError {
             throw error

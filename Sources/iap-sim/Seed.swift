@@ -104,6 +104,16 @@ struct Seed: ParsableCommand {
         """, valueName: "N"))
     var extraFindings: Int = 0
 
+    @Option(name: .customLong("unseen-share"), help: ArgumentHelp("""
+        With --apple-truth: purchases Apple sold that the shop never saw, as a share (0…1) of Apple's \
+        production purchases (rounded; 0: none). Customers unknown to the shop (S000000000…), \
+        transaction ids 1000002…, mostly consumables, in the USA, Japan or Germany, 1 hour to 30 days \
+        before --as-of; no receipt, order, grant, history of a user of ours or notification (the truth's \
+        `notifications` column says `none`), so only the sales report (`iap-sim serve --connect-key`) \
+        shows them. Written after every other truth line; nothing else the seed writes changes.
+        """, valueName: "share"))
+    var unseenShare: Double = 0.01
+
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
 
@@ -144,6 +154,8 @@ struct Seed: ParsableCommand {
         options.storeKit2Share = storeKit2Share
         options.apiBench = apiBench
         options.extraFindings = extraFindings
+        guard (0...1).contains(unseenShare) else { throw ValidationError("--unseen-share must be between 0 and 1") }
+        options.unseenShare = unseenShare
         options.conninfo = conninfo
         let started = Date()
         do {

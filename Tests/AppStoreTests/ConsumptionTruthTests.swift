@@ -20,10 +20,10 @@ struct ConsumptionTruthTests {
                                    purchaseDateMs: 1_790_000_000_000, bundleID: "com.example.game", customer: "U2")
         family.familyShared = true
         let text = AppleTruthFile.header + AppleTruthFile.line(row) + AppleTruthFile.line(family)
-        #expect(AppleTruthFile.header.contains("\tconsumption_request_ms\tconsumption_request_reason\townership\n"))
+        #expect(AppleTruthFile.header.contains("\tconsumption_request_ms\tconsumption_request_reason\townership\tnotifications\n"))
         let back = try AppleTruthFile.parse(text)
         #expect(back == [row, family])
-        #expect(AppleTruthFile.line(family).hasSuffix("\t\t\tFAMILY_SHARED\n"))
+        #expect(AppleTruthFile.line(family).hasSuffix("\t\t\tFAMILY_SHARED\t\n"))
         #expect(try AppleTruthFile.parse(AppleTruthFile.header + AppleTruthFile.line(row).replacingOccurrences(of: "\tLEGAL\t", with: "\tLEGAL\tPURCHASED"))[0].familyShared == false)
         for reason in SimConsumptionRequest.reasons {
             let line = AppleTruthFile.line(row).replacingOccurrences(of: "\tLEGAL\t", with: "\t\(reason)\t")

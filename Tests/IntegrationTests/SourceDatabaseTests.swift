@@ -67,6 +67,59 @@ struct SourceDatabaseTests {
         return World(job: job, sim: sim, dir: dir, out: out, env: env)
     }
 
+    /// The keys the copy counted at the source (`SourceCopy`) are, row for row, what the decide
+    /// stage would count in the copy itself; the relations not in `relations` have no such table
+    /// (their keys are counted in the copy). The generated data has duplicated keys and ids two
+    /// grants name, so empty tables on both sides would not pass.
+    static func expectKeysCountedAtSource(_ job: TestDatabase, relations: [String: String], namedTwice: Bool,
+                                          someDuplicated: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        // Names of this test's own, spliced as text.
+        func count(_ text: String) throws -> Int { try job.int(SQL(unsafeSQL: text)) }
+        var duplicated = 0
+        for (relation, key) in [("iap_orders", "order_id"), ("iap_receipts", "receipt_id"), ("iap_grants", "grant_id")] {
+            let table = "recon_source.dk_\(relation)"
+            guard relations[relation] != nil else {
+                #expect(try count("SELECT count(*) FROM pg_tables WHERE schemaname = 'recon_source' AND tablename = 'dk_\(relation)'") == 0,
+                        "\(table) was counted at the source", sourceLocation: sourceLocation)
+                continue
+            }
+            let recount = "SELECT \(key) AS k, count(*) AS n FROM recon_source.\(relation) WHERE \(key) IS NOT NULL GROUP BY 1 HAVING count(*) > 1"
+            duplicated += try count("SELECT count(*) FROM (\(recount)) x")
+            #expect(try count("SELECT count(*) FROM ((SELECT k, n FROM \(table) EXCEPT ALL \(recount)) UNION ALL (\(recount) EXCEPT ALL SELECT k, n FROM \(table))) x") == 0,
+                    "\(table) is not what the copy's keys count", sourceLocation: sourceLocation)
+        }
+        #expect(!someDuplicated || duplicated > 0, "no duplicated key in the relations counted at the source", sourceLocation: sourceLocation)
+        guard namedTwice else { return }
+        let recount = """
+            SELECT k FROM (SELECT transaction_id AS k FROM recon_source.iap_grants UNION ALL
+                           SELECT original_transaction_id FROM recon_source.iap_grants WHERE original_transaction_id IS DISTINCT FROM transaction_id) x
+            WHERE k IS NOT NULL GROUP BY k HAVING count(*) > 1
+            """
+        #expect(try count("SELECT count(*) FROM (\(recount)) x") > 0, "no id named by two grants", sourceLocation: sourceLocation)
+        #expect(try count("SELECT count(*) FROM ((SELECT k FROM recon_source.iap_grants_named_twice EXCEPT ALL \(recount)) UNION ALL (\(recount) EXCEPT ALL SELECT k FROM recon_source.iap_grants_named_twice)) x") == 0,
+                "iap_grants_named_twice is not what the copy's grants count", sourceLocation: sourceLocation)
+    }
+
+    @Test("a source key whose collation is not deterministic: its keys are counted in the copy, not at the source; the reports are the truth")
+    func nondeterministicKey() throws {
+        let source = try TestDatabase("split_ci_src")
+        defer { source.drop() }
+        let w = try Self.world("split_ci_job", seedEnvironment: source.environment(), sourceURL: "dbname=\(source.name)")
+        defer { w.stop() }
+        // Case-insensitive grant ids at the source: it would group `G1` and `g1` as one key, which
+        // the copy (text, bytes compared) keeps apart. So the copy counts them itself.
+        try source.db.execute("""
+            CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+            ALTER TABLE iap_grants ALTER COLUMN grant_id TYPE text COLLATE ci;
+            """)
+        let night = try w.night()
+        #expect(night.status == 0, "\(night.stderr)")
+        NightTests.expectReportsMatchTruth(w.out.appendingPathComponent("2026-11-21"), expected: w.dir)
+        // (This seed's duplicated keys are all grants'.)
+        try Self.expectKeysCountedAtSource(w.job, relations: ["iap_orders": "order_id", "iap_receipts": "receipt_id"], namedTwice: true,
+                                           someDuplicated: false)
+    }
+
     /// What a database holds that a job could have made: schemas, relations, functions.
     static func footprint(_ db: PGConnection) throws -> [String] {
         try db.query("""
@@ -118,6 +171,8 @@ struct SourceDatabaseTests {
         #expect(try w.job.int("SELECT count(*) FROM pg_namespace WHERE nspname = 'recon_source'") == 1)
         #expect(try w.job.int("SELECT count(*) FROM recon_source.iap_grants") == source.int("SELECT count(*) FROM iap_grants"))
         #expect(try Self.footprint(source.db) == before, "the night left something in the source database")
+        try Self.expectKeysCountedAtSource(w.job, relations: ["iap_orders": "order_id", "iap_receipts": "receipt_id",
+                                                              "iap_grants": "grant_id"], namedTwice: true)
 
         // lookup reads the source relations on SOURCE_DATABASE_URL (the job's database has only
         // the night's copy, which lookup does not read): the same verdict, user and order as the night.
@@ -292,7 +347,7 @@ struct SourceDatabaseTests {
             current = String(line[r.upperBound...])
         }
         #expect(statements.count > 20, "the log has few statements of the job: \(statements.count)")
-        let reads = ["SELECT", "COPY (SELECT", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "SET ", "ROLLBACK", "SHOW "]
+        let reads = ["SELECT", "COPY (SELECT", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "SET ", "RESET ", "ROLLBACK", "SHOW "]
         let others = statements.filter { s in !reads.contains { s.uppercased().hasPrefix($0) } }
         #expect(others.isEmpty, "statements on the source that are not reads: \(others.prefix(10))")
         #expect(statements.contains { $0.hasPrefix("COPY (SELECT") }, "the copy is not in the log")

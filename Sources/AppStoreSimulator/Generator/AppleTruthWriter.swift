@@ -8,11 +8,12 @@ import Reconciliation
 
 enum AppleTruthWriter {
     /// Streams the truth of every user of `plan` to `path`, consumption requests marked
-    /// (ConsumptionRequests.swift); returns the number of transactions.
+    /// (ConsumptionRequests.swift), then the purchases the shop never saw (UnseenPurchases.swift);
+    /// returns the number of transactions, and of those unseen.
     /// `refundsServed`: the refund list's refunds are written too (without it the refund
     /// scenarios expect no clawback, so Apple must not show a refund either); refunds only the
     /// Server API shows are always written.
-    static func write(plan: ScenarioPlan, refundsServed: Bool, to path: String) throws -> Int {
+    static func write(plan: ScenarioPlan, refundsServed: Bool, to path: String) throws -> (all: Int, unseen: Int) {
         guard FileManager.default.createFile(atPath: path, contents: nil),
               let out = FileHandle(forWritingAtPath: path) else {
             throw SimulatorError(message: "cannot write \(path)")
@@ -20,6 +21,7 @@ enum AppleTruthWriter {
         defer { try? out.close() }
         var buffer = "# iap-sim apple truth: one Apple transaction per line\n" + AppleTruthFile.header
         var count = 0
+        var sold = 0
         func flush() throws {
             do {
                 try out.write(contentsOf: Data(buffer.utf8))
@@ -34,11 +36,15 @@ enum AppleTruthWriter {
             for row in truth {
                 buffer += AppleTruthFile.line(row)
                 count += 1
+                if row.environment == .production { sold += 1 }
             }
             if buffer.utf8.count >= 1 << 20 { try flush() }
         }
+        // After everyone else's, so that the rest of the file is the same with or without them.
+        let unseen = UnseenPurchases.rows(share: plan.settings.unseenShare, sold: sold, settings: plan.settings)
+        for row in unseen { buffer += AppleTruthFile.line(row) }
         try flush()
-        return count
+        return (count + unseen.count, unseen.count)
     }
 
     /// The Apple transactions of one scenario: every transaction of a receipt Apple would answer

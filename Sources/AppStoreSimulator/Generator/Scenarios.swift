@@ -119,6 +119,9 @@ struct GeneratorSettings {
     /// `--extra-findings N`: every `clean_consumable` user makes N more purchases, each a finding
     /// (`ScenarioBuilder.extraFindings`).
     var extraFindings = 0
+    /// `--unseen-share P`: purchases the shop never saw, P of Apple's production purchases, in the
+    /// truth only (UnseenPurchases.swift).
+    var unseenShare = 0.0
 
     var firstSeen: String { UTC.date(asOf) }
 

@@ -40,6 +40,9 @@ public struct SeedOptions: Sendable {
     /// A user's transaction ids are `u × 20 + k` (`IDs.transaction`) and a clean consumable user
     /// already uses up to three: 17 more keep every id unique.
     public static let extraFindingsRange = 0...17
+    /// Purchases Apple sold that the shop never saw, as a share of Apple's production purchases
+    /// (in the truth only: UnseenPurchases.swift); 0 = none.
+    public var unseenShare = 0.01
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
 
@@ -56,6 +59,8 @@ public struct SeedSummary: Sendable {
     /// Refunds and purchases only the Server API shows (in the Apple truth).
     public var apiOnlyRefunds: Int = 0
     public var apiOnlyPurchases: Int = 0
+    /// Purchases only the sales report shows (`--unseen-share`), in the truth.
+    public var unseenPurchases: Int = 0
     /// CONSUMPTION_REQUESTs in the Apple truth (ConsumptionRequests.swift): all, those older than
     /// 12 hours at as-of, those of granted purchases; `iap_consents` and `iap_consumption` rows.
     public var consumptionRequests = 0

@@ -40,6 +40,10 @@ public enum Seeder {
                 + "and \(SeedOptions.extraFindingsRange.upperBound), got \(options.extraFindings)")
         }
         settings.extraFindings = options.extraFindings
+        guard (0...1).contains(options.unseenShare) else {
+            throw SimulatorError(message: "--unseen-share must be between 0 and 1, got \(options.unseenShare)")
+        }
+        settings.unseenShare = options.unseenShare
         let plan = ScenarioPlan(settings: settings)
         let s = try ident(options.schema)
         // The expected files include refunds.csv (the report) since issue 11: a refund list of that
@@ -101,7 +105,8 @@ public enum Seeder {
         }
         if let path = options.appleTruthPath {
             let n = try AppleTruthWriter.write(plan: plan, refundsServed: options.refundsPath != nil, to: path)
-            progress("apple truth: \(n) transactions in \(path)")
+            summary.unseenPurchases = n.unseen
+            progress("apple truth: \(n.all) transactions in \(path), \(n.unseen) of them purchases the shop never saw")
         }
         if let dir = options.expectedDir {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -9,6 +9,9 @@
 // default: the one `--api-key` and `--api-key-id` for every app), as Apple refuses a token for
 // an app the key does not serve. An app whose key Apple refuses (`--refuse-app`) gets 401 for
 // every token, good or not. A good token is the app it names: every answer is scoped to it.
+//
+// App Store Connect's team key (sales reports, issue 36): the same check (`JWTCheck`) with its own
+// rules (`ConnectCredentials`): its one key id and issuer, no `bid` at all, at most 20 minutes.
 
 import Crypto
 import Foundation
@@ -89,6 +92,48 @@ public struct APICredentials: Sendable {
     /// Checks the `Authorization` header values of one request at `nowSeconds` (UNIX seconds):
     /// the app the token is for (its `bid`, one of `bundleIDs`), or why it is refused.
     func check(authorization: [String], nowSeconds: Int64) -> Result<String, JWTRejection> {
+        let served = bundleIDs
+        let rules = JWTRules(
+            issuerID: issuerID, maxLifetimeSeconds: 3600,
+            // Any served app's key id here; the one of the token's app once its bid is read.
+            knowsKeyID: { kid in served.contains { self.key(of: $0).keyID == kid } },
+            bundle: { claims in
+                guard let bid = claims["bid"]?.string, served.contains(bid) else { return .failure(.bid) }
+                return .success(bid)
+            },
+            key: { bid in self.key(of: bid ?? self.bundleID) })
+        switch JWTCheck.check(authorization: authorization, nowSeconds: nowSeconds, rules) {
+        case .failure(let reason): return .failure(reason)
+        case .success(let bid):
+            let app = bid ?? bundleID
+            return refusedBundleIDs.contains(app) ? .failure(.refused) : .success(app)
+        }
+    }
+}
+
+/// What a bearer token must be beyond its form (ES256, `typ` JWT, `aud` appstoreconnect-v1,
+/// integer `iat` and `exp`): the App Store Server API's In-App Purchase keys (`APICredentials`)
+/// and App Store Connect's team keys (`ConnectCredentials`) differ in these.
+struct JWTRules {
+    /// The `iss` claim.
+    var issuerID: String
+    /// Most seconds from `iat` to `exp`: 3600 for the Server API, 1200 for App Store Connect.
+    var maxLifetimeSeconds: Int64
+    /// A `kid` the header may carry, before the claims are read.
+    var knowsKeyID: (String) -> Bool
+    /// The app the claims name (their `bid`), nil for a token without one, or why they are refused.
+    var bundle: (MiniJSON) -> Result<String?, JWTRejection>
+    /// The key id and key a token of that app must be made with.
+    var key: (String?) -> AppKey
+}
+
+/// The bearer token check shared by the Server API and App Store Connect, in Apple's order of
+/// what it reads: the scheme and form, the header (`alg`, `kid`, `typ`), the claims (`iss`,
+/// `aud`, the rules' `bid`, `kid` against that app's key, `iat`, `exp` in the future, the
+/// lifetime) and last the signature.
+enum JWTCheck {
+    /// The app the token names (nil: none), or why it is refused.
+    static func check(authorization: [String], nowSeconds: Int64, _ rules: JWTRules) -> Result<String?, JWTRejection> {
         guard authorization.count == 1, let value = authorization.first else { return .failure(.missing) }
         let bytes = Array(value.utf8)
         guard bytes.count > 7, bytes.count <= 8192,
@@ -100,28 +145,55 @@ public struct APICredentials: Sendable {
               let signature = Base64URL.decode(parts[2]) else { return .failure(.form) }
         guard let header = MiniJSON.parse(headerBytes), case .object = header else { return .failure(.header) }
         guard header["alg"]?.string == "ES256" else { return .failure(.alg) }
-        let served = bundleIDs
-        // Any served app's key id here; the one of the token's app once its bid is read.
-        guard let kid = header["kid"]?.string, served.contains(where: { key(of: $0).keyID == kid }) else {
-            return .failure(.kid)
-        }
+        guard let kid = header["kid"]?.string, rules.knowsKeyID(kid) else { return .failure(.kid) }
         guard header["typ"]?.string == "JWT" else { return .failure(.typ) }
         guard let claims = MiniJSON.parse(claimBytes), case .object = claims else { return .failure(.claims) }
-        guard claims["iss"]?.string == issuerID else { return .failure(.iss) }
+        guard claims["iss"]?.string == rules.issuerID else { return .failure(.iss) }
         guard claims["aud"]?.string == "appstoreconnect-v1" else { return .failure(.aud) }
-        guard let bid = claims["bid"]?.string, served.contains(bid) else { return .failure(.bid) }
-        let appKey = key(of: bid)
+        let bid: String?
+        switch rules.bundle(claims) {
+        case .failure(let reason): return .failure(reason)
+        case .success(let b): bid = b
+        }
+        let appKey = rules.key(bid)
         guard appKey.keyID == kid else { return .failure(.kid) }
         guard let iat = claims["iat"]?.int, iat > 0 else { return .failure(.iat) }
         guard let exp = claims["exp"]?.int, exp > nowSeconds else { return .failure(.exp) }
-        guard exp >= iat, exp - iat <= 3600 else { return .failure(.lifetime) }
+        guard exp >= iat, exp - iat <= rules.maxLifetimeSeconds else { return .failure(.lifetime) }
         guard signature.count == 64,
               let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return .failure(.signature) }
         var input = Array(parts[0])
         input.append(UInt8(ascii: "."))
         input.append(contentsOf: parts[1])
         guard appKey.publicKey.isValidSignature(sig, for: input) else { return .failure(.signature) }
-        return refusedBundleIDs.contains(bid) ? .failure(.refused) : .success(bid)
+        return .success(bid)
+    }
+}
+
+/// An App Store Connect team key (sales reports, `iap-sim serve --connect-key`): its tokens carry
+/// its `kid` and `iss`, no `bid` (a token with one is an In-App Purchase key's: 401), and live at
+/// most 20 minutes (shared/apple/consumption-and-reports.md §2.4).
+public struct ConnectCredentials: Sendable {
+    public var keyID: String
+    public var issuerID: String
+    public var publicKey: P256.Signing.PublicKey
+
+    public init(keyID: String, issuerID: String, publicKey: P256.Signing.PublicKey) {
+        self.keyID = keyID
+        self.issuerID = issuerID
+        self.publicKey = publicKey
+    }
+
+    /// App Store Connect's most seconds from `iat` to `exp`.
+    public static let maxLifetimeSeconds: Int64 = 1200
+
+    /// The token's key id when it is good, else why it is refused.
+    func check(authorization: [String], nowSeconds: Int64) -> Result<String, JWTRejection> {
+        let key = AppKey(keyID: keyID, publicKey: publicKey)
+        let rules = JWTRules(
+            issuerID: issuerID, maxLifetimeSeconds: Self.maxLifetimeSeconds, knowsKeyID: { $0 == key.keyID },
+            bundle: { claims in claims["bid"] == nil ? .success(nil) : .failure(.bid) }, key: { _ in key })
+        return JWTCheck.check(authorization: authorization, nowSeconds: nowSeconds, rules).map { _ in key.keyID }
     }
 }
 

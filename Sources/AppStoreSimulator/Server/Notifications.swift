@@ -166,7 +166,8 @@ extension ServerAPIService {
             return cached.lists[bundle] ?? []
         }
         var lists: [String: [SimNotification]] = [:]
-        for (i, row) in truth.rows.enumerated() {
+        // A purchase the shop never saw (`notifications` none) had no notification at all.
+        for (i, row) in truth.rows.enumerated() where row.notified {
             var list: [SimNotification] = []
             if row.productType != .autoRenewable {
                 list += SimNotification.listings(type: "ONE_TIME_CHARGE", row: row, index: i, at: row.purchaseDateMs,

@@ -1,7 +1,8 @@
 // The simulated App Store: a SwiftNIO HTTP/1.1 server on loopback answering
-// POST /production/verifyReceipt and POST /sandbox/verifyReceipt, and (with
+// POST /production/verifyReceipt and POST /sandbox/verifyReceipt, (with
 // `SimulatorConfig.serverAPI`) the App Store Server API under /production/inApps/… and
-// /sandbox/inApps/… (ServerAPI.swift).
+// /sandbox/inApps/… (ServerAPI.swift), and (with `SimulatorConfig.salesReports`) App Store
+// Connect's GET /v1/salesReports (SalesReports.swift).
 //
 //     let sim = try Simulator.start(SimulatorConfig(sharedSecret: "s3cret"))
 //     // point the job at sim.productionURL / sim.sandboxURL
@@ -146,6 +147,17 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        if path == SalesReportService.path {
+            let rawQuery = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first ?? ""
+            guard let query = APIRequest.parseQuery(rawQuery) else {
+                send(context: context, head: head, status: .badRequest, contentType: "text/plain", body: Array("Bad Request".utf8))
+                return
+            }
+            let request = APIRequest(method: head.method.rawValue, environment: .production, path: Substring(path),
+                                     query: query, authorization: head.headers["Authorization"], body: body)
+            deliver(core.handleSalesReport(request), latency: 0, context: context, head: head)
+            return
+        }
         for (prefix, env) in [("/production/inApps/", AppStoreEnvironment.production), ("/sandbox/inApps/", .sandbox)]
         where path.hasPrefix(prefix) {
             if tooLarge {

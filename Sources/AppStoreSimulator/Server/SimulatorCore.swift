@@ -35,12 +35,14 @@ public struct SimulatorConfig: Sendable {
     public var slowMs: Int
     /// The App Store Server API under `/production/inApps/…` and `/sandbox/inApps/…` (nil: not served).
     public var serverAPI: ServerAPIConfig?
+    /// App Store Connect's `GET /v1/salesReports` (SalesReports.swift; nil: not served).
+    public var salesReports: SalesReportConfig?
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
                 faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
                 callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil,
                 garbage: [HostileAnswers.Body] = [], mutateRate: Double = 0, slowShare: Double = 0,
-                slowMs: Int = 2000, serverAPI: ServerAPIConfig? = nil) {
+                slowMs: Int = 2000, serverAPI: ServerAPIConfig? = nil, salesReports: SalesReportConfig? = nil) {
         self.host = host
         self.port = port
         self.sharedSecret = sharedSecret
@@ -56,6 +58,7 @@ public struct SimulatorConfig: Sendable {
         self.slowShare = slowShare
         self.slowMs = slowMs
         self.serverAPI = serverAPI
+        self.salesReports = salesReports
     }
 }
 
@@ -98,10 +101,13 @@ final class SimulatorCore: @unchecked Sendable {
     private var refundsVersion = 0
     /// The Server API's state, when it is served.
     let api: ServerAPIService?
+    /// The sales reports' state, when they are served.
+    let sales: SalesReportService?
 
     init(config: SimulatorConfig) throws {
         self.config = config
         api = try config.serverAPI.map { try ServerAPIService(config: $0) }
+        sales = config.salesReports.map { SalesReportService(config: $0) }
         if let path = config.callLogPath {
             logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             if logFD < 0 {

@@ -78,7 +78,8 @@ public final class DecideStage: Sendable {
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
         return Prepared(products: products, copies: try copiesSQL(db),
-                        crowdedKeys: crowdedKeysSQL(transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db)))
+                        crowdedKeys: crowdedKeysSQL(transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db),
+                                                    counted: counted(SourceCopy.namedTwice)))
     }
 
     /// input_errors.csv's rows: the copies' bad rows and duplicated keys.

@@ -163,9 +163,29 @@ extension DecideStage {
     /// sets: transaction ids of two grants; original ids
     /// (other than the grant's own transaction id) of two grants; and such original ids that are
     /// also a grant's transaction id, looked up in the index (a key named once as each).
-    func crowdedKeysSQL(transactionIndexed: Bool) -> SQL {
-        let grants: SQL = "\(src).\(ident: SourceRelation.grants.rawValue)"
-        let namedTwice: SQL = transactionIndexed ? """
+    /// `counted`: the third part already made (`SourceCopy` makes it at a source database, from its
+    /// indexes), read instead.
+    func crowdedKeysSQL(transactionIndexed: Bool, counted: SQL? = nil) -> SQL {
+        let namedTwice = counted.map { "SELECT k FROM \($0)" } ?? Self.namedTwiceSQL(
+            grants: "\(src).\(ident: SourceRelation.grants.rawValue)", transactionIndexed: transactionIndexed)
+        let indexed = transactionIndexed && counted == nil
+        return """
+        DROP TABLE IF EXISTS crowded_keys;
+        \(indexed ? "SET enable_hashagg = off;" : "" as SQL)
+        CREATE \(newTable("crowded_keys")) AS
+            SELECT original_transaction_id AS k FROM \(appleTransactions) WHERE original_transaction_id <> transaction_id
+            UNION
+            SELECT transaction_id FROM \(appleTransactions) WHERE environment <> 'production'
+            UNION
+            \(namedTwice);
+        \(indexed ? "RESET enable_hashagg;" : "" as SQL)
+        ANALYZE crowded_keys
+        """
+    }
+
+    /// `crowdedKeysSQL`'s third part over `grants` (column `k`): the ids two grants name.
+    static func namedTwiceSQL(grants: SQL, transactionIndexed: Bool) -> SQL {
+        transactionIndexed ? """
             SELECT transaction_id FROM \(grants) WHERE transaction_id IS NOT NULL
             GROUP BY transaction_id HAVING count(*) > 1
             UNION
@@ -184,18 +204,6 @@ extension DecideStage {
                 WHERE original_transaction_id IS DISTINCT FROM transaction_id
             ) x WHERE k IS NOT NULL GROUP BY k HAVING count(*) > 1
             """
-        return """
-        DROP TABLE IF EXISTS crowded_keys;
-        \(transactionIndexed ? "SET enable_hashagg = off;" : "" as SQL)
-        CREATE \(newTable("crowded_keys")) AS
-            SELECT original_transaction_id AS k FROM \(appleTransactions) WHERE original_transaction_id <> transaction_id
-            UNION
-            SELECT transaction_id FROM \(appleTransactions) WHERE environment <> 'production'
-            UNION
-            \(namedTwice);
-        \(transactionIndexed ? "RESET enable_hashagg;" : "" as SQL)
-        ANALYZE crowded_keys
-        """
     }
 
     /// The `T` rows (Apple transactions with their receipt and exact order), sorted by family key;

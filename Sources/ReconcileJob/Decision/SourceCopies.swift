@@ -35,6 +35,26 @@ extension SourceRelation {
         }
     }
 
+    /// Whether the relation in `schema` (on `db`) has a valid, whole (not partial) btree index whose
+    /// first column is `column`.
+    func indexLed(by column: String, schema: String, _ db: PGConnection) throws -> Bool {
+        let r = try db.query("""
+            SELECT EXISTS (
+                SELECT 1 FROM pg_index i
+                JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+                JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+                WHERE n.nspname = \(schema) AND c.relname = \(rawValue) AND a.attname = \(column)
+                  AND am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL)
+            """)
+        return r.value(0, 0) == "t"
+    }
+
+    /// The keys of several rows of `source`, and their row counts (`k`, `n`).
+    func duplicatedKeysSQL(source: SQL) -> SQL {
+        "SELECT \(keySQL) AS k, count(*) AS n FROM \(source) WHERE \(keySQL) IS NOT NULL GROUP BY \(keySQL) HAVING count(*) > 1"
+    }
+
     /// Creates `dk_<copy>` (the duplicated keys and their row counts), the copy itself (the first
     /// row of every key, null keys included, with a column per check holding its problem),
     /// then moves the rows with a problem to `bad_<copy>` (one pass: a DELETE that returns them).
@@ -45,8 +65,11 @@ extension SourceRelation {
     /// counted in key order from that index, with no sort and no hash of every key (where the
     /// planner chose the hash; without the index, key order would need a sort, slower, so the
     /// planner chooses then).
+    /// `counted`: a table of those keys and counts already made (the night's copy of a source
+    /// database counts them there, in the copy's snapshot, from the source's indexes:
+    /// `SourceCopy`), read instead of counting again.
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
-    func copySQL(source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false,
+    func copySQL(source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false, counted: SQL? = nil,
                  newTable: (SQL) -> SQL) -> SQL {
         guard let copyName = copy else { return "" }
         let checks = checks(jobSchema: jobSchema)
@@ -56,10 +79,9 @@ extension SourceRelation {
         let key = keySQL
         return """
         DROP TABLE IF EXISTS \(copy), \(badCopy), \(dk);
-        \(keyIndexed ? "SET enable_hashagg = off;" : "" as SQL)
-        CREATE \(newTable(dk)) AS
-            SELECT \(key) AS k, count(*) AS n FROM \(source) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1;
-        \(keyIndexed ? "RESET enable_hashagg;" : "" as SQL)
+        \(keyIndexed && counted == nil ? "SET enable_hashagg = off;" : "" as SQL)
+        CREATE \(newTable(dk)) AS \(counted.map { "SELECT k, n FROM \($0)" } ?? duplicatedKeysSQL(source: source));
+        \(keyIndexed && counted == nil ? "RESET enable_hashagg;" : "" as SQL)
         ANALYZE \(dk);
         CREATE \(newTable(copy)) AS
         SELECT y.*, (\(bad)) AS bad FROM (
@@ -93,8 +115,13 @@ extension DecideStage {
         // the second core meanwhile.
         return [SourceRelation.receipts, .orders, .grants].map {
             $0.copySQL(source: "\(src).\($0.name)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0),
-                       newTable: { newTable($0) })
+                       counted: counted(SourceCopy.duplicatedKeys($0)), newTable: { newTable($0) })
         }
+    }
+
+    /// The table `SourceCopy` made of `name`'s keys at the source database, if it did.
+    func counted(_ name: String) -> SQL? {
+        settings.sourceKeysCounted.contains(name) ? "\(src).\(ident: name)" : nil
     }
 
     /// The source relations with a valid, whole (not partial) btree index whose first column is
@@ -106,16 +133,7 @@ extension DecideStage {
     /// Whether the source `relation` has a valid, whole (not partial) btree index whose first
     /// column is `column`.
     func indexLed(by column: String, of relation: SourceRelation, _ db: PGConnection) throws -> Bool {
-        let r = try db.query("""
-            SELECT EXISTS (
-                SELECT 1 FROM pg_index i
-                JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
-                JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
-                WHERE n.nspname = \(settings.sourceSchema) AND c.relname = \(relation.rawValue) AND a.attname = \(column)
-                  AND am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL)
-            """)
-        return r.value(0, 0) == "t"
+        try relation.indexLed(by: column, schema: settings.sourceSchema, db)
     }
 
     /// The relations with a duplicated key tonight (their rows are read again for input_errors).

@@ -70,10 +70,13 @@ enum NightPlan {
             // from here on `source.X` is the copy (`settings.sourceSchema` names its schema).
             add("copy sources", "copy", .main, reads: ["source database"], writes: source + ["value: settings"],
                 note: "checks the source relations on SOURCE_DATABASE_URL and streams them by COPY, in one read-only "
-                    + "REPEATABLE READ transaction, into <job schema>_source; a recovery conflict is read again once, then exit 75") { c in
+                    + "REPEATABLE READ snapshot read by three sessions side by side, into <job schema>_source, with the keys the "
+                    + "decide stage counts counted there from the source's indexes; a recovery conflict is read again once, "
+                    + "then exit 75") { c in
                 let copied = try SourceCopy(settings: values.settings, logger: logger).run(c.db)
                 values.with {
                     $0.settings.sourceSchema = copied.schema.name
+                    $0.settings.sourceKeysCounted = copied.keysCounted
                     $0.settings.listPriceColumns = copied.shape.listPrices
                 }
             }
