@@ -209,6 +209,46 @@ struct SalesReportNightTests {
         #expect(s2["not_yet_published"] as? [String] == ["2026-11-18"] && (s2["errors"] as? [Any])?.isEmpty == true)
     }
 
+    @Test("against the simulator's own App Store Connect (iap-sim serve --connect-key): a month held, version 1_3 learned, no day asked twice")
+    func againstTheSimulator() throws {
+        let dir = try Harness.scratchDirectory("sales_sim")
+        let key = dir.appendingPathComponent("team.p8"), truth = dir.appendingPathComponent("apple-truth.tsv")
+        try APICredentials.newPrivateKeyPEM().write(to: key, atomically: true, encoding: .utf8)
+        let asc = ["ASC_ISSUER_ID": "69a6de70-03db-47e3-e053-5b8c7c11a4d1", "ASC_KEY_ID": "TEAMKEY123",
+                   "ASC_PRIVATE_KEY_FILE": key.path, "ASC_VENDOR_NUMBER": Self.vendor]
+        let night = try N.world("sales_sim", users: 200, seedArguments: ["--apple-truth", truth.path],
+                                simArguments: ["--apple-truth", truth.path, "--api-key", key.path, "--api-key-id", "IAPKEY",
+                                               "--api-issuer", asc["ASC_ISSUER_ID"]!, "--api-bundle", N.bundle,
+                                               "--pki", dir.appendingPathComponent("pki").path, "--connect-key", key.path, "--connect-key-id", asc["ASC_KEY_ID"]!,
+                                               "--connect-issuer", asc["ASC_ISSUER_ID"]!, "--connect-vendor", Self.vendor,
+                                               "--sales-report-version", "1_3"])
+        defer { night.stop() }
+        var env = night.env.merging(asc) { $1 }
+        env["ASC_API_URL"] = "http://127.0.0.1:\(night.sim.port)"
+        let r = try night.run(["--window-days", "30"], environment: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        let url = night.out.appendingPathComponent("2026-11-21/summary.json")
+        let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any] ?? [:]
+        let s = summary["sales_reports"] as? [String: Any] ?? [:]
+        #expect(s["asked"] as? Int == 30 && s["version"] as? String == "1_3" && (s["skipped"] == nil || s["skipped"] is NSNull), "\(s)")
+        #expect((s["errors"] as? [Any])?.isEmpty == true, "\(s)")
+        let held = s["held"] as? [String] ?? [], empty = s["empty"] as? [String] ?? [], later = s["not_yet_published"] as? [String] ?? []
+        #expect(held.count + empty.count + later.count == 30 && held.count > 10, "\(s)")
+        // Both column orders were read (odd and even days of the month).
+        #expect(Set(held.map { Int($0.suffix(2))! % 2 }) == [0, 1], "\(held)")
+        let t = night.t
+        #expect(try t.int("SELECT count(*) FROM recon.sales_report_rows") > 0)
+        #expect(try t.int("""
+            SELECT count(*) FROM recon.sales_report_rows r WHERE NOT EXISTS (SELECT 1 FROM public.iap_products p WHERE p.product_id = r.product_id)
+            """) == 0)
+        // The report's sales of our products are the production purchases of the truth (the sum of their units).
+        #expect(try t.int("SELECT sum(units) FILTER (WHERE units > 0 AND NOT restore)::int FROM recon.sales_report_rows") > 0)
+        let again = try night.run(["--window-days", "30"], environment: env)
+        #expect(again.status == 0, "\(again.stderr)")
+        let s2 = (try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])?["sales_reports"] as? [String: Any] ?? [:]
+        #expect(s2["asked"] as? Int == later.count && s2["held_before"] as? Int == held.count + empty.count, "\(s2)")
+    }
+
     @Test("a 401 (confirmed with a fresh token) or a 403: the sales reports skipped for the night, the exit code and every other report unchanged")
     func refused() throws {
         let w = try Self.world("sales_refused")
