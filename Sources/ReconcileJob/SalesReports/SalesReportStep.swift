@@ -110,6 +110,10 @@ struct SalesReportStep {
             counts.skipped = counts.skipped ?? "the sales report step stopped: \(JobError.from(error, doing: "storing sales reports").message)"
         }
         counts.version = night.version
+        if counts.skipped == nil, !counts.notAsked.isEmpty {
+            logger.notice("sales report days left for the next night (the step's \(Self.longestSeconds) s were used up)",
+                          metadata: ["not_asked": "\(counts.notAsked.count)"])
+        }
         for (day, reason) in counts.errors.sorted(by: { $0.key < $1.key }) {
             logger.warning("a sales report day was not believed; it is asked again next night",
                            metadata: ["report_date": "\(day)", "reason": "\(reason)"])
