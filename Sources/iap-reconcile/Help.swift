@@ -94,6 +94,8 @@ let environmentHelp = """
           DATABASE_URL or SOURCE_DATABASE_URL malformed, the database refused the user, password
           or database name, a privilege is missing, or no signed transaction
           verifies against the roots (IAP_ROOT_CERTIFICATES), or the job schema
-          was migrated by a different build (migrate --status shows which)
+          was migrated by a different build (migrate --status shows which),
+          or the ASC_* variables incomplete or their key unreadable (App Store
+          Connect refusing the team key is no exit code: skipped_checks)
       1   anything else
     """
