@@ -13,7 +13,8 @@ public struct SalesReportCounts: Sendable, Equatable {
     public var from = "", to = ""
     /// Days of the window held (or empty) before tonight: not asked.
     public var heldBefore = 0
-    /// Days asked tonight (each once, whatever its retries).
+    /// Days of the window not held before tonight, all due tonight; each ends in exactly one of
+    /// `held`, `empty`, `notYetPublished`, `errors`, `notAsked`.
     public var asked = 0
     /// Days stored tonight with their rows, and as empty (a 404 for a day more than two days old).
     public var held: [String] = []
