@@ -62,6 +62,8 @@ let package = Package(
             name: "ReconcileJob",
             dependencies: [
                 "Reconciliation", "AppStore", "Postgres", "HTTP", "Workbook", "SummaryPage",
+                // Apple's sales reports come gzip-compressed (SalesReports/Gzip.swift).
+                "CLibZ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),

@@ -26,6 +26,7 @@ public final class Night {
     public func run(_ stages: Stages, command: String) throws -> RunSummary {
         if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
+        try settings.configureAppStoreConnect()
         if settings.serverAPI != nil { settings.nightApps = NightApps(apps: settings.bundleIDList) }
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
@@ -58,7 +59,16 @@ public final class Night {
                 be used for \(refused.count == 1 ? "it" : "them") in App Store Connect
                 """)
         }
-        let skipped = summary.skippedChecks.filter { !$0.hasPrefix(RunSummary.refusedAppCheckPrefix) }
+        if let reason = summary.salesReports?.skipped {
+            logger.warning("""
+                Apple's sales reports were not downloaded tonight (skipped_checks): \(reason); the days not held are \
+                asked again next night, every other report is tonight's (ASC_ISSUER_ID, ASC_KEY_ID, \
+                ASC_PRIVATE_KEY_FILE, ASC_VENDOR_NUMBER)
+                """)
+        }
+        let skipped = summary.skippedChecks.filter {
+            !$0.hasPrefix(RunSummary.refusedAppCheckPrefix) && !$0.hasPrefix(SalesReports.checkPrefix)
+        }
         if !skipped.isEmpty {
             logger.warning(settings.serverAPI == nil ? """
                 without App Store Server API credentials these checks were not done: \
@@ -79,6 +89,7 @@ public final class Night {
     public static func planTable(settings: JobSettings, stages: Stages) -> String {
         var settings = settings
         try? settings.configureServerAPI()
+        try? settings.configureAppStoreConnect()
         let values = NightValues(settings: settings, summary: RunSummary(asOf: settings.asOf, windowDays: settings.windowDays))
         return """
             The night's plan. Every step runs under the job schema's advisory lock, held by the run's own \

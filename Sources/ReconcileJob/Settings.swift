@@ -91,6 +91,22 @@ public struct JobSettings: Sendable {
     public var accountTokenNamespace: String?
     /// The Server API client's settings once `configureServerAPI` read the key; nil: not configured.
     public internal(set) var serverAPI: ServerAPISettings?
+    /// `ASC_ISSUER_ID`, `ASC_KEY_ID`, `ASC_PRIVATE_KEY_FILE`, `ASC_VENDOR_NUMBER` as given: an App
+    /// Store Connect API team key (not the In-App Purchase key) and the vendor number whose daily
+    /// Summary Sales Report the night downloads (issue 36). All four set: the reports are
+    /// downloaded; none: not; some: exit 78 (`configureAppStoreConnect`).
+    public var ascIssuerID: String?
+    public var ascKeyID: String?
+    public var ascPrivateKeyFile: String?
+    public var ascVendorNumber: String?
+    /// `ASC_API_URL` (nil: Apple's host).
+    public var ascAPIURL: String?
+    /// `--sales-report-timezone` (IANA name): the zone of a sales report's day (Apple's older FAQ:
+    /// Pacific time for the Americas and worldwide; docs/contract.md names the conflict).
+    public var salesReportTimeZone = "America/Los_Angeles"
+    /// The App Store Connect API's settings once `configureAppStoreConnect` read the team key; nil:
+    /// not configured (no sales report downloaded).
+    public internal(set) var appStoreConnect: AppStoreConnectSettings?
 
     public init(asOf: EpochMillis, jobSchema: JobSchema) {
         self.asOf = asOf
@@ -139,6 +155,44 @@ public struct JobSettings: Sendable {
         if let url = apiSandboxURL { api.sandboxURL = url }
         api.rates = apiRates
         serverAPI = api
+    }
+
+    /// The variables of the App Store Connect API's team key, in the order a line names them.
+    static let ascVariables = ["ASC_ISSUER_ID", "ASC_KEY_ID", "ASC_PRIVATE_KEY_FILE", "ASC_VENDOR_NUMBER"]
+
+    /// Reads the team key when `ASC_ISSUER_ID`, `ASC_KEY_ID`, `ASC_PRIVATE_KEY_FILE` and
+    /// `ASC_VENDOR_NUMBER` are set (independently of the In-App Purchase key). Some but not all of
+    /// them, a key file that cannot be read or is not a P-256 key, or a vendor number that is not
+    /// digits: exit 78 with one line naming the variable, never the key.
+    mutating func configureAppStoreConnect() throws {
+        let given = zip(Self.ascVariables, [ascIssuerID, ascKeyID, ascPrivateKeyFile, ascVendorNumber])
+        let missing = given.filter { $0.1 == nil }.map(\.0)
+        if missing.count == Self.ascVariables.count { return }
+        guard missing.isEmpty, let issuer = ascIssuerID, let keyID = ascKeyID, let file = ascPrivateKeyFile,
+              let vendor = ascVendorNumber else {
+            throw JobError(.configuration, "Apple's sales reports need ASC_ISSUER_ID, ASC_KEY_ID, ASC_PRIVATE_KEY_FILE and "
+                + "ASC_VENDOR_NUMBER together (an App Store Connect API team key); missing: \(missing.joined(separator: ", "))")
+        }
+        guard !vendor.isEmpty, vendor.utf8.count <= 20, vendor.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            throw JobError(.configuration, "ASC_VENDOR_NUMBER must be the vendor number's digits (App Store Connect, "
+                + "Payments and Financial Reports)")
+        }
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw JobError(.configuration, "ASC_PRIVATE_KEY_FILE \(file) cannot be read (\(Self.reason(error))); "
+                + "it must be the .p8 file of an App Store Connect API team key")
+        }
+        let key: AppStoreJWT
+        do {
+            key = try AppStoreJWT.teamKey(privateKeyPEM: pem, keyID: keyID, issuerID: issuer)
+        } catch {
+            throw JobError(.configuration, "ASC_PRIVATE_KEY_FILE \(file): \(error)")
+        }
+        var connect = AppStoreConnectSettings(teamKey: key, vendorNumber: vendor)
+        if let url = ascAPIURL { connect.baseURL = url }
+        appStoreConnect = connect
     }
 
     /// `IAP_APP_KEYS`: `BUNDLE=KEY_ID:FILE` items, comma separated (spaces around items ignored),

@@ -35,6 +35,13 @@ let environmentHelp = """
       IAP_API_URL_SANDBOX        https://api.storekit-sandbox.apple.com
       IAP_CONSUMPTION_RESPONSES  send: respond sends its answers to Apple (as
                                  --send); record (default): records them only
+      ASC_ISSUER_ID              Apple's daily Summary Sales Report (all four,
+      ASC_KEY_ID                 or none; some: exit 78): an App Store Connect
+      ASC_PRIVATE_KEY_FILE       API team key (Users and Access > Integrations
+      ASC_VENDOR_NUMBER          > Team Keys, Sales or Finance role; not the
+                                 In-App Purchase key) and its .p8 file, and
+                                 the vendor number. Never logged or printed
+      ASC_API_URL                https://api.appstoreconnect.apple.com
 
     APP STORE SERVER API SWEEPS (with the three IAP_* key variables)
       Each night asks, for every app of IAP_BUNDLE_IDS (its own token,
@@ -87,6 +94,8 @@ let environmentHelp = """
           DATABASE_URL or SOURCE_DATABASE_URL malformed, the database refused the user, password
           or database name, a privilege is missing, or no signed transaction
           verifies against the roots (IAP_ROOT_CERTIFICATES), or the job schema
-          was migrated by a different build (migrate --status shows which)
+          was migrated by a different build (migrate --status shows which),
+          or the ASC_* variables incomplete or their key unreadable (App Store
+          Connect refusing the team key is no exit code: skipped_checks)
       1   anything else
     """

@@ -37,6 +37,11 @@ struct CommonOptions: ParsableArguments {
         valueName: "zone"))
     var reportTimezone = "UTC"
 
+    @Option(help: ArgumentHelp(
+        "Time zone of the days of Apple's daily sales reports (an IANA name; default Pacific time, from Apple's older FAQ: see docs/contract.md for the conflict). Only with the ASC_* variables.",
+        valueName: "zone"))
+    var salesReportTimezone = "America/Los_Angeles"
+
     @Option(help: ArgumentHelp("Language of summary.html: en or zh.", valueName: "language"))
     var reportLanguage = "en"
 
@@ -135,6 +140,10 @@ struct CommonOptions: ParsableArguments {
             throw ValidationError("--report-language '\(reportLanguage.prefix(20))' must be en or zh")
         }
         s.reportTimeZone = reportTimezone
+        guard TimeZone(identifier: salesReportTimezone) != nil else {
+            throw ValidationError("--sales-report-timezone '\(salesReportTimezone.prefix(60))' is not an IANA time zone name (e.g. America/Los_Angeles)")
+        }
+        s.salesReportTimeZone = salesReportTimezone
         s.reportLanguage = reportLanguage
         if let ns = accountTokenNamespace {
             guard AccountToken.bytes(ofUUID: ns) != nil else {
@@ -173,6 +182,11 @@ struct CommonOptions: ParsableArguments {
         s.apiAppKeys = nonEmpty("IAP_APP_KEYS")
         s.apiProductionURL = nonEmpty("IAP_API_URL_PRODUCTION")
         s.apiSandboxURL = nonEmpty("IAP_API_URL_SANDBOX")
+        s.ascIssuerID = nonEmpty("ASC_ISSUER_ID")
+        s.ascKeyID = nonEmpty("ASC_KEY_ID")
+        s.ascPrivateKeyFile = nonEmpty("ASC_PRIVATE_KEY_FILE")
+        s.ascVendorNumber = nonEmpty("ASC_VENDOR_NUMBER")
+        s.ascAPIURL = nonEmpty("ASC_API_URL")
         for rate in apiRate {
             let parts = rate.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let endpoint = ServerAPIEndpoint(rawValue: parts[0]),

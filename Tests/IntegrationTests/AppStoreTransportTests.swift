@@ -36,11 +36,14 @@ struct AppStoreTransportTests {
                                                          issuerID: "57246542-96fe-1a63-e053-0824d011072a", bundleID: bundle))
         api.productionURL = sim.productionAPIURL
         api.sandboxURL = sim.sandboxAPIURL
-        api.connectBaseURL = sim.baseURL
-        api.teamKey = try AppStoreJWT.teamKey(privateKeyPEM: keyPEM, keyID: "TEAMKEY1", issuerID: "57246542-96fe-1a63-e053-0824d011072a")
+        var connect = AppStoreConnectSettings(
+            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: keyPEM, keyID: "TEAMKEY1", issuerID: "57246542-96fe-1a63-e053-0824d011072a"),
+            vendorNumber: "85012345")
+        connect.baseURL = sim.baseURL
         var transport = AppStoreTransport(policy: RetryPolicy(maxAttempts: maxAttempts, retryBaseMs: 5, retryDelayMinutes: 10),
                                           concurrency: concurrency, timeoutMs: 5000, service: "the App Store Server API")
         transport.serverAPI = api
+        transport.connect = connect
         return transport
     }
 

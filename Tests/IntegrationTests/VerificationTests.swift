@@ -220,6 +220,7 @@ struct VerificationTests {
         for variable in ["DATABASE_URL", "PGHOST", "PGPASSWORD", "IAP_SHARED_SECRET", "IAP_VERIFY_URL_PRODUCTION",
                          "IAP_VERIFY_URL_SANDBOX", "IAP_BUNDLE_IDS", "IAP_ROOT_CERTIFICATES", "IAP_ISSUER_ID",
                          "IAP_KEY_ID", "IAP_PRIVATE_KEY_FILE", "IAP_API_URL_PRODUCTION", "IAP_API_URL_SANDBOX",
+                         "ASC_ISSUER_ID", "ASC_KEY_ID", "ASC_PRIVATE_KEY_FILE", "ASC_VENDOR_NUMBER", "ASC_API_URL",
                          "75", "78", "65", "73"] {
             #expect(text.contains(variable), "\(args) help does not mention \(variable)")
         }
@@ -230,7 +231,8 @@ struct VerificationTests {
             }
         }
         if subcommand == "run" {
-            #expect(text.contains("--out") && text.contains("--no-verify") && text.contains("--api-rate"))
+            #expect(text.contains("--out") && text.contains("--no-verify") && text.contains("--api-rate")
+                    && text.contains("--sales-report-timezone"))
         }
         if subcommand == "lookup" {
             #expect(text.contains("--transaction") && text.contains("--json") && text.contains("invoice"))

@@ -104,5 +104,6 @@ extension Migrations {
         14: [ShippedText("0bd655134c0dc20a63a38605ead3ff87d8457709ee0a6a8433e0b21b7519337a", shipped: "from this build", functions: [])],
         15: [ShippedText("9421fc0e2189de57dc81446d29aaa7b7c5d59e24a907966ad3a7df76d9a1e482", shipped: "from this build", functions: [
             ("money_in_units", "0bd00dc51ab0d410e1363d07cd29fc5875e8b0207650247e440e63a8c665f187")])],
+        16: [ShippedText("5e0b265d0bf14536ec287ccc677c783c6ba1fadc41aefd82b5a161f54777df03", shipped: "from this build", functions: [])],
     ]
 }

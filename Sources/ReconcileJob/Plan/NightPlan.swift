@@ -121,6 +121,25 @@ enum NightPlan {
                 }
             }
         }
+        if full && verify, let connect = settings.appStoreConnect {
+            // After the sweeps (their Apple traffic first), beside the decide stage on a session of its
+            // own: it writes only its own tables, and never fails the night (a 401/403 or an
+            // unreachable App Store Connect ends this step alone: skipped_checks).
+            add("sales reports", "sales", .own,
+                reads: ["job.sales_report_days", "source.iap_products", "value: settings", "value: run id", "value: sweeps"],
+                writes: ["job.sales_report_days", "job.sales_report_rows", "job.sales_report_errors", "value: sales reports"],
+                note: "Apple's daily Summary Sales Report of every day of the window not held yet, over HTTP; a day stored "
+                    + "in one transaction") { c in
+                let counts = SalesReportStep(settings: values.settings, connect: connect, runID: values.summary.runID,
+                                             logger: logger).run(db: c.db)
+                values.with {
+                    $0.summary.salesReports = counts
+                    if let reason = counts.skipped {
+                        $0.summary.skippedChecks.append(SalesReports.checkPrefix + "(" + reason + ")")
+                    }
+                }
+            }
+        }
         guard full || isDatabaseOnly(stages) else { return Plan(steps) }
         let databaseOnly = isDatabaseOnly(stages)
 
@@ -274,7 +293,7 @@ enum NightPlan {
             note: "waits on the disk for seconds (the tables' files were just written): beside the workbook") { c in
             try NightTables.drop(c.db, schema: values.settings.jobSchema)
         }
-        add("publish", "write", .none, reads: ["folder", "value: tally", "value: counts"], writes: ["reports"],
+        add("publish", "write", .none, reads: ["folder", "value: tally", "value: counts", "value: sales reports"], writes: ["reports"],
             note: "the whole tally checked (exit 70 leaves no report), summary.json written, the folder moved into place") { c in
             let w = writer(), seconds = c.stageSeconds()
             try values.with {

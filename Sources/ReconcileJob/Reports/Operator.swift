@@ -154,7 +154,17 @@ enum Metrics {
             for (endpoint, n) in (s.sweeps?.pager.requests ?? [:]).sorted(by: { $0.key < $1.key }) where endpoint != "transaction_info" {
                 requests.append(([("api", endpoint)], Double(n)))
             }
+            if let sales = s.salesReports { requests.append(([("api", "sales_reports")], Double(sales.requests))) }
             gauge("app_store_requests", "Requests sent to the App Store in the last run, per API.", requests)
+            if let sales = s.salesReports {
+                gauge("sales_report_days", "Days of Apple's daily sales report in the last run's window, by what became of them.", [
+                    ("held_before", sales.heldBefore), ("held", sales.held.count), ("empty", sales.empty.count),
+                    ("not_yet_published", sales.notYetPublished.count), ("error", sales.errors.count),
+                    ("not_asked", sales.notAsked.count),
+                ].map { ([("outcome", $0.0)], Double($0.1)) })
+                gauge("sales_report_skipped", "1 when the last run skipped Apple's sales reports (the team key refused, "
+                      + "App Store Connect unreachable).", [([], sales.skipped == nil ? 0 : 1)])
+            }
             let apps = s.apps.keys.filter { $0 != RunSummary.otherApp }.sorted()
             gauge("app_key_refused", "1 for an app of IAP_BUNDLE_IDS whose In-App Purchase key Apple refused in the last run "
                   + "(a 401 confirmed with a fresh token): its sweeps were not done.",

@@ -18,6 +18,8 @@ public struct RunSummary: Sendable {
     public var writtenAt: EpochMillis?
     /// The Server API sweeps (nil: not run).
     public var sweeps: SweepCounts?
+    /// Apple's daily sales reports (nil: the ASC_* variables are not set, or not a full night).
+    public var salesReports: SalesReportCounts?
     /// Checks not done in this run, and why (no Server API credentials).
     public var skippedChecks: [String] = []
     /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`): milliunits.
@@ -101,6 +103,20 @@ public struct RunSummary: Sendable {
         var sweeps: Sweeps?
         var refund_requests: RefundFunnel
         var apps: [String: App]?
+        var sales_reports: SalesReports?
+        struct SalesReports: Encodable {
+            struct Window: Encodable { var from, to, time_zone: String }
+            struct DayError: Encodable { var date, reason: String }
+            var vendor_number: String
+            var window: Window
+            var held_before, asked: Int
+            var held, empty, not_yet_published, not_asked: [String]
+            var errors: [DayError]
+            var rows_kept: Int
+            var version: String
+            var requests, rate_limited, retried: Int
+            var skipped: String?
+        }
         struct App: Encodable {
             var counts: [String: Int]
             var money: [String: [String: String]]
@@ -140,6 +156,14 @@ public struct RunSummary: Sendable {
                 App(counts: $0.counts, money: RunSummary.texts($0.money), requests: $0.requests,
                     notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
                     not_asked: $0.notAsked)
+            }
+            sales_reports = s.salesReports.map {
+                SalesReports(vendor_number: $0.vendorNumber, window: .init(from: $0.from, to: $0.to, time_zone: $0.timeZone),
+                             held_before: $0.heldBefore, asked: $0.asked, held: $0.held.sorted(), empty: $0.empty.sorted(),
+                             not_yet_published: $0.notYetPublished.sorted(), not_asked: $0.notAsked.sorted(),
+                             errors: $0.errors.sorted { $0.key < $1.key }.map { SalesReports.DayError(date: $0.key, reason: $0.value) },
+                             rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
+                             rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
             }
             sweeps = s.sweeps.map {
                 Sweeps(notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,

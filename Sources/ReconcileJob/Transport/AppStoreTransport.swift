@@ -16,8 +16,10 @@ import Reconciliation
 struct AppStoreTransport {
     /// verifyReceipt's URLs (whole, with `/verifyReceipt`).
     var verifyReceiptURL: (production: String, sandbox: String) = ("", "")
-    /// The Server API (and its In-App Purchase key), App Store Connect (and its team key).
+    /// The Server API (and its In-App Purchase key).
     var serverAPI: ServerAPISettings?
+    /// App Store Connect (and its team key): the sales reports.
+    var connect: AppStoreConnectSettings?
     let policy: RetryPolicy
     /// Requests in flight at most.
     let concurrency: Int
@@ -28,6 +30,13 @@ struct AppStoreTransport {
     var rates: [ServerAPIEndpoint: Double] = [:]
     /// The share of Apple's limits used where `rates` does not say (`RateBudget.share`).
     var share = RateBudget.safety
+    /// How long an App Store Connect endpoint whose hourly allowance (`X-Rate-Limit`) ran low waits
+    /// (`RateBudget.hourlyPauseNs`; a test shortens it).
+    var hourlyPauseNs = RateBudget.hourlyPauseNs
+    /// No request goes after this monotonic time (`monotonicNanos`): an exchange due later is
+    /// dropped unasked, as a refused app's are (nil: no end). A step that must not hold the night
+    /// up (the sales reports) sets it; the answers in flight are still read.
+    var stopSendingAtNs: UInt64?
     /// `lookup` only: a 429 asking to wait longer than this ends the run (exit 75) instead.
     var longestRateLimitWaitMs: Int64?
     /// The night's apps: requests per app, and the apps whose key Apple refused. A confirmed 401
@@ -43,6 +52,7 @@ struct AppStoreTransport {
                   concurrency: concurrency ?? settings.concurrency, timeoutMs: settings.timeoutMs, service: service)
         verifyReceiptURL = (settings.productionURL, settings.sandboxURL)
         serverAPI = settings.serverAPI
+        connect = settings.appStoreConnect
         rates = settings.serverAPI?.rates ?? [:]
         apps = settings.nightApps
     }
@@ -72,10 +82,16 @@ struct AppStoreTransport {
         let http = HTTPMulti()
         defer { http.close() }
         var budget = RateBudget(rates: rates, share: share)
+        budget.hourlyPause = hourlyPauseNs
         var iapTokens = serverAPI.map { BearerTokens(key: $0.jwt, appKeys: $0.appKeys) }
-        var teamTokens = serverAPI?.teamKey.map { BearerTokens(key: $0) }
+        var teamTokens = connect.map { BearerTokens(key: $0.teamKey) }
         var inFlight: [Int: (exchange: E, request: AppStoreRequest, sentAt: UInt64)] = [:]
         var doubts = UnauthorizedDoubts()
+        /// App Store Connect refused the team key (a 401 confirmed with a fresh token a second
+        /// later, or a 403): nothing more goes to it in this run, and the run goes on (its
+        /// exchanges were told; those not sent yet are dropped unasked). Only the step that asked
+        /// ends; the exit code is not the team key's to change (issue 36).
+        var connectRefused = false
         var waiting = Heap<Waiting<E>>()
         var nextTag = 0
         var stopping: JobError?
@@ -107,7 +123,7 @@ struct AppStoreTransport {
             case .serverAPI:
                 return (serverAPI?.baseURL(request.environment) ?? "") + request.path
             case .connect:
-                return (serverAPI?.connectBaseURL ?? "") + request.path
+                return (connect?.trimmedBaseURL ?? "") + request.path
             }
         }
 
@@ -129,6 +145,8 @@ struct AppStoreTransport {
                     throw JobError(.configuration, "\(request.name) asks the App Store Connect API: no team key is configured")
                 }
                 headers.append("Authorization: Bearer " + token)
+                // Apple's reports come as a gzip file (`application/a-gzip`): asked for so.
+                headers.append("Accept: application/a-gzip")
                 wanted = ["Retry-After", "X-Rate-Limit"]
             }
             let method: HTTPRequest.Method
@@ -143,7 +161,15 @@ struct AppStoreTransport {
 
         /// Sends `exchange`'s request if the budget admits it now; else holds it. False when held.
         func sendIfAdmitted(_ exchange: E, now: UInt64) throws -> Bool {
+            if let end = stopSendingAtNs, now >= end { return true }
             let request = exchange.request
+            if request.service == .connect {
+                if connectRefused { return true }
+                if let due = doubts.heldUntil(Self.teamKeyDoubt, now: now) {
+                    later(exchange, due: due)
+                    return true
+                }
+            }
             if let app = appOf(request) {
                 if apps?.isRefused(app) == true {
                     dropRefused(app: app)
@@ -247,6 +273,24 @@ struct AppStoreTransport {
                     breaker.failed(first: exchange.sends == 1, reason: message)
                     reply = .retry(message)
                 }
+                if asked.service == .connect {
+                    if case .unauthorized = reply {
+                        if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(Self.teamKeyDoubt, sentAt: sentAt,
+                                                                                          now: Self.monotonicNanos()) {
+                            if firstDoubt { teamTokens?.forget(app: nil) }
+                            counts.retried += 1
+                            later(exchange, due: due)
+                            continue answers
+                        }
+                        // Confirmed: the exchange is told, the run goes on without App Store Connect.
+                        connectRefused = true
+                        let answer = try exchange.read(reply)
+                        _ = exchange.settled(answer, decision: .definitive, asked: asked, completion: completion)
+                        continue answers
+                    }
+                    doubts.answered(Self.teamKeyDoubt, sentAt: sentAt)
+                    if case .response(403, _) = completion.outcome { connectRefused = true }
+                }
                 if let app = appOf(asked) {
                     if case .unauthorized = reply {
                         if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(app, sentAt: sentAt,
@@ -323,6 +367,9 @@ struct AppStoreTransport {
             throw JobError(.temporary, breaker.message(.unreachable, service: service))
         }
     }
+
+    /// The doubts' name for App Store Connect's team key (no app: one key for the team).
+    static let teamKeyDoubt = " App Store Connect team key"
 
     /// Backoff deadlines: a clock that never jumps.
     static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

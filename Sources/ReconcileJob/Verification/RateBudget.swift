@@ -55,6 +55,8 @@ struct RateBudget {
     private var hourly: [Key: HourlyAllowance] = [:]
     /// How long an endpoint whose hourly allowance ran low waits before it asks again.
     static let hourlyPauseNs: UInt64 = 60_000_000_000
+    /// This budget's pause (`hourlyPauseNs`; a test shortens it).
+    var hourlyPause = RateBudget.hourlyPauseNs
 
     init(rates: [ServerAPIEndpoint: Double], share: Double = RateBudget.safety) {
         self.share = share
@@ -80,8 +82,8 @@ struct RateBudget {
             if allowance.remaining <= allowance.limit - Int((Double(allowance.limit) * Self.safety).rounded(.down)) {
                 // Low: a pause, then one request's answer says again what is left.
                 hourly[key] = nil
-                blocked[key] = now &+ Self.hourlyPauseNs
-                return now &+ Self.hourlyPauseNs
+                blocked[key] = now &+ hourlyPause
+                return now &+ hourlyPause
             }
             hourly[key]?.remaining -= 1
         }
