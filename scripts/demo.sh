@@ -14,11 +14,16 @@ echo "   a quarter of them upload StoreKit 2 signed transactions, signed by a te
 # An In-App Purchase key of our own (App Store Connect gives you a .p8 file like it)
 "$bin/iap-sim" keygen --out "$work/key.p8" >/dev/null
 export IAP_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a IAP_KEY_ID=DEMOKEY001 IAP_PRIVATE_KEY_FILE="$work/key.p8"
-echo "== the simulator: verifyReceipt and the App Store Server API, from the same truth"
+# An App Store Connect team key (Sales role), another .p8, for Apple's daily sales reports
+"$bin/iap-sim" keygen --out "$work/team.p8" >/dev/null
+export ASC_ISSUER_ID=69a6de7f-7d4c-47e3-e053-5b8c7c11a4d1 ASC_KEY_ID=DEMOTEAM01 ASC_PRIVATE_KEY_FILE="$work/team.p8" \
+  ASC_VENDOR_NUMBER=85012345
+echo "== the simulator: verifyReceipt, the App Store Server API and the daily sales reports, from the same truth"
 start_sim --shared-secret "$secret" --refunds "$work/refunds.csv" --latency-ms 20 --fault-rate 0.1 --seed 2026 \
   --pki "$work/pki" --apple-truth "$work/apple-truth.tsv" --api-key "$work/key.p8" --api-key-id "$IAP_KEY_ID" \
-  --api-issuer "$IAP_ISSUER_ID" --api-bundle com.example.game
+  --api-issuer "$IAP_ISSUER_ID" --api-bundle com.example.game --connect-key "$work/team.p8"
 export IAP_API_URL_PRODUCTION="http://127.0.0.1:$port/production" IAP_API_URL_SANDBOX="http://127.0.0.1:$port/sandbox"
+export ASC_API_URL="http://127.0.0.1:$port"
 
 export IAP_SHARED_SECRET="$secret" IAP_BUNDLE_IDS=com.example.game
 # the test PKI's root stands in for Apple Root CA - G3 (embedded in the job, used when this is unset)
@@ -71,6 +76,15 @@ python3 - "$here/reports/$day/summary.json" <<'PY'
 import json, sys
 for currency, kinds in sorted(json.load(open(sys.argv[1])).get("money", {}).items()):
     print("  " + currency + "  " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+PY
+echo "Apple's daily sales reports (summary.json sales_reports):"
+python3 - "$here/reports/$day/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])).get("sales_reports", {})
+print(f"  window {s.get('window', {}).get('from')} to {s.get('window', {}).get('to')} ({s.get('window', {}).get('time_zone')}): "
+      f"{len(s.get('held', []))} days held tonight, {len(s.get('empty', []))} empty, {s.get('held_before', 0)} held before, "
+      f"{len(s.get('not_yet_published', []))} not yet published, {len(s.get('errors', []))} errors; "
+      f"{s.get('rows_kept', 0)} rows kept, {s.get('requests', 0)} requests")
 PY
 echo "refund requests (summary.json refund_requests; outcomes come 12 to 18 hours after a request):"
 python3 - "$here/reports/$day/summary.json" <<'PY'

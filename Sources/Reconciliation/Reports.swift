@@ -14,6 +14,8 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case inputErrors = "input_errors.csv"
     /// Apple's refund requests and what `respond` answered (issue 35).
     case consumptionRequests = "consumption_requests.csv"
+    /// Apple's daily sales reports against the purchases the job learned, where they differ (issue 36).
+    case coverage = "coverage.csv"
 
     /// The file's name without `.csv`: its key in summary.json's `counts` and `reasons`, and its
     /// sheet's name in the workbook.
@@ -56,6 +58,13 @@ public enum ReportFile: String, CaseIterable, Sendable {
                 .init("answered_at", .dateTime), .init("apple_error_code"), .init("outcome"), .init("outcome_at", .dateTime),
                 .init("notification_uuid"),
             ])
+        case .coverage:
+            // Its rows are made in SQL (Coverage.csvSQL), in this order.
+            return ReportLayout([
+                .init("report_date", .date), .init("product_id"), .init("country"), .init("currency"),
+                .init("apple_units_sold", .integer), .init("job_units_sold", .integer),
+                .init("apple_units_refunded", .integer), .init("job_units_refunded", .integer),
+            ])
         case .closed:
             return ReportLayout([.init("report"), .init("finding_key"), .init("first_seen", .date), .init("closed_on", .date),
                                  .init("closed_because")])
@@ -71,7 +80,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
     public var isFindings: Bool {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
-        case .unresolved, .inputErrors, .closed, .consumptionRequests: return false
+        case .unresolved, .inputErrors, .closed, .consumptionRequests, .coverage: return false
         }
     }
 

@@ -1,3 +1,5 @@
+import Reconciliation
+
 // What summary.html shows, as plain values: the lead fills them from the run summary and from
 // the job's own history tables, so this module needs no database and renders in a unit test.
 
@@ -31,6 +33,9 @@ extension SummaryPage {
         public var refundRequests: [String: String] = [:]
         /// Per app of IAP_BUNDLE_IDS (summary.json `apps`); the page shows them from two apps on.
         public var apps: [App] = []
+        /// Apple's daily sales reports against what the job learned (summary.json `coverage`); nil:
+        /// not set up (the ASC_* variables).
+        public var coverage: SalesCoverage?
 
         public init(asOf: String, runID: Int64, counts: [String: Int], reasons: [String: [String: Int]] = [:],
                     money: [String: [String: String]] = [:], oldestOpen: OldestFinding? = nil, history: [Night] = []) {

@@ -1,3 +1,5 @@
+import Reconciliation
+
 /// `summary.html` (contract §6, issue 12): one page a manager reads in ten seconds, on a phone
 /// too: the night's counts per report and reason, money per currency, the oldest open finding,
 /// and a chart of findings per night for the last 30 nights.
@@ -24,6 +26,7 @@ public enum SummaryPage {
         html += reasons(input, l)
         html += money(input, l)
         html += refundRequests(input, l)
+        html += coverage(input, language)
         html += perApp(input, l)
         html += oldest(input, l)
         html += history(input, l)
@@ -78,6 +81,19 @@ public enum SummaryPage {
 
     /// Apple's refund requests: how many, answered in time, and what Apple did (a lower bound
     /// for declined: Apple reports those only for refunds asked in the app).
+    /// Apple's sales reports against what the job learned: the headline, a line per product with the
+    /// days that differ, and what a shortfall means.
+    private static func coverage(_ input: Input, _ language: Language) -> String {
+        guard let c = input.coverage else { return "" }
+        let zh = language == .zh
+        var html = "<section data-section=\"coverage\"><h2>\(e(zh ? "与苹果销售报告核对" : "Checked against Apple's sales reports"))</h2>"
+        html += "<p data-coverage=\"headline\">\(e(c.headline(chinese: zh)))</p><ul>"
+        for p in c.products { html += "<li>\(e(c.line(p, chinese: zh)))</li>" }
+        html += "</ul>"
+        if c.shortfall { html += "<p data-coverage=\"advice\">\(e(SalesCoverage.advice(chinese: zh)))</p>" }
+        return html + "</section>"
+    }
+
     private static func refundRequests(_ input: Input, _ l: Labels) -> String {
         guard let n = input.refundRequests["requests"], n != "0" else { return "" }
         var html = "<section data-section=\"refund_requests\"><h2>\(e(l.refundRequests))</h2><div class=\"scroll\"><table><tbody>"

@@ -248,11 +248,12 @@ enum NightPlan {
         // The reports, in a temporary folder moved into place at the end.
         add("report folder", "write", .none, writes: ["folder"], after: ["families: merged"]) { _ in try writer().makeFolder() }
         let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
-                                   .consumptionRequests]
+                                   .consumptionRequests, .coverage]
         let fileReads: [ReportFile: [String]] = [
             .unresolved: ["night.r", "night.unresolved_ids", "job.receipt_state"],
             .inputErrors: ["job.input_errors"],
             .consumptionRequests: ["job.consumption_requests", "job.notifications", "job.apple_transactions"],
+            .coverage: Coverage.reads,
         ]
         for file in files {
             let reads = fileReads[file] ?? ["job.current_findings: " + file.rawValue]
@@ -264,6 +265,13 @@ enum NightPlan {
         add(ReportFile.closed.rawValue, "write", .pool, reads: ["job.findings"], writes: ["folder: closed.csv"]) { c in
             let written = try writer().writeCSV(.closed, db: c.db)
             values.with { $0.written[.closed] = written }
+        }
+        if settings.appStoreConnect != nil {
+            add("coverage", "write", .pool, reads: Coverage.reads, writes: ["value: coverage"],
+                note: "Apple's units sold and refunded per product over the window's held report days, against the job's") { c in
+                let coverage = try Coverage(settings: values.settings).figures(c.db)
+                values.with { $0.summary.coverage = coverage }
+            }
         }
         add("counts", "write", .none, reads: ["folder", "value: tally: receipts"], writes: ["value: counts"],
             note: "stops the night (exit 70) when unresolved.csv's rows are not the tally's unresolved receipts") { _ in
@@ -279,12 +287,12 @@ enum NightPlan {
             let nights = try writer().history(c.db)
             values.with { $0.nights = nights }
         }
-        add("workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest"],
+        add("workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest", "value: coverage"],
             writes: ["folder: reconciliation.xlsx"]) { _ in
             let (summary, oldest) = values.with { ($0.summary, $0.oldest) }
             try writer().writeWorkbook(summary: summary, oldest: oldest)
         }
-        add("page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights"],
+        add("page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights", "value: coverage"],
             writes: ["folder: summary.html"]) { _ in
             let (summary, oldest, nights) = values.with { ($0.summary, $0.oldest, $0.nights) }
             try writer().writePage(summary: summary, oldest: oldest, nights: nights)
@@ -293,7 +301,7 @@ enum NightPlan {
             note: "waits on the disk for seconds (the tables' files were just written): beside the workbook") { c in
             try NightTables.drop(c.db, schema: values.settings.jobSchema)
         }
-        add("publish", "write", .none, reads: ["folder", "value: tally", "value: counts", "value: sales reports"], writes: ["reports"],
+        add("publish", "write", .none, reads: ["folder", "value: tally", "value: counts", "value: sales reports", "value: coverage"], writes: ["reports"],
             note: "the whole tally checked (exit 70 leaves no report), summary.json written, the folder moved into place") { c in
             let w = writer(), seconds = c.stageSeconds()
             try values.with {

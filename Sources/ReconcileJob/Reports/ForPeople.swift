@@ -30,6 +30,7 @@ extension ReportWriter {
         var input = SummaryPage.Input(
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
             money: RunSummary.texts(summary.money), oldestOpen: oldest, history: nights)
+        input.coverage = summary.coverage
         input.refundRequests = Dictionary(uniqueKeysWithValues: summary.refundRequests.figures.map { ($0.name, $0.value) })
         // IAP_BUNDLE_IDS's order, then rows of products of no listed app.
         let order = settings.bundleIDList + summary.apps.keys.filter { !settings.bundleIDList.contains($0) }.sorted()
@@ -88,6 +89,11 @@ extension ReportWriter {
                 lines.append(("app \(app): App Store requests", String(f.requests.values.reduce(0, +))))
                 if f.refused { lines.append(("app \(app): key refused (HTTP 401)", "not swept tonight")) }
             }
+        }
+        if let c = s.coverage {
+            lines.append(("Apple's sales reports", c.headline(chinese: false)))
+            for p in c.products { lines.append(("Apple's sales reports: \(p.productID)", c.line(p, chinese: false))) }
+            if c.shortfall { lines.append(("Apple's sales reports: what to do", SalesCoverage.advice(chinese: false))) }
         }
         if let oldest { lines.append(("oldest open finding", "\(oldest.report) \(oldest.key), first seen \(oldest.firstSeen)")) }
         if !s.skippedChecks.isEmpty { lines.append(("checks not done", s.skippedChecks.joined(separator: "; "))) }

@@ -12,7 +12,7 @@ extension ReportFile {
     var findingsReport: Bool {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
-        case .closed, .unresolved, .inputErrors, .consumptionRequests: return false
+        case .closed, .unresolved, .inputErrors, .consumptionRequests, .coverage: return false
         }
     }
 }
@@ -198,6 +198,8 @@ struct ReportWriter {
                 """
         case .consumptionRequests:
             return consumptionRequestsQuery
+        case .coverage:
+            return Coverage(settings: settings).csvSQL
         case .inputErrors:
             return """
                 SELECT relation, key, column_name, problem FROM \(S).input_errors

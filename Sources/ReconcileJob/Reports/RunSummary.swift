@@ -20,6 +20,8 @@ public struct RunSummary: Sendable {
     public var sweeps: SweepCounts?
     /// Apple's daily sales reports (nil: the ASC_* variables are not set, or not a full night).
     public var salesReports: SalesReportCounts?
+    /// Apple's sales reports against the purchases the job learned (nil: the ASC_* variables are not set).
+    public var coverage: SalesCoverage?
     /// Checks not done in this run, and why (no Server API credentials).
     public var skippedChecks: [String] = []
     /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`): milliunits.
@@ -104,6 +106,20 @@ public struct RunSummary: Sendable {
         var refund_requests: RefundFunnel
         var apps: [String: App]?
         var sales_reports: SalesReports?
+        var coverage: Coverage?
+        struct Coverage: Encodable {
+            struct Product: Encodable {
+                var product_id: String
+                var apple_units_sold, job_units_sold, apple_units_refunded, job_units_refunded: Decimal
+                var percent_known: String?
+                var days_differing: [String]
+            }
+            var time_zone, from, to: String
+            var days_held: Int
+            var apple_units_sold, job_units_sold, apple_units_refunded, job_units_refunded: Decimal
+            var percent_known: String?
+            var products: [Product]
+        }
         struct SalesReports: Encodable {
             struct Window: Encodable { var from, to, time_zone: String }
             struct DayError: Encodable { var date, reason: String }
@@ -164,6 +180,17 @@ public struct RunSummary: Sendable {
                              errors: $0.errors.sorted { $0.key < $1.key }.map { SalesReports.DayError(date: $0.key, reason: $0.value) },
                              rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
                              rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
+            }
+            coverage = s.coverage.map { c in
+                Coverage(time_zone: c.timeZone, from: c.from, to: c.to, days_held: c.daysHeld,
+                         apple_units_sold: c.appleSold, job_units_sold: c.jobSold, apple_units_refunded: c.appleRefunded,
+                         job_units_refunded: c.jobRefunded, percent_known: SalesCoverage.percent(c.jobSold, of: c.appleSold),
+                         products: c.products.map {
+                             Coverage.Product(product_id: $0.productID, apple_units_sold: $0.appleSold, job_units_sold: $0.jobSold,
+                                              apple_units_refunded: $0.appleRefunded, job_units_refunded: $0.jobRefunded,
+                                              percent_known: SalesCoverage.percent($0.jobSold, of: $0.appleSold),
+                                              days_differing: $0.daysDiffering)
+                         })
             }
             sweeps = s.sweeps.map {
                 Sweeps(notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,
