@@ -41,27 +41,15 @@ public struct ReportDay: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
-    /// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    /// Days since 1970-01-01 (UTC's civil arithmetic: a day has no zone).
     public var ordinal: Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        Int(UTC.millis(year: Int64(year), month: Int64(month), day: Int64(day)) / 86_400_000)
     }
 
     /// The day `ordinal` days after 1970-01-01.
     public init(ordinal z: Int) {
-        let z = z + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        (year, month, day) = (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+        let (y, m, d) = UTC.civil(fromDays: Int64(z))
+        (year, month, day) = (Int(y), Int(m), Int(d))
     }
 
     public func adding(days n: Int) -> ReportDay { ReportDay(ordinal: ordinal + n) }
