@@ -67,6 +67,41 @@ struct SourceDatabaseTests {
         return World(job: job, sim: sim, dir: dir, out: out, env: env)
     }
 
+    @Test("the job's own database dropping a session of the copy: exit 75 naming DATABASE_URL, not read again as a recovery conflict of the source; the next night clean")
+    func jobSideDropDuringCopy() throws {
+        let source = try TestDatabase("split_drop_src")
+        defer { source.drop() }
+        let w = try Self.world("split_drop_job", seedEnvironment: source.environment(), sourceURL: "dbname=\(source.name)")
+        defer { w.stop() }
+        let running = try startTool("iap-reconcile", w.nightArguments(["--inject-fault", "hold-source-snapshot:3000"]),
+                                    environment: w.env)
+        // While the products' lane holds the snapshot, its session of the job's database is idle
+        // after its COMMIT: end it, as a restarted or failed-over job database would.
+        var ended = 0
+        let deadline = Date().addingTimeInterval(60)
+        while ended == 0, Date() < deadline {
+            let text = (try? String(contentsOf: running.errURL, encoding: .utf8)) ?? ""
+            if text.contains("fault: holding the source snapshot") {
+                ended = try w.job.int("""
+                    SELECT count(pg_terminate_backend(a.pid)) FROM pg_stat_activity a
+                    WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.state = 'idle'
+                      AND a.query LIKE 'COMMIT%' AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory')
+                    """)
+            }
+            usleep(50_000)
+        }
+        let failed = running.wait(timeout: 120)
+        #expect(ended >= 1, "no idle session of the copy to end: \(failed.stderr)")
+        #expect(failed.status == 75, "\(failed.stderr)")
+        #expect(failed.stderr.contains("writing the copy of the source relations into the job's database (DATABASE_URL)"),
+                "\(failed.stderr)")
+        #expect(!failed.stderr.contains("reading again once") && !failed.stderr.contains("max_standby_streaming_delay"),
+                "a failure of the job's database taken for the source's: \(failed.stderr)")
+        let clean = try w.night()
+        #expect(clean.status == 0, "\(clean.stderr)")
+        NightTests.expectReportsMatchTruth(w.out.appendingPathComponent("2026-11-21"), expected: w.dir)
+    }
+
     /// The keys the copy counted at the source (`SourceCopy`) are, row for row, what the decide
     /// stage would count in the copy itself; the relations not in `relations` have no such table
     /// (their keys are counted in the copy). The generated data has duplicated keys and ids two

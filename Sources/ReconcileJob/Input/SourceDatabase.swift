@@ -228,7 +228,7 @@ struct SourceCopy {
         }
         let keys = try keyPieces(source, columns: whole.mapValues(\.columns))
         let stale = (SourceRelation.allCases.map(Self.duplicatedKeys) + [Self.namedTwice]).map { "\(copy.sql).\(ident: $0)" as SQL }
-        try db.execute("DROP TABLE IF EXISTS \(stale.joined())")
+        do { try db.execute("DROP TABLE IF EXISTS \(stale.joined())") } catch { throw JobError.from(error, doing: Self.writingCopy) }
         guard let snapshot = try source.query("SELECT pg_export_snapshot()").value(0, 0) else {
             throw JobError(.temporary, "the source database exported no snapshot")
         }
@@ -257,7 +257,9 @@ struct SourceCopy {
         // Every statement after reads them whole: a sample of 3,000 rows (target 10) is enough for
         // their plans (as for the decide stage's copies), and takes a tenth of the time.
         let analyzed = (SourceRelation.allCases.map(\.rawValue) + keys.map(\.table)).map { "\(copy.sql).\(ident: $0)" as SQL }
-        try db.execute("SET default_statistics_target = 10; ANALYZE \(analyzed.joined()); RESET default_statistics_target")
+        do {
+            try db.execute("SET default_statistics_target = 10; ANALYZE \(analyzed.joined()); RESET default_statistics_target")
+        } catch { throw JobError.from(error, doing: Self.writingCopy) }
         return copied
     }
 
@@ -304,7 +306,32 @@ struct SourceCopy {
     /// fault, the snapshot held after the lane's first piece.
     private static func copy(_ lane: [Piece], snapshot: String, into copy: JobSchema, settings: JobSettings,
                              logger: Logger, holdMs: Int) throws -> [String: Int] {
-        let source = try SourceDatabase.open(settings, snapshot: snapshot)
+        do {
+            return try copySides(lane, snapshot: snapshot, into: copy, settings: settings, logger: logger, holdMs: holdMs)
+        } catch let e as SourceSide {
+            // The source's: a recovery conflict is read again (`run`).
+            throw e.error
+        } catch let e as JobSide {
+            throw JobError.from(e.error, doing: writingCopy)
+        } catch let e as PGError {
+            throw JobError.from(e, doing: writingCopy)
+        }
+    }
+
+    /// What a failure of the job's own database during the copy was doing: never taken for a
+    /// recovery conflict of the source (its connection dropping is not the standby's doing).
+    static let writingCopy = "writing the copy of the source relations into the job's database (DATABASE_URL)"
+
+    /// A failure of the source's session, or of the job's inside a callback of the source's COPY.
+    private struct SourceSide: Error { let error: Error }
+    private struct JobSide: Error { let error: Error }
+
+    private static func copySides(_ lane: [Piece], snapshot: String, into copy: JobSchema, settings: JobSettings,
+                                  logger: Logger, holdMs: Int) throws -> [String: Int] {
+        func onSource<T>(_ body: () throws -> T) throws -> T {
+            do { return try body() } catch let e as JobSide { throw e } catch { throw SourceSide(error: error) }
+        }
+        let source = try onSource { try SourceDatabase.open(settings, snapshot: snapshot) }
         defer { source.close() }
         let db = try JobDatabase.connect(settings)
         defer { db.close() }
@@ -318,18 +345,20 @@ struct SourceCopy {
                     DROP TABLE IF EXISTS \(table);
                     CREATE UNLOGGED TABLE \(table) (\(SourceDatabase.definitions(piece.columns))) WITH (autovacuum_enabled = off)
                     """)
-                if piece.indexed { try source.execute("SET enable_hashagg = off") }
+                if piece.indexed { try onSource { try source.execute("SET enable_hashagg = off") } }
                 let names = piece.columns.map { "\(ident: $0.name)" as SQL }.joined()
                 // Binary: the same types on both sides (SourceDatabase.columns), and no text to
                 // print and parse again. Created in this transaction, so FREEZE: no hint bits to
                 // set, no vacuum to come.
                 try db.copyIn("COPY \(table) (\(names)) FROM STDIN WITH (FORMAT binary, FREEZE)") { writer in
-                    try source.copyOutRaw("COPY (\(piece.select)) TO STDOUT WITH (FORMAT binary)") { chunk in
-                        try writer.raw(chunk)
-                        n += 1
+                    try onSource {
+                        try source.copyOutRaw("COPY (\(piece.select)) TO STDOUT WITH (FORMAT binary)") { chunk in
+                            do { try writer.raw(chunk) } catch { throw JobSide(error: error) }
+                            n += 1
+                        }
                     }
                 }
-                if piece.indexed { try source.execute("RESET enable_hashagg") }
+                if piece.indexed { try onSource { try source.execute("RESET enable_hashagg") } }
             }
             if let relation = piece.relation {
                 // The chunks: the header with the first row, then one per row, then the trailer.
