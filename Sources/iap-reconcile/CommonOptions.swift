@@ -1,0 +1,218 @@
+import ArgumentParser
+import AppStore
+import Foundation
+import HTTP
+import Logging
+import ReconcileJob
+import Reconciliation
+
+/// Options shared by every stage. Options come from the command line only; the environment
+/// variables listed in `environmentHelp` carry connection, App Store and secret settings.
+struct CommonOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "The run's 'now' (ISO 8601, e.g. 2026-11-21T03:00:00Z or 2026-11-21). Decides the windows and the report folder.",
+        valueName: "time"))
+    var asOf: String?
+
+    @Option(help: "Days back from --as-of: receipts submitted and transactions purchased in this window are checked.")
+    var windowDays = 30
+
+    @Option(help: ArgumentHelp(
+        "Days back from --as-of for refunds: users with non-consumable or subscription grants this recent get their newest receipt re-verified, refunds.csv lists the refunds (and reversals) of this window, and the first notification sweep reaches this far back (at most 180 days in production, 30 in the sandbox).",
+        valueName: "days"))
+    var refundWindowDays = 90
+
+    @Option(help: ArgumentHelp(
+        "At most this many customers' transaction history asked per night (Server API: 50 requests/s; 20000 takes about 7 minutes): users with a paid open order first, then the newest; the others wait for a later night (summary.json sweeps.history_left).",
+        valueName: "n"))
+    var historyLimit = 20_000
+
+    @Option(help: ArgumentHelp(
+        "Write a node_exporter textfile here on every exit, failed runs included (temporary file, then rename): run times, last success, exit code, rows per report and reason, unresolved receipts, App Store requests and answers, seconds per stage, money. A file that cannot be written is a warning, never another exit code.",
+        valueName: "path"))
+    var metricsFile: String?
+
+    @Option(help: ArgumentHelp(
+        "Time zone of the times in reconciliation.xlsx (an IANA name, e.g. Asia/Shanghai; each time column's header names it). The CSV files stay in UTC.",
+        valueName: "zone"))
+    var reportTimezone = "UTC"
+
+    @Option(help: ArgumentHelp(
+        "Time zone of the days of Apple's daily sales reports (an IANA name; default Pacific time, from Apple's older FAQ: see docs/contract.md for the conflict). Only with the ASC_* variables.",
+        valueName: "zone"))
+    var salesReportTimezone = "America/Los_Angeles"
+
+    @Option(help: ArgumentHelp("Language of summary.html: en or zh.", valueName: "language"))
+    var reportLanguage = "en"
+
+    @Flag(help: "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped.")
+    var noApiSweeps = false
+
+    @Option(help: ArgumentHelp(
+        "For shops whose order ids are not UUIDs: the app sets appAccountToken to the name-based UUID (version 5) of the order id in this namespace; a purchase whose token matches is that order's (match exact).",
+        valueName: "uuid"))
+    var accountTokenNamespace: String?
+
+    @Option(help: "At most this many receipts re-verified by the refund sweep per run (0 turns the sweep off).")
+    var sweepLimit = 1000
+
+    @Option(help: "Hours before the sweep asks about the same receipt again (so a rerun after a crash does not).")
+    var sweepIntervalHours = 20
+
+    @Option(help: "App Store requests in flight at once.")
+    var concurrency = 16
+
+    @Option(help: "Per-request timeout in milliseconds.")
+    var timeoutMs = 15_000
+
+    @Option(help: "Requests per receipt within one run before it is left unresolved for the next run (environment switches not counted).")
+    var maxAttempts = 4
+
+    @Option(help: "Base of the in-run exponential backoff with full jitter, in milliseconds.")
+    var retryBaseMs = 500
+
+    @Option(help: "A receipt still failing after a run waits this many minutes, doubled per failed run (max one day), before it is sent again.")
+    var retryDelayMinutes = 10
+
+    @Option(help: "Schema of the four source relations (iap_products, iap_orders, iap_receipts, iap_grants).")
+    var sourceSchema = "public"
+
+    @Option(help: "The job's own schema: verification state, learned transactions, findings history, runs.")
+    var jobSchema = "recon"
+
+    @Option(help: "Seconds to wait for another run's lock before giving up with exit 75 (a run killed a moment ago lets go within a few seconds).")
+    var lockWaitSeconds = 5
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: LogLevel = .notice
+
+    @Option(help: "Progress lines on stderr: auto (when stderr is a terminal), always, never.")
+    var progress: ProgressMode = .auto
+
+    @Flag(help: "No progress lines on stderr (the same as --progress never).")
+    var noProgress = false
+
+    @Option(name: .customLong("api-rate"), help: ArgumentHelp(
+        "The job's own budget for one App Store Server API endpoint, ENDPOINT=N requests per second (repeatable; the sandbox gets a tenth).",
+        discussion: "Endpoints and Apple's limits: transaction_info, transaction_history, notification_history 50; refund_history, order_lookup 10. "
+            + "Without this option the job uses 90% of them (45 and 9); a value given here is used as it is.",
+        valueName: "endpoint=n"))
+    var apiRate: [String] = []
+
+    func settings() throws -> JobSettings {
+        let env = ProcessInfo.processInfo.environment
+        let asOfMillis: EpochMillis
+        if let asOf {
+            guard let parsed = UTC.parse(asOf) else {
+                throw ValidationError("--as-of '\(asOf)' is not an ISO 8601 time (e.g. 2026-11-21T03:00:00Z)")
+            }
+            asOfMillis = parsed
+        } else {
+            asOfMillis = EpochMillis(Date().timeIntervalSince1970 * 1000)
+        }
+        for (name, value, minimum) in [("--window-days", windowDays, 1), ("--refund-window-days", refundWindowDays, 1),
+                                       ("--sweep-limit", sweepLimit, 0), ("--concurrency", concurrency, 1),
+                                       ("--timeout-ms", timeoutMs, 1), ("--max-attempts", maxAttempts, 1),
+                                       ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
+                                       ("--sweep-interval-hours", sweepIntervalHours, 0),
+                                       ("--lock-wait-seconds", lockWaitSeconds, 0), ("--history-limit", historyLimit, 0)]
+        where value < minimum {
+            throw ValidationError("\(name) must be at least \(minimum)")
+        }
+        guard concurrency <= 1024 else { throw ValidationError("--concurrency must be at most 1024") }
+        guard lockWaitSeconds <= 3600 else { throw ValidationError("--lock-wait-seconds must be at most 3600") }
+        var s: JobSettings
+        do {
+            s = JobSettings(asOf: asOfMillis, jobSchema: try JobSchema(jobSchema))
+            _ = try JobSchema(sourceSchema)
+        } catch let e as JobError {
+            throw ValidationError(e.message)
+        }
+        s.windowDays = windowDays
+        s.refundWindowDays = refundWindowDays
+        s.historyLimit = historyLimit
+        s.apiSweeps = !noApiSweeps
+        s.metricsFile = metricsFile
+        guard TimeZone(identifier: reportTimezone) != nil else {
+            throw ValidationError("--report-timezone '\(reportTimezone.prefix(60))' is not an IANA time zone name (e.g. Asia/Shanghai, UTC)")
+        }
+        guard ["en", "zh"].contains(reportLanguage) else {
+            throw ValidationError("--report-language '\(reportLanguage.prefix(20))' must be en or zh")
+        }
+        s.reportTimeZone = reportTimezone
+        guard TimeZone(identifier: salesReportTimezone) != nil else {
+            throw ValidationError("--sales-report-timezone '\(salesReportTimezone.prefix(60))' is not an IANA time zone name (e.g. America/Los_Angeles)")
+        }
+        s.salesReportTimeZone = salesReportTimezone
+        s.reportLanguage = reportLanguage
+        if let ns = accountTokenNamespace {
+            guard AccountToken.bytes(ofUUID: ns) != nil else {
+                throw ValidationError("--account-token-namespace '\(ns.prefix(40))' is not a UUID (8-4-4-4-12 hexadecimal digits)")
+            }
+            s.accountTokenNamespace = ns
+        }
+        s.sweepLimit = sweepLimit
+        s.sweepIntervalHours = sweepIntervalHours
+        s.concurrency = concurrency
+        s.timeoutMs = timeoutMs
+        s.maxAttempts = maxAttempts
+        s.retryBaseMs = retryBaseMs
+        s.retryDelayMinutes = retryDelayMinutes
+        s.sourceSchema = sourceSchema
+        switch noProgress ? .never : progress {
+        case .always: s.progress = true
+        case .never: s.progress = false
+        case .auto: s.progress = isatty(STDERR_FILENO) == 1
+        }
+        s.lockWaitSeconds = lockWaitSeconds
+        if let v = env["DATABASE_URL"], !v.isEmpty { s.databaseURL = v }
+        if let v = env["SOURCE_DATABASE_URL"], !v.isEmpty { s.sourceDatabaseURL = v }
+        if let v = env["IAP_VERIFY_URL_PRODUCTION"], !v.isEmpty { s.productionURL = v }
+        if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
+        if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }
+        if let v = env["IAP_ROOT_CERTIFICATES"], !v.isEmpty { s.rootCertificateFiles = v }
+        if let v = env["IAP_BUNDLE_IDS"] {
+            s.bundleIDList = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            s.bundleIDs = Set(s.bundleIDList)
+        }
+        func nonEmpty(_ name: String) -> String? { env[name].flatMap { $0.isEmpty ? nil : $0 } }
+        s.apiIssuerID = nonEmpty("IAP_ISSUER_ID")
+        s.apiKeyID = nonEmpty("IAP_KEY_ID")
+        s.apiPrivateKeyFile = nonEmpty("IAP_PRIVATE_KEY_FILE")
+        s.apiAppKeys = nonEmpty("IAP_APP_KEYS")
+        s.apiProductionURL = nonEmpty("IAP_API_URL_PRODUCTION")
+        s.apiSandboxURL = nonEmpty("IAP_API_URL_SANDBOX")
+        s.ascIssuerID = nonEmpty("ASC_ISSUER_ID")
+        s.ascKeyID = nonEmpty("ASC_KEY_ID")
+        s.ascPrivateKeyFile = nonEmpty("ASC_PRIVATE_KEY_FILE")
+        s.ascVendorNumber = nonEmpty("ASC_VENDOR_NUMBER")
+        s.ascAPIURL = nonEmpty("ASC_API_URL")
+        for rate in apiRate {
+            let parts = rate.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let endpoint = ServerAPIEndpoint(rawValue: parts[0]),
+                  let n = Double(parts[1]), n >= 1, n <= 10_000 else {
+                throw ValidationError("--api-rate '\(rate)' is not ENDPOINT=N with N requests per second (1…10000) and "
+                    + "ENDPOINT one of " + ServerAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            s.apiRates[endpoint] = n
+        }
+        return s
+    }
+
+    func logger() -> Logger {
+        let level = Logger.Level(rawValue: logLevel.rawValue) ?? .notice
+        var logger = Logger(label: "iap-reconcile") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = level
+        return logger
+    }
+}
+
+/// `--log-level`: swift-log's levels; any other word is a usage error.
+enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+    case trace, debug, info, notice, warning, error, critical
+}
+
+/// `--progress`.
+enum ProgressMode: String, ExpressibleByArgument, CaseIterable {
+    case auto, always, never
+}
