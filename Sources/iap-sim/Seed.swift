@@ -46,6 +46,17 @@ struct Seed: ParsableCommand {
         respond --now <as-of> --send` with its default options (sent, no_consent or expired; outcomes \
         pending, or declined for the expired ones). No other expected report changes \
         (Sources/AppStoreSimulator/Generator/ConsumptionRequests.swift).
+
+        --expected also gets coverage.csv: what the night (with the ASC_* variables, `iap-sim serve \
+        --connect-key`, its default windows) and its rerun at the same --as-of list when they compare \
+        Apple's daily sales reports of the window (days published by --as-of) with the purchases and \
+        refunds they learned, per report day in --sales-report-timezone, product, country and currency. \
+        Derived from the scenarios: a signed upload, a ONE_TIME_CHARGE/REFUND notification or the \
+        transaction history of a customer with an open order gives country and currency; a receipt \
+        only verifyReceipt answered gives unknown/unknown; receipts settled at upload (auto-renewables: \
+        no notification), receipts outside the window and the --unseen-share purchases are never \
+        learned (Sources/AppStoreSimulator/Generator/SalesCoverage.swift). Without --apple-truth \
+        its header only.
         """
     )
 
@@ -114,6 +125,12 @@ struct Seed: ParsableCommand {
         """, valueName: "share"))
     var unseenShare: Double = 0.01
 
+    @Option(name: .customLong("sales-report-timezone"), help: ArgumentHelp("""
+        The zone of a sales report day in the expected coverage.csv: the job's --sales-report-timezone \
+        (and `iap-sim serve`'s). Default America/Los_Angeles.
+        """, valueName: "zone"))
+    var salesReportTimeZone = "America/Los_Angeles"
+
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
 
@@ -156,6 +173,10 @@ struct Seed: ParsableCommand {
         options.extraFindings = extraFindings
         guard (0...1).contains(unseenShare) else { throw ValidationError("--unseen-share must be between 0 and 1") }
         options.unseenShare = unseenShare
+        guard TimeZone(identifier: salesReportTimeZone) != nil else {
+            throw ValidationError("--sales-report-timezone: not a time zone: \(salesReportTimeZone)")
+        }
+        options.salesReportTimeZone = salesReportTimeZone
         options.conninfo = conninfo
         let started = Date()
         do {
