@@ -121,7 +121,8 @@ struct Seed: ParsableCommand {
         transaction ids 1000002…, mostly consumables, in the USA, Japan or Germany, 1 hour to 30 days \
         before --as-of; no receipt, order, grant, history of a user of ours or notification (the truth's \
         `notifications` column says `none`), so only the sales report (`iap-sim serve --connect-key`) \
-        shows them. Written after every other truth line; nothing else the seed writes changes.
+        shows them. Written after every other truth line; nothing else the seed writes changes but the \
+        expected coverage.csv (Apple sold them; the job never learns them).
         """, valueName: "share"))
     var unseenShare: Double = 0.01
 

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+/// Issue 36's acceptance "`make demo` writes coverage.csv equal to the generator's truth": a night
+/// with the Server API and the ASC_* variables against the simulator's sales reports
+/// (`iap-sim serve --connect-key`) writes coverage.csv byte for byte as `iap-sim seed --expected`
+/// wrote it. The two sides are derived apart: the night from Apple's reports and what it stored,
+/// the generator from its scenarios (Sources/AppStoreSimulator/Generator/SalesCoverage.swift).
+@Suite("Sales report coverage: the night's file equals the generator's truth", .serialized, .enabled(if: Harness.hasDatabase))
+struct CoverageNightTests {
+    static let file = "coverage.csv"
+    static let vendor = "85012345"
+
+    @Test("a night with the sales reports: coverage.csv equals the expected file, with shortfalls, unknown countries and refunds in it; a rerun writes it again")
+    func coverageMatchesTheGenerator() throws {
+        let issuer = "69a6de70-03db-47e3-e053-5b8c7c11a4d1", keyID = "TEAMKEY123"
+        let dir = try Harness.scratchDirectory("coverage-team")
+        let team = dir.appendingPathComponent("team.p8")
+        let made = try runTool("iap-sim", ["keygen", "--out", team.path], environment: ProcessInfo.processInfo.environment)
+        #expect(made.status == 0, "iap-sim keygen: \(made.stderr)")
+        var w = try ServerAPINightTests.world("coverage_truth", share: "0.25",
+                                              simArguments: ["--connect-key", team.path, "--connect-key-id", keyID,
+                                                             "--connect-issuer", issuer, "--connect-vendor", Self.vendor])
+        defer { w.stop() }
+        w.env.merge(["ASC_ISSUER_ID": issuer, "ASC_KEY_ID": keyID, "ASC_PRIVATE_KEY_FILE": team.path,
+                     "ASC_VENDOR_NUMBER": Self.vendor, "ASC_API_URL": "http://127.0.0.1:\(w.sim.port)"]) { $1 }
+        let day = w.out.appendingPathComponent("2026-11-21")
+        let want = NightTests.read(w.expected.appendingPathComponent(Self.file))
+        for night in 1...2 {
+            let r = try w.night()
+            #expect(r.status == 0, "night \(night): \(r.stderr)")
+            let got = NightTests.read(day.appendingPathComponent(Self.file))
+            #expect(got == want, "night \(night): \(Self.file) differs from the generator's truth\n\(NightTests.diff(got, want))")
+        }
+        // The sales reports change no other report.
+        NightTests.expectReportsMatchTruth(day, expected: w.expected)
+
+        // Every kind of difference is there, so the comparison means something: purchases only
+        // verifyReceipt showed (unknown country), shortfalls (the purchases the shop never saw),
+        // and refunds in Apple's figures.
+        let rows = LookupAgreesTests.report(day, Self.file)
+        #expect(rows.contains { $0["country"] == "unknown" && $0["job_units_sold"] != "0" }, "\(rows.prefix(5))")
+        #expect(rows.contains { $0["country"] != "unknown" && Int($0["apple_units_sold"] ?? "") ?? 0 > Int($0["job_units_sold"] ?? "") ?? 0 },
+                "\(rows.prefix(5))")
+        let summary = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        let coverage = try #require(summary["coverage"] as? [String: Any])
+        #expect((coverage["apple_units_refunded"] as? Int ?? 0) > 0 && (coverage["days_held"] as? Int ?? 0) > 10, "\(coverage)")
+        #expect((coverage["job_units_sold"] as? Int ?? 0) < (coverage["apple_units_sold"] as? Int ?? 0), "\(coverage)")
+    }
+}
