@@ -49,14 +49,15 @@ struct Seed: ParsableCommand {
 
         --expected also gets coverage.csv: what the night (with the ASC_* variables, `iap-sim serve \
         --connect-key`, its default windows) and its rerun at the same --as-of list when they compare \
-        Apple's daily sales reports of the window (days published by --as-of) with the purchases and \
-        refunds they learned, per report day in --sales-report-timezone, product, country and currency. \
-        Derived from the scenarios: a signed upload, a ONE_TIME_CHARGE/REFUND notification or the \
-        transaction history of a customer with an open order gives country and currency; a receipt \
-        only verifyReceipt answered gives unknown/unknown; receipts settled at upload (auto-renewables: \
-        no notification), receipts outside the window and the --unseen-share purchases are never \
-        learned (Sources/AppStoreSimulator/Generator/SalesCoverage.swift). Without --apple-truth \
-        its header only.
+        Apple's daily sales reports of the window (the days published by the seed's wall clock, as the \
+        simulator publishes them) with the purchases and refunds they learned, per report day in \
+        --sales-report-timezone, product, country and currency. \
+        Derived from the scenarios: a genuine signed upload, a ONE_TIME_CHARGE, REFUND or \
+        REFUND_DECLINED notification, or the transaction history of a customer with an open order \
+        gives country and currency; a receipt only verifyReceipt answered (verified in the window, or \
+        the refund sweep's newest receipt of a holder of a durable grant) gives unknown/unknown; the \
+        --unseen-share purchases are never learned \
+        (Sources/AppStoreSimulator/Generator/SalesCoverage.swift). Without --apple-truth its header only.
         """
     )
 
@@ -128,7 +129,7 @@ struct Seed: ParsableCommand {
 
     @Option(name: .customLong("sales-report-timezone"), help: ArgumentHelp("""
         The zone of a sales report day in the expected coverage.csv: the job's --sales-report-timezone \
-        (and `iap-sim serve`'s). Default America/Los_Angeles.
+        (and `iap-sim serve`'s).
         """, valueName: "zone"))
     var salesReportTimeZone = "America/Los_Angeles"
 

@@ -11,19 +11,29 @@ struct CoverageNightTests {
     static let file = "coverage.csv"
     static let vendor = "85012345"
 
-    @Test("a night with the sales reports: coverage.csv equals the expected file, with shortfalls, unknown countries and refunds in it; a rerun writes it again")
-    func coverageMatchesTheGenerator() throws {
+    /// A seeded world whose simulator also serves the sales reports, and the night's ASC_* variables.
+    /// `zone`: `--sales-report-timezone` of the seed, the simulator and the night (nil: the default).
+    static func world(_ label: String, zone: String? = nil) throws -> (ServerAPINightTests.World, [String]) {
         let issuer = "69a6de70-03db-47e3-e053-5b8c7c11a4d1", keyID = "TEAMKEY123"
-        let dir = try Harness.scratchDirectory("coverage-team")
+        let dir = try Harness.scratchDirectory("\(label)-team")
         let team = dir.appendingPathComponent("team.p8")
         let made = try runTool("iap-sim", ["keygen", "--out", team.path], environment: ProcessInfo.processInfo.environment)
         #expect(made.status == 0, "iap-sim keygen: \(made.stderr)")
-        var w = try ServerAPINightTests.world("coverage_truth", share: "0.25",
+        let zoneArguments = zone.map { ["--sales-report-timezone", $0] } ?? []
+        var w = try ServerAPINightTests.world(label, share: "0.25",
                                               simArguments: ["--connect-key", team.path, "--connect-key-id", keyID,
-                                                             "--connect-issuer", issuer, "--connect-vendor", Self.vendor])
-        defer { w.stop() }
+                                                             "--connect-issuer", issuer, "--connect-vendor", Self.vendor]
+                                                  + zoneArguments,
+                                              seedArguments: zoneArguments)
         w.env.merge(["ASC_ISSUER_ID": issuer, "ASC_KEY_ID": keyID, "ASC_PRIVATE_KEY_FILE": team.path,
                      "ASC_VENDOR_NUMBER": Self.vendor, "ASC_API_URL": "http://127.0.0.1:\(w.sim.port)"]) { $1 }
+        return (w, zoneArguments)
+    }
+
+    @Test("a night with the sales reports: coverage.csv equals the expected file, with shortfalls, unknown countries and refunds in it; a rerun writes it again")
+    func coverageMatchesTheGenerator() throws {
+        let (w, _) = try Self.world("coverage_truth")
+        defer { w.stop() }
         let day = w.out.appendingPathComponent("2026-11-21")
         let want = NightTests.read(w.expected.appendingPathComponent(Self.file))
         for night in 1...2 {
@@ -47,5 +57,21 @@ struct CoverageNightTests {
         let coverage = try #require(summary["coverage"] as? [String: Any])
         #expect((coverage["apple_units_refunded"] as? Int ?? 0) > 0 && (coverage["days_held"] as? Int ?? 0) > 10, "\(coverage)")
         #expect((coverage["job_units_sold"] as? Int ?? 0) < (coverage["apple_units_sold"] as? Int ?? 0), "\(coverage)")
+    }
+
+    @Test("--sales-report-timezone UTC for the seed, the simulator and the night: the days move, the files still agree")
+    func anotherZone() throws {
+        let (w, zone) = try Self.world("coverage_utc", zone: "UTC")
+        defer { w.stop() }
+        let r = try w.night(zone)
+        #expect(r.status == 0, "\(r.stderr)")
+        let day = w.out.appendingPathComponent("2026-11-21")
+        let got = NightTests.read(day.appendingPathComponent(Self.file))
+        let want = NightTests.read(w.expected.appendingPathComponent(Self.file))
+        #expect(got == want, "\(Self.file) differs from the generator's truth\n\(NightTests.diff(got, want))")
+        let summary = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        let coverage = try #require(summary["coverage"] as? [String: Any])
+        #expect(coverage["time_zone"] as? String == "UTC" && coverage["to"] as? String == "2026-11-20", "\(coverage)")
     }
 }

@@ -62,13 +62,15 @@ enum SalesCoverage {
     }
 
     /// The window's report days held after the nights: from the day `windowDays` before as-of to
-    /// the day before as-of's, those published (08:00 Los Angeles the day after) by as-of.
-    static func heldDays(asOf: Int64, zone: TimeZone) -> Set<String> {
+    /// the day before as-of's, those published (08:00 Los Angeles the day after) by `clock`: the
+    /// simulator publishes by its wall clock, so a night at a past as-of holds days Apple had not
+    /// yet published at that as-of.
+    static func heldDays(asOf: Int64, clock: Int64, zone: TimeZone) -> Set<String> {
         let last = SalesReportBook.day(of: asOf, in: zone)
         var day = SalesReportBook.day(of: asOf - Int64(windowDays) * Span.day, in: zone)
         var out = Set<String>()
         while day < last {
-            if let published = SalesReportBook.publishedMs(day), published <= asOf { out.insert(day) }
+            if let published = SalesReportBook.publishedMs(day), published <= clock { out.insert(day) }
             guard let start = UTC.parse(day + "T00:00:00Z") else { break }
             day = UTC.date(start + Span.day)
         }
@@ -78,10 +80,11 @@ enum SalesCoverage {
     static func alpha2(_ s: SimStorefront) -> String { SalesReportBook.alpha2(s) }
 
     /// coverage.csv's rows (unsorted) for `plan`.
-    static func rows(plan: ScenarioPlan, refundsServed: Bool, zone: TimeZone) -> [[String]] {
+    /// `clock`: when the nights run (the seed's wall clock, or as-of when later).
+    static func rows(plan: ScenarioPlan, refundsServed: Bool, zone: TimeZone, clock: Int64) -> [[String]] {
         let settings = plan.settings
         let asOf = settings.asOf
-        let held = heldDays(asOf: asOf, zone: zone)
+        let held = heldDays(asOf: asOf, clock: max(asOf, clock), zone: zone)
         let served = Set(settings.apps.map(\.bundle))
         let ours = Set(settings.productRows.map(\.productID))
         var groups: [Key: Figures] = [:]
@@ -102,7 +105,7 @@ enum SalesCoverage {
                 }
             }
         }
-        try? plan.forEach { d in
+        plan.forEach { d in
             var truth = AppleTruthWriter.rows(d, refundsServed: refundsServed)
             _ = ConsumptionRequests.mark(&truth, d, settings: settings)
             for row in truth {
