@@ -74,4 +74,28 @@ struct CoverageNightTests {
         let coverage = try #require(summary["coverage"] as? [String: Any])
         #expect(coverage["time_zone"] as? String == "UTC" && coverage["to"] as? String == "2026-11-20", "\(coverage)")
     }
+
+    @Test("three apps (IAP_BUNDLE_IDS, the simulator serving each): one vendor's reports of every app, coverage.csv equals the expected file")
+    func threeApps() throws {
+        let issuer = "69a6de70-03db-47e3-e053-5b8c7c11a4d1", keyID = "TEAMKEY123"
+        let dir = try Harness.scratchDirectory("coverage-apps-team")
+        let team = dir.appendingPathComponent("team.p8")
+        #expect(try runTool("iap-sim", ["keygen", "--out", team.path], environment: ProcessInfo.processInfo.environment).status == 0)
+        let w = try ManyAppsTests.apps("coverage_apps", simArguments: ["--connect-key", team.path, "--connect-key-id", keyID,
+                                                                      "--connect-issuer", issuer, "--connect-vendor", Self.vendor])
+        defer { w.stop() }
+        let env = w.env.merging(["ASC_ISSUER_ID": issuer, "ASC_KEY_ID": keyID, "ASC_PRIVATE_KEY_FILE": team.path,
+                                 "ASC_VENDOR_NUMBER": Self.vendor, "ASC_API_URL": "http://127.0.0.1:\(w.sim.port)"]) { $1 }
+        let out = w.dir.appendingPathComponent("out")
+        let r = try runTool("iap-reconcile", ["run", "--as-of", NightTests.asOf, "--out", out.path, "--no-progress"], environment: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        let day = out.appendingPathComponent("2026-11-21")
+        let got = NightTests.read(day.appendingPathComponent(Self.file))
+        let want = NightTests.read(w.dir.appendingPathComponent(Self.file))
+        #expect(got == want, "\(Self.file) differs from the generator's truth\n\(NightTests.diff(got, want))")
+        // Products of more than one app differ somewhere, so every app's reports were read.
+        let apps = Set(LookupAgreesTests.report(day, Self.file).compactMap { row in
+            ManyAppsTests.apps.first { (row["product_id"] ?? "").hasPrefix($0 + ".") } })
+        #expect(apps.count > 1, "\(apps)")
+    }
 }
