@@ -58,7 +58,7 @@ echo
 echo "== what the generator knows to be true, compared with the reports"
 echo "   (receipts still unresolved are the simulator's malformed ones: 21002 is definitive after 3 runs)"
 for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv \
-  consumption_requests.csv; do
+  consumption_requests.csv coverage.csv; do
   if cmp -s "$work/expected/$f" "$here/reports/$day/$f"; then verdict="matches"; else verdict="DIFFERS"; fi
   printf '  %-24s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$verdict"
 done

@@ -46,6 +46,18 @@ struct Seed: ParsableCommand {
         respond --now <as-of> --send` with its default options (sent, no_consent or expired; outcomes \
         pending, or declined for the expired ones). No other expected report changes \
         (Sources/AppStoreSimulator/Generator/ConsumptionRequests.swift).
+
+        --expected also gets coverage.csv: what the night (with the ASC_* variables, `iap-sim serve \
+        --connect-key`, its default windows) and its rerun at the same --as-of list when they compare \
+        Apple's daily sales reports of the window (the days published by the seed's wall clock, as the \
+        simulator publishes them) with the purchases and refunds they learned, per report day in \
+        --sales-report-timezone, product, country and currency. \
+        Derived from the scenarios: a genuine signed upload, a ONE_TIME_CHARGE, REFUND or \
+        REFUND_DECLINED notification, or the transaction history of a customer with an open order \
+        gives country and currency; a receipt only verifyReceipt answered (verified in the window, or \
+        the refund sweep's newest receipt of a holder of a durable grant) gives unknown/unknown; the \
+        --unseen-share purchases are never learned \
+        (Sources/AppStoreSimulator/Generator/SalesCoverage.swift). Without --apple-truth its header only.
         """
     )
 
@@ -110,9 +122,16 @@ struct Seed: ParsableCommand {
         transaction ids 1000002…, mostly consumables, in the USA, Japan or Germany, 1 hour to 30 days \
         before --as-of; no receipt, order, grant, history of a user of ours or notification (the truth's \
         `notifications` column says `none`), so only the sales report (`iap-sim serve --connect-key`) \
-        shows them. Written after every other truth line; nothing else the seed writes changes.
+        shows them. Written after every other truth line; nothing else the seed writes changes but the \
+        expected coverage.csv (Apple sold them; the job never learns them).
         """, valueName: "share"))
     var unseenShare: Double = 0.01
+
+    @Option(name: .customLong("sales-report-timezone"), help: ArgumentHelp("""
+        The zone of a sales report day in the expected coverage.csv: the job's --sales-report-timezone \
+        (and `iap-sim serve`'s).
+        """, valueName: "zone"))
+    var salesReportTimeZone = "America/Los_Angeles"
 
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
@@ -156,6 +175,10 @@ struct Seed: ParsableCommand {
         options.extraFindings = extraFindings
         guard (0...1).contains(unseenShare) else { throw ValidationError("--unseen-share must be between 0 and 1") }
         options.unseenShare = unseenShare
+        guard TimeZone(identifier: salesReportTimeZone) != nil else {
+            throw ValidationError("--sales-report-timezone: not a time zone: \(salesReportTimeZone)")
+        }
+        options.salesReportTimeZone = salesReportTimeZone
         options.conninfo = conninfo
         let started = Date()
         do {

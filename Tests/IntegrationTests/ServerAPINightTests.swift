@@ -50,7 +50,7 @@ struct ServerAPINightTests {
     /// A seeded database, a key, and the simulator serving verifyReceipt and the Server API from
     /// the same truth. `simKey` is the key the simulator checks tokens with (another one: 401).
     static func world(_ label: String, users: Int = 300, share: String = "1", simArguments: [String] = [],
-                      simKey: URL? = nil) throws -> World {
+                      simKey: URL? = nil, seedArguments: [String] = []) throws -> World {
         let t = try TestDatabase(label)
         let dir = try Harness.scratchDirectory("\(label)-api")
         let key = dir.appendingPathComponent("key.p8")
@@ -60,7 +60,8 @@ struct ServerAPINightTests {
         let truth = dir.appendingPathComponent("apple-truth.tsv")
         let seeded = try runTool("iap-sim", ["seed", "--users", String(users), "--seed", "7", "--as-of", NightTests.asOf,
                                              "--bundle", NightTests.bundle, "--refunds", refunds.path, "--expected", dir.path,
-                                             "--pki", pki.path, "--storekit2-share", share, "--apple-truth", truth.path],
+                                             "--pki", pki.path, "--storekit2-share", share, "--apple-truth", truth.path]
+                                     + seedArguments,
                                  environment: t.environment())
         #expect(seeded.status == 0, "iap-sim seed: \(seeded.stderr)")
         let sim = try SimulatorProcess(["--refunds", refunds.path, "--apple-truth", truth.path, "--pki", pki.path,

@@ -43,6 +43,9 @@ public struct SeedOptions: Sendable {
     /// Purchases Apple sold that the shop never saw, as a share of Apple's production purchases
     /// (in the truth only: UnseenPurchases.swift); 0 = none.
     public var unseenShare = 0.01
+    /// `--sales-report-timezone`: the zone of the report days of the expected coverage.csv (the
+    /// job's and `iap-sim serve`'s option of that name).
+    public var salesReportTimeZone = "America/Los_Angeles"
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
 

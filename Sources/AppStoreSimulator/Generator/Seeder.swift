@@ -114,6 +114,21 @@ public enum Seeder {
             for file in ExpectedReport.allCases { try writeReport(file, expected[file] ?? [], dir: dir) }
             // The night after `respond --now <as-of> --send` lists the requests (no truth: none).
             try writeConsumptionRequests(consumptionRows, dir: dir)
+            // Apple's sales reports against what the nights learn (no truth: no sales reports).
+            var coverage: [[String]] = []
+            if options.appleTruthPath != nil {
+                guard let zone = TimeZone(identifier: options.salesReportTimeZone) else {
+                    throw SimulatorError(message: "--sales-report-timezone: not a time zone: \(options.salesReportTimeZone)")
+                }
+                // The simulator publishes a day by its wall clock (08:00 Los Angeles the day after):
+                // the nights that follow the seed see what is published now.
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                coverage = SalesCoverage.rows(plan: plan, refundsServed: options.refundsPath != nil, zone: zone, clock: now)
+            }
+            summary.expected[SalesCoverage.file] = coverage.count
+            var text = CSV.record(SalesCoverage.columns)
+            for row in SalesCoverage.sorted(coverage) { text += CSV.record(row) }
+            try write(text, to: (dir as NSString).appendingPathComponent(SalesCoverage.file))
         }
         summary.expected[ReportFile.consumptionRequests.rawValue] = consumptionRows.count
 
