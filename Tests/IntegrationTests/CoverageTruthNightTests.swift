@@ -59,6 +59,29 @@ struct CoverageTruthNightTests {
         #expect((coverage["job_units_sold"] as? Int ?? 0) < (coverage["apple_units_sold"] as? Int ?? 0), "\(coverage)")
     }
 
+    @Test("refunds Apple grants after respond's answers (consumption outcomes) are in Apple's report of their day: a later night finds no refund the report lacks")
+    func outcomeRefundsInTheReport() throws {
+        let (w, _) = try Self.world("coverage_outcomes")
+        defer { w.stop() }
+        #expect(try w.night().status == 0)
+        let respond = try w.run(["respond", "--now", NightTests.asOf, "--send", "--no-progress"])
+        #expect(respond.status == 0, "\(respond.stderr)")
+        // A day later: the outcomes of the requests answered are listed (12 to 18 hours after
+        // each request), the refunds among them stored from their REFUND notifications.
+        let later = "2026-11-22T03:00:00Z"
+        let r = try w.run(["run", "--as-of", later, "--out", w.out.path, "--no-progress", "--timeout-ms", "3000",
+                           "--retry-base-ms", "20"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let refunded = try w.t.int("""
+            SELECT count(*) FROM recon.notifications WHERE notification_type = 'REFUND'
+              AND signed_date_ms >= 1795230000000 AND signed_date_ms < 1795316400000
+            """)
+        #expect(refunded > 0, "no refund from a consumption outcome to show")
+        let rows = LookupAgreesTests.report(w.out.appendingPathComponent("2026-11-22"), Self.file)
+        let missing = rows.filter { (Int($0["job_units_refunded"] ?? "") ?? 0) > (Int($0["apple_units_refunded"] ?? "") ?? 0) }
+        #expect(missing.isEmpty, "refunds the job knows and Apple's report lacks: \(missing)")
+    }
+
     @Test("--sales-report-timezone UTC for the seed, the simulator and the night: the days move, the files still agree")
     func anotherZone() throws {
         let (w, zone) = try Self.world("coverage_utc", zone: "UTC")

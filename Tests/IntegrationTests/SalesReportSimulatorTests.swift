@@ -309,6 +309,9 @@ struct SalesReportSimulatorTests {
 
     /// The units the truth says, by (day in Los Angeles, SKU, country, currency): sales and refunds.
     /// Counted here with Foundation's calendar, not the simulator's day arithmetic.
+    /// Per day, product, country and currency: what the truth says Apple sold and refunded, the
+    /// refunds of the consumption requests nobody answers included (the simulator decides those
+    /// when it serves their day).
     static func truthUnits(_ truth: AppleTruth) -> (sold: [String: Int], refunded: [String: Int]) {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "America/Los_Angeles")!
@@ -323,6 +326,12 @@ struct SalesReportSimulatorTests {
             sold[day(r.purchaseDateMs) + tail, default: 0] += r.quantity
             if let refund = r.refund, refund.reversedMs == nil, refund.type != "FAMILY_REVOKE" {
                 refunded[day(refund.cancellationDateMs) + tail, default: 0] += r.quantity
+            }
+            // A refund request nobody answered: Apple's outcome (ConsumptionOutcomes.swift) on its day.
+            if r.refund == nil, let request = r.consumptionRequest,
+               ConsumptionOutcomeModel.decide(transactionID: r.transactionID, answer: nil) == .refund {
+                let at = ConsumptionOutcomeModel.outcomeMs(transactionID: r.transactionID, request: request)
+                refunded[day(at) + tail, default: 0] += r.quantity
             }
         }
         return (sold, refunded)

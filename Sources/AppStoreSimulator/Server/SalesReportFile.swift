@@ -36,6 +36,13 @@ struct SalesReportBook: Sendable {
         var refund: Bool
     }
 
+    /// Report day → the rows whose consumption request's outcome falls on it
+    /// (ConsumptionOutcomes.swift): a REFUND outcome is a refund Apple made that day. Outcomes are
+    /// decided when first needed, so the day's report decides those of its day when it is served
+    /// (`SalesReportService`): the day has ended, and so has every 12-hour window of its outcomes'
+    /// requests, so no answer can still change them.
+    private let outcomeRows: [String: [Int]]
+
     /// Order A: the full header (28 names).
     static let orderA = [
         "Provider", "Provider Country", "SKU", "Developer", "Title", "Version", "Product Type Identifier", "Units",
@@ -63,15 +70,21 @@ struct SalesReportBook: Sendable {
         self.bundleIDs = bundleIDs
         self.appAppleID = appAppleID
         let served = Set(bundleIDs)
-        var days: [String: [Event]] = [:]
+        var days: [String: [Event]] = [:], outcomeRows: [String: [Int]] = [:]
         for (i, row) in truth.rows.enumerated()
         where row.environment == .production && served.contains(row.bundleID) && !row.familyShared {
             days[Self.day(of: row.purchaseDateMs, in: timeZone), default: []].append(Event(row: i, refund: false))
             if let refund = row.refund, refund.reversedMs == nil, refund.type != "FAMILY_REVOKE" {
                 days[Self.day(of: refund.cancellationDateMs, in: timeZone), default: []].append(Event(row: i, refund: true))
             }
+            // A request of a transaction the truth refunds gets no outcome (ConsumptionOutcomes.swift).
+            if row.refund == nil, let request = row.consumptionRequest {
+                let at = ConsumptionOutcomeModel.outcomeMs(transactionID: row.transactionID, request: request)
+                outcomeRows[Self.day(of: at, in: timeZone), default: []].append(i)
+            }
         }
         self.days = days
+        self.outcomeRows = outcomeRows
     }
 
     /// The calendar day (`YYYY-MM-DD`) of an instant in a zone.
@@ -92,9 +105,14 @@ struct SalesReportBook: Sendable {
         return wall - Int64(la.secondsFromGMT(for: Date(timeIntervalSince1970: Double(guess) / 1000))) * 1000
     }
 
-    /// The report of one day as text (header first), or nil for a day without sales.
-    func report(day: String) -> String? {
-        guard let events = days[day], !events.isEmpty else { return nil }
+    /// The rows whose consumption request's outcome falls on `day`.
+    func outcomes(on day: String) -> [Int] { outcomeRows[day] ?? [] }
+
+    /// The report of one day as text (header first), or nil for a day without sales. `refunded`:
+    /// rows refunded that day by a consumption outcome.
+    func report(day: String, refunded: [Int] = []) -> String? {
+        let events = (days[day] ?? []) + refunded.map { Event(row: $0, refund: true) }
+        guard !events.isEmpty else { return nil }
         let dateText = Self.mmddyyyy(day)
         var units: [[String: String]: Int64] = [:]
         var apps = Set<String>()

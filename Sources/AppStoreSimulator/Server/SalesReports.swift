@@ -70,8 +70,13 @@ final class SalesReportService: @unchecked Sendable {
     static let endpoint = "sales_reports"
     static let path = "/v1/salesReports"
 
-    init(config: SalesReportConfig) {
+    /// The consumption outcomes of the Server API's state (nil: not served): the refunds they make
+    /// show in the day's report.
+    let consumption: ConsumptionLedger?
+
+    init(config: SalesReportConfig, consumption: ConsumptionLedger? = nil) {
         self.config = config
+        self.consumption = consumption
         book = SalesReportBook(truth: config.truth, bundleIDs: config.bundleIDs, appAppleID: config.appAppleID,
                                timeZone: config.timeZone)
     }
@@ -98,6 +103,17 @@ final class SalesReportService: @unchecked Sendable {
 
     func rateHeader(remaining: Int) -> (String, String) {
         ("X-Rate-Limit", "user-hour-lim:\(config.hourLimit);user-hour-rem:\(max(0, remaining));")
+    }
+
+    /// The rows refunded on `day` by a consumption outcome, each outcome decided now if it was not
+    /// yet (the day has ended: see `SalesReportBook.outcomes(on:)`).
+    func outcomeRefunds(on day: String) -> [Int] {
+        guard let consumption else { return [] }
+        return book.outcomes(on: day).filter { i in
+            let row = book.truth.rows[i]
+            guard let request = row.consumptionRequest else { return false }
+            return consumption.decide(row, request: request) == .refund
+        }
     }
 
     /// The answer to one request at `nowMs`.
@@ -161,7 +177,8 @@ final class SalesReportService: @unchecked Sendable {
             guard request.values("filter[reportDate]").isEmpty else { return invalid("filter[reportDate] is given twice.") }
             day = latestPublished(nowMs: nowMs)
         }
-        guard let published = SalesReportBook.publishedMs(day), nowMs >= published, let text = book.report(day: day) else {
+        guard let published = SalesReportBook.publishedMs(day), nowMs >= published,
+              let text = book.report(day: day, refunded: outcomeRefunds(on: day)) else {
             var a = Self.error(404, "NOT_FOUND", "The specified resource does not exist",
                                "There were no sales for the date specified.")
             a.outcome = "404:\(day)"

@@ -107,7 +107,7 @@ final class SimulatorCore: @unchecked Sendable {
     init(config: SimulatorConfig) throws {
         self.config = config
         api = try config.serverAPI.map { try ServerAPIService(config: $0) }
-        sales = config.salesReports.map { SalesReportService(config: $0) }
+        sales = config.salesReports.map { [api] in SalesReportService(config: $0, consumption: api?.consumption) }
         if let path = config.callLogPath {
             logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             if logFD < 0 {
