@@ -247,6 +247,8 @@ struct SalesReportNightTests {
         #expect(again.status == 0, "\(again.stderr)")
         let s2 = (try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])?["sales_reports"] as? [String: Any] ?? [:]
         #expect(s2["asked"] as? Int == later.count && s2["held_before"] as? Int == held.count + empty.count, "\(s2)")
+        // The second night starts with the version learned: no refused request for it.
+        #expect(s2["version"] as? String == "1_3" && s2["requests"] as? Int == s2["asked"] as? Int, "\(s2)")
     }
 
     @Test("a 401 (confirmed with a fresh token) or a 403: the sales reports skipped for the night, the exit code and every other report unchanged")

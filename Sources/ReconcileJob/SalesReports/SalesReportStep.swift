@@ -70,6 +70,7 @@ struct SalesReportStep {
             let held = try heldDays(db, from: window.first, to: window.last)
             counts.heldBefore = held.count
             night.products = try products(db)
+            night.version = try lastVersion(db) ?? SalesReportRequest.firstVersion
             let exchanges = window.filter { !held.contains($0) }.map { SalesDay(night: night, day: $0) }
             counts.asked = exchanges.count
             if !exchanges.isEmpty {
@@ -130,6 +131,18 @@ struct SalesReportStep {
             WHERE vendor_number = \(connect.vendorNumber) AND report_date BETWEEN \(from.text)::date AND \(to.text)::date
             """)
         return Set((0..<r.rowCount).compactMap { r.value($0, 0).flatMap(ReportDay.init) })
+    }
+
+    /// The version the newest stored day was read with: a night starts with the version Apple
+    /// last answered to (a 400 naming another still switches it), not with `1_0` again, which
+    /// would cost a shop whose reports need `1_3` one refused request a night.
+    func lastVersion(_ db: PGConnection) throws -> String? {
+        let r = try db.query("""
+            SELECT version FROM \(S).sales_report_days WHERE vendor_number = \(connect.vendorNumber)
+            ORDER BY stored_at DESC, report_date DESC LIMIT 1
+            """)
+        guard r.rowCount > 0, let version = r.value(0, 0), SalesReportRequest.isVersion(version) else { return nil }
+        return version
     }
 
     /// `iap_products.product_id`: a report row is ours when its SKU is one of them.
