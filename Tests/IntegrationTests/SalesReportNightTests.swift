@@ -402,13 +402,7 @@ struct SalesReportRateLimitTests {
                   body: Array(#"{"errors":[{"status":"404","detail":"There were no sales for the date specified."}]}"#.utf8))
         }
         defer { server.stop() }
-        var connect = AppStoreConnectSettings(
-            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: APICredentials.newPrivateKeyPEM(), keyID: "TEAMKEY1", issuerID: "i"),
-            vendorNumber: "85012345")
-        connect.baseURL = server.url
-        var transport = AppStoreTransport(policy: RetryPolicy(maxAttempts: 2, retryBaseMs: 5, retryDelayMinutes: 10),
-                                          concurrency: 1, timeoutMs: 5000, service: "App Store Connect")
-        transport.connect = connect
+        var transport = try Self.connectTransport(server.url)
         transport.hourlyPauseNs = 1_500_000_000
         let asks = (10...12).map {
             AppStoreTransportTests.Ask(SalesReportRequest.request(vendorNumber: "85012345", day: ReportDay("2026-11-\($0)")!,
@@ -421,6 +415,18 @@ struct SalesReportRateLimitTests {
         #expect(counts.requests == ["sales_reports": 3] && server.requests.count == 3)
         let times = arrivals.times
         return zip(times.dropFirst(), times).map { $0 - $1 }
+    }
+
+    /// One request at a time to App Store Connect at `url`, with a fresh team key.
+    static func connectTransport(_ url: String) throws -> AppStoreTransport {
+        var connect = AppStoreConnectSettings(
+            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: APICredentials.newPrivateKeyPEM(), keyID: "TEAMKEY1", issuerID: "i"),
+            vendorNumber: "85012345")
+        connect.baseURL = url
+        var transport = AppStoreTransport(policy: RetryPolicy(maxAttempts: 2, retryBaseMs: 5, retryDelayMinutes: 10),
+                                          concurrency: 1, timeoutMs: 5000, service: "App Store Connect")
+        transport.connect = connect
+        return transport
     }
 
     final class Arrivals: @unchecked Sendable {
@@ -437,13 +443,7 @@ struct SalesReportRateLimitTests {
             return .init(status: 404, body: Array(#"{"errors":[{"status":"404","detail":"no sales"}]}"#.utf8))
         }
         defer { server.stop() }
-        var connect = AppStoreConnectSettings(
-            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: APICredentials.newPrivateKeyPEM(), keyID: "TEAMKEY1", issuerID: "i"),
-            vendorNumber: "85012345")
-        connect.baseURL = server.url
-        var transport = AppStoreTransport(policy: RetryPolicy(maxAttempts: 2, retryBaseMs: 5, retryDelayMinutes: 10),
-                                          concurrency: 1, timeoutMs: 5000, service: "App Store Connect")
-        transport.connect = connect
+        var transport = try Self.connectTransport(server.url)
         transport.stopSendingAtNs = AppStoreTransport.monotonicNanos() + 700_000_000
         let asks = (10...19).map {
             AppStoreTransportTests.Ask(SalesReportRequest.request(vendorNumber: "85012345", day: ReportDay("2026-11-\($0)")!,
