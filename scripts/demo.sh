@@ -10,7 +10,8 @@ secret="demo-shared-secret"
 echo "== generating 3000 users' orders, receipts and grants (as of $as_of)"
 echo "   a quarter of them upload StoreKit 2 signed transactions, signed by a test PKI in $work/pki"
 "$bin/iap-sim" seed --users 3000 --seed 2026 --as-of "$as_of" --bundle com.example.game \
-  --refunds "$work/refunds.csv" --expected "$work/expected" --pki "$work/pki" --apple-truth "$work/apple-truth.tsv"
+  --refunds "$work/refunds.csv" --expected "$work/expected" --pki "$work/pki" --apple-truth "$work/apple-truth.tsv" \
+  --expect-proceeds
 # An In-App Purchase key of our own (App Store Connect gives you a .p8 file like it)
 "$bin/iap-sim" keygen --out "$work/key.p8" >/dev/null
 export IAP_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a IAP_KEY_ID=DEMOKEY001 IAP_PRIVATE_KEY_FILE="$work/key.p8"

@@ -1,7 +1,8 @@
 // The findings of contract §4 and the report rows of §6 they become.
 //
-// Each row carries its cells in the column order of `ReportFile.columns`, without the
-// trailing `first_seen` (the findings history adds it), and a `findingKey`: the stable
+// Each row carries its cells in the column order of `ReportFile.columns`, without
+// `first_seen` (the findings history adds it) and Apple's proceeds (the sales reports held when
+// the CSV is written: `ReportLayout.filledAtWrite`), and a `findingKey`: the stable
 // identity under which the history remembers the day a finding first appeared.
 
 /// Why a transaction is owed goods (contract §4 compensate).
@@ -119,9 +120,11 @@ public struct CompensationRow: Sendable, Equatable {
         .init("first_seen", .date, nil),
         .init("amount", .money, money: .summed([MoneyTotal("owed")])) { $0.amount?.text ?? "" },
         .init("currency", money: .currency) { $0.amount?.currency ?? "" }, .init("source") { $0.source.rawValue },
+        .init("proceeds", .money, money: .summed([MoneyTotal("proceeds_owed")], in: "proceeds_currency"), nil),
+        .init("proceeds_currency", money: .currency, nil),
     ]
 
-    /// The cells in `ReportFile.compensate.columns` order, without `first_seen`.
+    /// The cells in `ReportFile.compensate.columns` order, without `first_seen` and the proceeds.
     public var cells: [String] { RowColumn.cells(self, Self.layout) }
 
     /// One Apple transaction is owed at most once, whatever its order match.
@@ -220,9 +223,11 @@ public struct ClawbackRow: Sendable, Equatable {
         .init("cancellation_reason") { $0.cancellationReason ?? "" }, .init("first_seen", .date, nil),
         .init("amount", .money, money: .summed([MoneyTotal("claw_back")])) { $0.amount?.text ?? "" },
         .init("currency", money: .currency) { $0.amount?.currency ?? "" },
+        .init("proceeds", .money, money: .summed([MoneyTotal("proceeds_claw_back")], in: "proceeds_currency"), nil),
+        .init("proceeds_currency", money: .currency, nil),
     ]
 
-    /// The cells in `ReportFile.clawback.columns` order, without `first_seen`.
+    /// The cells in `ReportFile.clawback.columns` order, without `first_seen` and the proceeds.
     public var cells: [String] { RowColumn.cells(self, Self.layout) }
 
     public var findingKey: String { "clawback|\(grantID)" }

@@ -39,6 +39,11 @@ public enum ReportFile: String, CaseIterable, Sendable {
                     MoneyTotal("refunded", stateIsNot: "reversed"), MoneyTotal("refunded_still_granted", stateIs: "still_granted"),
                 ])),
                 .init("currency", money: .currency), .init("state"), .init("grant_ids"), .init("first_seen", .date),
+                .init("proceeds", .money, money: .summed([
+                    MoneyTotal("proceeds_refunded", stateIsNot: "reversed"),
+                    MoneyTotal("proceeds_refunded_still_granted", stateIs: "still_granted"),
+                ], in: "proceeds_currency")),
+                .init("proceeds_currency", money: .currency),
             ])
         case .unresolved:
             return ReportLayout([
@@ -111,10 +116,12 @@ public enum ColumnKind: Sendable, Equatable {
 
 /// A money column's part in summary.json's `money`, per currency.
 public enum MoneyRole: Sendable, Equatable {
-    /// The currency of the row's amounts.
+    /// The currency of amounts of the row (`currency`, `proceeds_currency`).
     case currency
-    /// An amount added to these totals (milliunits, exact).
-    case summed([MoneyTotal])
+    /// An amount added to these totals (milliunits, exact), under the currency its row names in
+    /// the column `in` (`currency` unless said: the player's price; `proceeds_currency`: Apple's
+    /// proceeds, which Apple may pay in another currency than the customer's).
+    case summed([MoneyTotal], in: String = "currency")
 }
 
 /// One of summary.json's money totals, and the rows it counts (by their `state` cell, or the
@@ -180,8 +187,13 @@ public struct ReportLayout: Sendable, Equatable {
     public var names: [String] { columns.map(\.name) }
     /// The workbook's kind of each column.
     public var kinds: [ColumnKind] { columns.map(\.kind) }
-    /// The row's cells as the findings table holds them: every column but `first_seen`.
-    public var cellNames: [String] { names.filter { $0 != "first_seen" } }
+    /// The columns of a findings report that are not the row's cells but filled when the CSV is
+    /// written: `first_seen` (the findings history) and Apple's proceeds of the row's units (the
+    /// sales reports held then: issue 36), so that neither changes a finding or its key.
+    public static let filledAtWrite: Set<String> = ["first_seen", "proceeds", "proceeds_currency"]
+
+    /// The row's cells as the findings table holds them: every column but those filled at write.
+    public var cellNames: [String] { names.filter { !Self.filledAtWrite.contains($0) } }
     public var cells: Int { cellNames.count }
 
     /// The place of `name` among the cells (0-based); nil when it is not one.
@@ -193,11 +205,11 @@ public struct ReportLayout: Sendable, Equatable {
     /// The money totals of one CSV row (its cells in `names` order), added to `totals`
     /// (currency → total → milliunits). An empty currency or amount adds nothing.
     public func addMoney(_ cells: [String], to totals: inout [String: [String: Int64]]) {
-        guard let c = columns.firstIndex(where: { $0.money == .currency }), c < cells.count, !cells[c].isEmpty else { return }
-        let currency = cells[c]
         for (i, column) in columns.enumerated() {
-            guard case .summed(let sums)? = column.money, i < cells.count, !cells[i].isEmpty,
+            guard case .summed(let sums, let currencyColumn)? = column.money, i < cells.count, !cells[i].isEmpty,
+                  let c = names.firstIndex(of: currencyColumn), c < cells.count, !cells[c].isEmpty,
                   let m = Money.milliunits(Substring(cells[i])) else { continue }
+            let currency = cells[c]
             for total in sums {
                 let state = names.firstIndex(of: total.column).flatMap { $0 < cells.count ? cells[$0] : nil }
                 if total.counts(state: state) { totals[currency, default: [:]][total.name, default: 0] += m }

@@ -19,7 +19,8 @@ extension SummaryPage {
         public var counts: [String: Int]
         /// Rows per report per reason or kind (summary.json `reasons`).
         public var reasons: [String: [String: Int]]
-        /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`): a
+        /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`, Apple's
+        /// `proceeds_…` in the proceeds currency): a
         /// decimal in currency units (summary.json `money`). Shown as given, never recomputed.
         public var money: [String: [String: String]]
         /// The open finding seen first, if any.

@@ -41,7 +41,8 @@ struct Labels {
     /// The order reports are shown in: the work first, then what needs a look, then the rest.
     static let reportOrder = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
                               "input_errors", "closed", "consumption_requests"]
-    static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted", "refund_declined"]
+    static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted", "refund_declined", "proceeds_owed",
+                            "proceeds_claw_back", "proceeds_refunded", "proceeds_refunded_still_granted"]
     static let funnelOrder = ["requests", "answered_in_time", "refunded", "declined", "pending", "no_outcome",
                               "refund_rate_answered", "refund_rate_unanswered"]
 
@@ -66,6 +67,9 @@ struct Labels {
                 kinds: [
                     "owed": "Owed (compensate)", "claw_back": "To claw back", "refunded": "Refunded",
                     "refunded_still_granted": "Refunded, still granted", "refund_declined": "Refund declined",
+                    "proceeds_owed": "Apple's proceeds: owed", "proceeds_claw_back": "Apple's proceeds: to claw back",
+                    "proceeds_refunded": "Apple's proceeds: refunded",
+                    "proceeds_refunded_still_granted": "Apple's proceeds: refunded, still granted",
                 ],
                 refundRequests: "Apple's refund requests (refund window)",
                 funnel: [
@@ -92,7 +96,8 @@ struct Labels {
                 ],
                 kinds: [
                     "owed": "应补发", "claw_back": "应追回", "refunded": "已退款", "refunded_still_granted": "已退款但仍在发放",
-                    "refund_declined": "已拒绝退款",
+                    "refund_declined": "已拒绝退款", "proceeds_owed": "苹果分成收入：应补发", "proceeds_claw_back": "苹果分成收入：应追回",
+                    "proceeds_refunded": "苹果分成收入：已退款", "proceeds_refunded_still_granted": "苹果分成收入：已退款但仍在发放",
                 ],
                 refundRequests: "苹果的退款请求（退款窗口内）",
                 funnel: [

@@ -67,7 +67,9 @@ let environmentHelp = """
       machines, UTC.
       summary.json: counts, money per currency (owed, claw_back, refunded,
       refunded_still_granted), the tally. Amounts: Apple's signed price, else
-      iap_products.price (optional).
+      iap_products.price (optional). With the ASC_* variables compensate,
+      clawback and refunds fill proceeds, proceeds_currency (Apple's developer
+      proceeds from its daily sales reports) and the money gains proceeds_*.
       reconciliation.xlsx: the same rows for people, ids as text, times in
       --report-timezone. summary.html: one page, counts, money, 30 nights.
       <out>/last-run.json (every run, failed or not) and --metrics-file (a

@@ -133,6 +133,17 @@ struct Seed: ParsableCommand {
         """, valueName: "zone"))
     var salesReportTimeZone = "America/Los_Angeles"
 
+    @Flag(name: .customLong("expect-proceeds"), help: ArgumentHelp("""
+        With --expected and --apple-truth: the nights read Apple's daily sales reports (the ASC_* \
+        variables set, `iap-sim serve --connect-key`), so the expected compensate.csv, clawback.csv and \
+        refunds.csv fill `proceeds` and `proceeds_currency`: a transaction the job learns with a \
+        storefront and a signed price, whose product, country, currency and unit price Apple sold on a \
+        day the nights hold, gets 70% of its unit price per unit (the simulator's Developer Proceeds) × \
+        the row's units (Sources/AppStoreSimulator/Generator/ExpectedProceeds.swift). Without it the two \
+        columns are empty, as a night without the ASC_* variables writes them.
+        """))
+    var expectProceeds = false
+
     @Flag(name: .customLong("truth-table"), help: "Also write <schema>.sim_truth: one row per (receipt_id, transaction) with every Apple field, the environment, bundle, forced status and style, so that benchmarks can fill the job's tables without calling the simulator.")
     var truthTable = false
 
@@ -179,6 +190,10 @@ struct Seed: ParsableCommand {
             throw ValidationError("--sales-report-timezone: not a time zone: \(salesReportTimeZone)")
         }
         options.salesReportTimeZone = salesReportTimeZone
+        guard !expectProceeds || appleTruth != nil else {
+            throw ValidationError("--expect-proceeds needs --apple-truth: the proceeds come from the sales reports served from it")
+        }
+        options.expectProceeds = expectProceeds
         options.conninfo = conninfo
         let started = Date()
         do {

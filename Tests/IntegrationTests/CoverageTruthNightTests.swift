@@ -24,7 +24,7 @@ struct CoverageTruthNightTests {
                                               simArguments: ["--connect-key", team.path, "--connect-key-id", keyID,
                                                              "--connect-issuer", issuer, "--connect-vendor", Self.vendor]
                                                   + zoneArguments,
-                                              seedArguments: zoneArguments)
+                                              seedArguments: zoneArguments + ["--expect-proceeds"])
         w.env.merge(["ASC_ISSUER_ID": issuer, "ASC_KEY_ID": keyID, "ASC_PRIVATE_KEY_FILE": team.path,
                      "ASC_VENDOR_NUMBER": Self.vendor, "ASC_API_URL": "http://127.0.0.1:\(w.sim.port)"]) { $1 }
         return (w, zoneArguments)
@@ -42,8 +42,17 @@ struct CoverageTruthNightTests {
             let got = NightTests.read(day.appendingPathComponent(Self.file))
             #expect(got == want, "night \(night): \(Self.file) differs from the generator's truth\n\(NightTests.diff(got, want))")
         }
-        // The sales reports change no other report.
+        // The sales reports change no other report but for Apple's proceeds, which the generator
+        // derives from its truth too (ExpectedProceeds.swift).
         NightTests.expectReportsMatchTruth(day, expected: w.expected)
+        // Filled in each file, and empty in some rows (transactions verifyReceipt alone showed).
+        var empty = 0
+        for file in ["compensate.csv", "clawback.csv", "refunds.csv"] {
+            let rows = LookupAgreesTests.report(day, file)
+            #expect(rows.contains { !($0["proceeds"] ?? "").isEmpty }, "\(file): no proceeds")
+            empty += rows.filter { ($0["proceeds"] ?? "").isEmpty }.count
+        }
+        #expect(empty > 0)
 
         // Every kind of difference is there, so the comparison means something: purchases only
         // verifyReceipt showed (unknown country), shortfalls (the purchases the shop never saw),

@@ -367,6 +367,19 @@ struct RuleBookTests {
         var totals: [String: [String: Int64]] = [:]
         layout.addMoney(row, to: &totals)
         #expect(totals == ["USD": ["test_proceeds": 12_500, "owed": 4_990]])
+        // Apple's proceeds count under the currency their row names for them, not the price's; an
+        // empty cell adds nothing.
+        row[layout.names.firstIndex(of: "proceeds")!] = "3.49"
+        row[layout.names.firstIndex(of: "proceeds_currency")!] = "EUR"
+        totals = [:]
+        layout.addMoney(row, to: &totals)
+        #expect(totals == ["USD": ["test_proceeds": 12_500, "owed": 4_990], "EUR": ["proceeds_owed": 3_490]])
+        row[layout.names.firstIndex(of: "proceeds_currency")!] = ""
+        totals = [:]
+        layout.addMoney(row, to: &totals)
+        #expect(totals == ["USD": ["test_proceeds": 12_500, "owed": 4_990]])
+        // The proceeds are filled when the CSV is written, never cells of the findings table.
+        #expect(before.cellIndex("proceeds") == nil && before.cellIndex("proceeds_currency") == nil && before.cellIndex("first_seen") == nil)
         // The findings table needs one more cell: a migration (the test above fails until one is added).
         #expect(layout.cells == before.cells + 1 && layout.cells > ReportFile.findingsCells)
         // The tally reads `order_id` where the description now puts it.

@@ -105,7 +105,7 @@ struct ClawbackTests {
                          at: UTC.millis(year: 2026, month: 10, day: 1), order: "o5"), .autoRenewable)])
         #expect(ReportFile.clawback.columns == ["grant_id", "user_id", "order_id", "product_id",
             "product_type", "quantity", "transaction_id", "original_transaction_id", "granted_at", "reason",
-            "cancellation_date", "cancellation_reason", "first_seen", "amount", "currency"])
+            "cancellation_date", "cancellation_reason", "first_seen", "amount", "currency", "proceeds", "proceeds_currency"])
         let row = try #require(decision.clawbacks.first)
         #expect(row.cells == ["g1", "u7", "o5", "vip", "auto_renewable", "1", "t2", "t1", "2026-10-01T00:00:00Z",
                               "refunded", "2026-11-02T08:30:00Z", "", "", ""])

@@ -146,7 +146,7 @@ struct OrderMatchTests {
         let none = Decide.matchOrders([c], openOrders: [])[0]
         #expect(ReportFile.compensate.columns == ["order_id", "user_id", "product_id", "product_type",
             "quantity", "transaction_id", "original_transaction_id", "purchase_date", "environment", "match", "reason",
-            "receipt_id", "first_seen", "amount", "currency", "source"])
+            "receipt_id", "first_seen", "amount", "currency", "source", "proceeds", "proceeds_currency"])
         #expect(none.cells == ["", "u1", "vip_month", "non_renewing", "2", "1000000315361723", "1000000315361700",
                                "2026-11-20T03:08:45Z", "production", "none", "partially_granted", "r1", "", "", "receipt"])
         #expect(none.findingKey == "compensate|1000000315361723|production")

@@ -34,7 +34,7 @@ import Testing
         for i in 0..<n {
             fputs(CSV.record(["o-\(i)", "u-\(i % 977)", "com.example.gems", "consumable", "1", String(2_000_000_000_000_000 + i),
                               "2000000847061981", "2026-11-21T03:08:45Z", "Production", "exact", "paid_not_granted",
-                              "r-\(i)", "2026-11-20", "4.99", "CNY", "receipt"]), csv)
+                              "r-\(i)", "2026-11-20", "4.99", "CNY", "receipt", "3.49", "CNY"]), csv)
         }
         fclose(csv)
         var before = rusage(), after = rusage()

@@ -18,16 +18,16 @@ import XLSXReading
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var compensate: [[String]] = [
             ["o-1", "u-1", "com.example.gems", "consumable", "2", longID, longID, "2026-11-21T03:08:45Z",
-             "Production", "exact", "paid_not_granted", "r-1", "2026-11-20", "9.98", "CNY", "receipt"],
+             "Production", "exact", "paid_not_granted", "r-1", "2026-11-20", "9.98", "CNY", "receipt", "6.99", "CNY"],
             ["o-2", "张三", "宝石礼包 100 颗", "consumable", "1", "2000000847061982", "2000000847061980",
              "2026-11-12T17:30:00Z", "Production", "exact", "paid_not_granted", "r-2", "2026-11-13", "4.995", "USD",
-             "notification"],
+             "notification", "3.50", "EUR"],
             ["o-3", formula, "com.example.vip", "non_consumable", "1", "1000000000000001", "1000000000000001",
-             "not a time", "Sandbox", "fuzzy", "restore_as_purchase", "r-3", "2026-11-14", "", "", "receipt"],
+             "not a time", "Sandbox", "fuzzy", "restore_as_purchase", "r-3", "2026-11-14", "", "", "receipt", "", ""],
         ]
         for i in 0..<extraCompensateRows {
             compensate.append(["o-x\(i)", "u-x", "p", "consumable", "1", "30000000000000\(10 + i)", "3", "", "", "",
-                               "paid_not_granted", "r", "2026-11-20", "", "", "receipt"])
+                               "paid_not_granted", "r", "2026-11-20", "", "", "receipt", "", ""])
         }
         func write(_ file: ReportFile, _ rows: [[String]]) throws {
             let text = CSV.record(file.columns) + rows.map(CSV.record).joined()
@@ -56,9 +56,9 @@ import XLSXReading
         let sheet = book.sheets[1]
         #expect(sheet.rows.count == 1 + rows.count)
         #expect(sheet.frozenRows == 1)
-        #expect(sheet.autoFilter == "A1:P4")
+        #expect(sheet.autoFilter == "A1:R4")
         #expect(!sheet.hasFormula)
-        #expect(sheet.colWidths.count == 16 && sheet.colWidths.allSatisfy { (6...60).contains($0) })
+        #expect(sheet.colWidths.count == 18 && sheet.colWidths.allSatisfy { (6...60).contains($0) })
         let columns = ReportFile.compensate.columns
         let letters = columns.indices.map(SheetBody.column)
         let header = sheet.values(0)
@@ -96,6 +96,9 @@ import XLSXReading
         #expect(sheet.rows[1]["E"]?.text == "2" && sheet.rows[1]["E"]?.type == nil)
         #expect(sheet.rows[1]["N"]?.text == "9.98" && sheet.rows[2]["N"]?.text == "4.995")
         #expect(sheet.rows[3]["N"] == nil)
+        // Apple's proceeds: a number in its own currency's column, empty where there is none.
+        #expect(sheet.rows[1]["Q"]?.type == nil && sheet.rows[1]["Q"]?.text == "6.99" && sheet.rows[2]["R"]?.text == "EUR")
+        #expect(sheet.rows[3]["Q"] == nil)
 
         #expect(book.sheets[2].rows.count == 1 && book.sheets[2].autoFilter == "A1:K1")
         let unresolved = book.sheets[3]
@@ -294,7 +297,7 @@ extension Workbook {
     enum ColumnKindProbe {
         static func isText(_ column: String) -> Bool {
             !["quantity", "attempts", "amount", "refunded_amount", "purchase_date", "granted_at", "cancellation_date",
-              "revocation_date", "last_attempt_at", "first_seen", "closed_on", "revocation_percentage"].contains(column)
+              "revocation_date", "last_attempt_at", "first_seen", "closed_on", "revocation_percentage", "proceeds"].contains(column)
         }
     }
 }

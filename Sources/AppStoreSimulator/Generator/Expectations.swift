@@ -19,17 +19,17 @@ enum ExpectedReport: String, CaseIterable {
         case .compensate:
             return ["order_id", "user_id", "product_id", "product_type", "quantity", "transaction_id",
                     "original_transaction_id", "purchase_date", "environment", "match", "reason", "receipt_id",
-                    "first_seen", "amount", "currency", "source"]
+                    "first_seen", "amount", "currency", "source", "proceeds", "proceeds_currency"]
         case .duplicateGrants: return ReportFile.duplicateGrants.columns
         case .clawback:
             return ["grant_id", "user_id", "order_id", "product_id", "product_type", "quantity", "transaction_id",
                     "original_transaction_id", "granted_at", "reason", "cancellation_date", "cancellation_reason",
-                    "first_seen", "amount", "currency"]
+                    "first_seen", "amount", "currency", "proceeds", "proceeds_currency"]
         case .inputErrors: return ReportFile.inputErrors.columns
         case .refunds:
             return ["transaction_id", "original_transaction_id", "user_id", "product_id", "product_type",
                     "revocation_date", "revocation_reason", "revocation_type", "revocation_percentage", "amount",
-                    "refunded_amount", "currency", "state", "grant_ids", "first_seen"]
+                    "refunded_amount", "currency", "state", "grant_ids", "first_seen", "proceeds", "proceeds_currency"]
         case .unattributed:
             return ["transaction_id", "product_id", "purchase_date", "amount", "currency", "storefront", "first_seen"]
         }

@@ -88,7 +88,6 @@ enum SalesCoverage {
         let served = Set(settings.apps.map(\.bundle))
         let ours = Set(settings.productRows.map(\.productID))
         var groups: [Key: Figures] = [:]
-        var sold = 0
         func apple(_ row: AppleTruthRow) {
             guard row.environment == .production, served.contains(row.bundleID), !row.familyShared,
                   ours.contains(row.productID) else { return }
@@ -105,14 +104,9 @@ enum SalesCoverage {
                 }
             }
         }
-        plan.forEach { d in
-            var truth = AppleTruthWriter.rows(d, refundsServed: refundsServed)
-            _ = ConsumptionRequests.mark(&truth, d, settings: settings)
-            for row in truth {
-                if row.environment == .production { sold += 1 }
-                apple(row)
-            }
-            for (tid, learned) in jobKnows(d, truth: truth, settings: settings, refundsServed: refundsServed) {
+        let sold = forEachUser(plan: plan, refundsServed: refundsServed) { truth, known in
+            for row in truth { apple(row) }
+            for (tid, learned) in known {
                 guard let row = truth.first(where: { $0.transactionID == tid }), row.environment == .production,
                       !row.familyShared, ours.contains(row.productID) else { continue }
                 let country = learned.storefront.map(alpha2) ?? "unknown"
@@ -137,6 +131,21 @@ enum SalesCoverage {
             [key.day, key.product, key.country, key.currency, String(f.appleSold), String(f.jobSold),
              String(f.appleRefunded), String(f.jobRefunded)]
         }
+    }
+
+    /// Each user's Apple transactions (the truth, consumption requests marked) and how the job
+    /// learns them (`jobKnows`); returns Apple's production purchases, the count `--unseen-share`
+    /// is a share of.
+    static func forEachUser(plan: ScenarioPlan, refundsServed: Bool,
+                            _ body: (_ truth: [AppleTruthRow], _ known: [String: Learned]) -> Void) -> Int {
+        var sold = 0
+        plan.forEach { d in
+            var truth = AppleTruthWriter.rows(d, refundsServed: refundsServed)
+            _ = ConsumptionRequests.mark(&truth, d, settings: plan.settings)
+            sold += truth.filter { $0.environment == .production }.count
+            body(truth, jobKnows(d, truth: truth, settings: plan.settings, refundsServed: refundsServed))
+        }
+        return sold
     }
 
     /// How the job learns each of the scenario's Apple transactions (by transaction id); absent:

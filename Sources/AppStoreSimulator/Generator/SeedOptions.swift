@@ -46,6 +46,8 @@ public struct SeedOptions: Sendable {
     /// `--sales-report-timezone`: the zone of the report days of the expected coverage.csv (the
     /// job's and `iap-sim serve`'s option of that name).
     public var salesReportTimeZone = "America/Los_Angeles"
+    /// `--expect-proceeds`: the expected findings carry Apple's proceeds (ExpectedProceeds.swift).
+    public var expectProceeds = false
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
 

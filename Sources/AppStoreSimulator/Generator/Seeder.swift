@@ -110,20 +110,26 @@ public enum Seeder {
         }
         if let dir = options.expectedDir {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            // The simulator publishes a sales report day by its wall clock (08:00 Los Angeles the day
+            // after): the nights that follow the seed see what is published now.
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            // Apple's proceeds of the findings' transactions, when the nights read sales reports.
+            var proceeds: [String: ExpectedProceeds.Unit]?
+            if options.expectProceeds, options.appleTruthPath != nil {
+                proceeds = ExpectedProceeds.perUnit(plan: plan, refundsServed: options.refundsPath != nil,
+                                                    zone: try zone(options), clock: now)
+            }
             // Every file, with its header even when no row is expected.
-            for file in ExpectedReport.allCases { try writeReport(file, expected[file] ?? [], dir: dir) }
+            for file in ExpectedReport.allCases {
+                try writeReport(file, ExpectedProceeds.add(expected[file] ?? [], file, perUnit: proceeds), dir: dir)
+            }
             // The night after `respond --now <as-of> --send` lists the requests (no truth: none).
             try writeConsumptionRequests(consumptionRows, dir: dir)
             // Apple's sales reports against what the nights learn (no truth: no sales reports).
             var coverage: [[String]] = []
             if options.appleTruthPath != nil {
-                guard let zone = TimeZone(identifier: options.salesReportTimeZone) else {
-                    throw SimulatorError(message: "--sales-report-timezone: not a time zone: \(options.salesReportTimeZone)")
-                }
-                // The simulator publishes a day by its wall clock (08:00 Los Angeles the day after):
-                // the nights that follow the seed see what is published now.
-                let now = Int64(Date().timeIntervalSince1970 * 1000)
-                coverage = SalesCoverage.rows(plan: plan, refundsServed: options.refundsPath != nil, zone: zone, clock: now)
+                coverage = SalesCoverage.rows(plan: plan, refundsServed: options.refundsPath != nil, zone: try zone(options),
+                                              clock: now)
             }
             summary.expected[SalesCoverage.file] = coverage.count
             var text = CSV.record(SalesCoverage.columns)
@@ -138,6 +144,14 @@ public enum Seeder {
         summary.consents = summary.rows["iap_consents"] ?? 0
         summary.consumptionRows = summary.rows["iap_consumption"] ?? 0
         return summary
+    }
+
+    /// The zone of the sales report days.
+    static func zone(_ options: SeedOptions) throws -> TimeZone {
+        guard let zone = TimeZone(identifier: options.salesReportTimeZone) else {
+            throw SimulatorError(message: "--sales-report-timezone: not a time zone: \(options.salesReportTimeZone)")
+        }
+        return zone
     }
 
     /// Rows sorted by comparing cells as UTF-8 byte arrays, first column first.

@@ -119,9 +119,9 @@ struct SalesReportBook: Sendable {
         for e in events {
             let row = truth.rows[e.row]
             apps.insert(row.bundleID)
-            let unit = unitPrice(row)
+            let unit = Self.unitPrice(row)
             let currency = row.storefront.currency
-            let proceeds = MoneyText.prorated(unit, 7, 10, currency: currency)
+            let proceeds = Self.proceeds(unit: unit, currency: currency)
             var cells = common(row.bundleID, date: dateText)
             cells["SKU"] = row.productID
             cells["Title"] = Self.title(row.productID)
@@ -183,12 +183,15 @@ struct SalesReportBook: Sendable {
 
     /// One unit's price in milliunits of the storefront's currency: the truth's price / quantity,
     /// else the product's list price there, else 0.
-    private func unitPrice(_ row: AppleTruthRow) -> Int64 {
+    static func unitPrice(_ row: AppleTruthRow) -> Int64 {
         if let price = row.price {
             return MoneyText.prorated(price, 1, Int64(max(1, row.quantity)), currency: row.storefront.currency)
         }
         return PriceList.unit(row.productID, at: row.storefront) ?? 0
     }
+
+    /// Developer Proceeds of one unit: 70% of its price, rounded to the currency's minor unit.
+    static func proceeds(unit: Int64, currency: String) -> Int64 { MoneyText.prorated(unit, 7, 10, currency: currency) }
 
     static func productType(_ type: ProductType) -> String {
         switch type {

@@ -256,7 +256,9 @@ enum NightPlan {
             .coverage: Coverage.reads,
         ]
         for file in files {
-            let reads = fileReads[file] ?? ["job.current_findings: " + file.rawValue]
+            var reads = fileReads[file] ?? ["job.current_findings: " + file.rawValue]
+            // Apple's proceeds of its rows, from the sales reports held (Proceeds.swift).
+            if file.layout.names.contains("proceeds") { reads += ["job.sales_report_rows", "job.apple_transactions"] }
             add(file.rawValue, "write", .pool, reads: reads, writes: ["folder: " + file.rawValue]) { c in
                 let written = try writer().writeCSV(file, db: c.db)
                 values.with { $0.written[file] = written }

@@ -135,7 +135,7 @@ enum Metrics {
                     money.append(([("currency", currency), ("kind", kind)], Double(milli) / 1000))
                 }
             }
-            gauge("money", "Money in the last reports per currency: owed, claw_back, refunded, refunded_still_granted, refund_declined.", money)
+            gauge("money", "Money in the last reports per currency: owed, claw_back, refunded, refunded_still_granted, refund_declined; Apple's proceeds_owed, proceeds_claw_back, proceeds_refunded, proceeds_refunded_still_granted.", money)
             let f = s.refundRequests
             gauge("refund_request_outcomes", "Apple's refund requests of the refund window per outcome (consumption_requests.csv).",
                   [("refunded", f.refunded), ("declined", f.declined), ("pending", f.pending), ("no_outcome", f.no_outcome)]

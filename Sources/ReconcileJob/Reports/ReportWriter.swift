@@ -160,7 +160,6 @@ struct ReportWriter {
 
     /// Read by `COPY (…) TO STDOUT`, which takes no parameters: its values are typed literals.
     private func query(for file: ReportFile) -> SQL {
-        let width = file.columns.count
         switch file {
         case .closed:
             return """
@@ -172,14 +171,22 @@ struct ReportWriter {
                 ORDER BY report COLLATE "C", finding_key COLLATE "C"
                 """
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed:
-            let cells = (1..<width).map { "\(ident: "c\($0)")" as SQL }
-            var select = cells
-            // first_seen as tonight's findings history leaves it, which may be running meanwhile.
-            select.insert("to_char(\(DecideStage.firstSeenSQL(asOf: settings.asOf)), 'YYYY-MM-DD')",
-                          at: file.firstSeenIndex ?? cells.count)
+            let layout = file.layout
+            let cells = (1...layout.cells).map { "c.\(ident: "c\($0)")" as SQL }
+            let proceeds = Proceeds(settings: settings).cells(for: file)
+            let select: [SQL] = layout.names.map { name in
+                switch name {
+                // first_seen as tonight's findings history leaves it, which may be running meanwhile.
+                case "first_seen": return "to_char(\(DecideStage.firstSeenSQL(asOf: settings.asOf)), 'YYYY-MM-DD')"
+                case "proceeds": return proceeds.amount
+                case "proceeds_currency": return proceeds.currency
+                default: return layout.cellColumn(name).map { "c.\(ident: $0)" } ?? "NULL::text"
+                }
+            }
             return """
                 SELECT \(select.joined(separator: ", "))
                 FROM \(S).current_findings c LEFT JOIN \(S).findings f ON f.finding_key = c.finding_key
+                \(proceeds.join)
                 WHERE c.report = \(literal: .text(file.rawValue))
                 ORDER BY \(cells.map { "\($0) COLLATE \"C\"" as SQL }.joined(separator: ", "))
                 """

@@ -24,7 +24,9 @@ public struct RunSummary: Sendable {
     public var coverage: SalesCoverage?
     /// Checks not done in this run, and why (no Server API credentials).
     public var skippedChecks: [String] = []
-    /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`): milliunits.
+    /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`,
+    /// `refund_declined`; Apple's `proceeds_owed`, `proceeds_claw_back`, `proceeds_refunded`,
+    /// `proceeds_refunded_still_granted` under the proceeds currency): milliunits.
     public var money: [String: [String: Int64]] = [:]
     /// Refund defense (consumption_requests.csv counted): requests, answers, outcomes, rates.
     public var refundRequests = RefundFunnel()
