@@ -34,6 +34,20 @@ struct CandidateQueryTests {
         #expect(differ.isEmpty, "is_jws and the reader disagree on \(differ)")
     }
 
+    @Test("the dot check (replace, in bytes) says what strpos says, on hostile texts and null")
+    func dotCheckEqualsStrpos() throws {
+        let t = try TestDatabase("dot_check")
+        defer { t.drop() }
+        var differ: [String] = []
+        for text in Self.hostile + ["a\u{2024}b", "\u{FF0E}", "é", "中文.x"] {
+            let got = try t.scalar("SELECT (\(SourceRelation.hasDot("x")))::text FROM (SELECT \(text)::text AS x) s")
+            let want = try t.scalar("SELECT (strpos(\(text)::text, '.') > 0)::text")
+            if got != want || got == nil { differ.append(String(text.prefix(40))) }
+        }
+        #expect(differ.isEmpty, "the dot check and strpos disagree on \(differ)")
+        #expect(try t.scalar("SELECT (\(SourceRelation.hasDot("x"))) IS NULL FROM (SELECT NULL::text AS x) s") == "t")
+    }
+
     @Test("candidate rows the reader keeps are §2's unresolved receipts, in submitted_at order")
     func candidatesEqualSelection() throws {
         let t = try TestDatabase("candidates")
