@@ -72,7 +72,8 @@ echo "  one-page summary:                 $here/reports/$day/summary.html"
 echo "  the last run, for monitoring:     $here/reports/last-run.json"
 echo "first rows of compensate.csv:"
 head -4 "$here/reports/$day/compensate.csv" | sed 's/^/  /'
-echo "money per currency (summary.json: owed to players, to claw back, refunded by Apple):"
+echo "money per currency (summary.json: owed to players, to claw back, refunded by Apple; proceeds_*: what"
+echo "  Apple pays us for the same rows, from its daily sales reports, in the proceeds currency):"
 python3 - "$here/reports/$day/summary.json" <<'PY'
 import json, sys
 for currency, kinds in sorted(json.load(open(sys.argv[1])).get("money", {}).items()):

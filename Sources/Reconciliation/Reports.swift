@@ -203,15 +203,16 @@ public struct ReportLayout: Sendable, Equatable {
     public func cellColumn(_ name: String) -> String? { cellIndex(name).map { "c\($0 + 1)" } }
 
     /// The money totals of one CSV row (its cells in `names` order), added to `totals`
-    /// (currency → total → milliunits). An empty currency or amount adds nothing.
+    /// (currency → total → milliunits). An empty currency or amount adds nothing. Called for every
+    /// row of every report: the columns are searched in place, no array of names is made per row.
     public func addMoney(_ cells: [String], to totals: inout [String: [String: Int64]]) {
         for (i, column) in columns.enumerated() {
             guard case .summed(let sums, let currencyColumn)? = column.money, i < cells.count, !cells[i].isEmpty,
-                  let c = names.firstIndex(of: currencyColumn), c < cells.count, !cells[c].isEmpty,
+                  let c = columns.firstIndex(where: { $0.name == currencyColumn }), c < cells.count, !cells[c].isEmpty,
                   let m = Money.milliunits(Substring(cells[i])) else { continue }
             let currency = cells[c]
             for total in sums {
-                let state = names.firstIndex(of: total.column).flatMap { $0 < cells.count ? cells[$0] : nil }
+                let state = columns.firstIndex(where: { $0.name == total.column }).flatMap { $0 < cells.count ? cells[$0] : nil }
                 if total.counts(state: state) { totals[currency, default: [:]][total.name, default: 0] += m }
             }
         }
