@@ -58,6 +58,13 @@ public enum UTC {
         return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay % 3600 / 60, 2)):\(pad(secOfDay % 60, 2))Z"
     }
 
+    /// `2026-11-21T03:08:45.123Z`: to the millisecond, as `timestamptz` input (COPY into the
+    /// job's tables, StagedAnswers) for the years 1 to 9999.
+    public static func timestampMillis(_ ms: EpochMillis) -> String {
+        let whole = timestamp(ms)
+        return whole.dropLast() + "." + pad(ms - floorDiv(ms, 1000) * 1000, 3) + "Z"
+    }
+
     /// `2026-11-21`.
     public static func date(_ ms: EpochMillis) -> String {
         let (y, m, d) = civil(fromDays: floorDiv(floorDiv(ms, 1000), 86_400))

@@ -5,8 +5,8 @@ import Postgres
 import Testing
 
 /// Issue 33: the verify stage's candidate query sorts before reading the data, reads each
-/// receipt's data once, and leaves the JWS form of a dotted text to the reader
-/// (`ReceiptSelection.kind(ofCandidate:)`, `CompactJWS.looksLikeJWS`). Together they must select what
+/// receipt's data once, and leaves its form to the reader (`ReceiptSelection.kind(ofCandidate:)`:
+/// `isBase64` and `CompactJWS.looksLikeJWS`). Together they must select what
 /// contract §2 selects (`unresolvedReceiptsSQL`), in the same order, hostile data included.
 @Suite("The candidate query", .serialized, .enabled(if: Harness.hasDatabase))
 struct CandidateQueryTests {
@@ -32,6 +32,36 @@ struct CandidateQueryTests {
             if sql != SignedDataVerifier.isJWS(text) { differ.append(String(text.prefix(40))) }
         }
         #expect(differ.isEmpty, "is_jws and the reader disagree on \(differ)")
+    }
+
+    /// Texts at the edges of `is_base64`: whitespace anywhere, padding in and out of place,
+    /// lengths around a multiple of 4, bytes outside the alphabet, non-ASCII.
+    static let hostileBase64: [String] = [
+        "", " ", "=", "==", "====", "A", "AA", "AAA", "AAAA", "AA==", "AAA=", "A===", "AB=C", "AB==C", "AAAA====",
+        "QUJD", "QUJD\n", "\tQUJD", "QU JD", "Q\rU\nJ\tD", "QUJD \n\r\t", " = = ", "QUJ=", "QU==\n", "QUJD\u{0B}",
+        "QUJD\u{0C}", "QUJ-", "QUJ_", "QU.D", "QUJDé", "ÀUJD", "QUJD\u{A0}", "+/+/", "////", "0123456789+/",
+        "ewogICJzdGF0dXMiOiAwCn0=", String(repeating: "QUJD", count: 5000), String(repeating: "QUJD", count: 5000) + "=",
+        String(repeating: "Q", count: 4001) + "==", "A=AA", "=AAA", "AA=\n=", "AA= =",
+    ]
+
+    @Test("the reader's base64 check is is_base64's, on hostile texts")
+    func base64EqualsSQL() throws {
+        let t = try TestDatabase("base64_form")
+        defer { t.drop() }
+        try Migrations.apply(t.db, schema: try JobSchema("recon"))
+        var differ: [String] = [], kinds: [String] = []
+        for text in Self.hostileBase64 + Self.hostile {
+            let sql = try t.scalar("SELECT coalesce(recon.is_base64(\(text)), false)") == "t"
+            var copy = text
+            if sql != copy.withUTF8({ ReceiptSelection.isBase64($0) }) { differ.append(String(text.prefix(40)).debugDescription) }
+            // The reader's kind: base64 without a dot, a JWS with one, nothing else.
+            let jws = try t.scalar("SELECT recon.is_jws(\(text))") == "t"
+            let want: ReceiptSelection.CandidateKind? = text.contains(".") ? (jws ? .signedUpload : nil) : (sql ? .appReceipt : nil)
+            if ReceiptSelection.kind(ofCandidate: text) != want { kinds.append(String(text.prefix(40)).debugDescription) }
+        }
+        #expect(differ.isEmpty, "is_base64 and the reader disagree on \(differ)")
+        #expect(kinds.isEmpty, "the reader takes these wrongly: \(kinds)")
+        #expect(Self.hostileBase64.filter { var c = $0; return c.withUTF8 { ReceiptSelection.isBase64($0) } }.count >= 8)
     }
 
     @Test("the dot check (replace, in bytes) says what strpos says, on hostile texts and null")

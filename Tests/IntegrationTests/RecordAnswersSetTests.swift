@@ -149,4 +149,55 @@ struct RecordAnswersSetTests {
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_answers") == 0)
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_transactions") == 0)
     }
+
+    @Test("fresh uploads copied straight into the tables (migration 17) leave the staged rows; one stored already is merged")
+    func freshEqualsStaged() throws {
+        let t = try TestDatabase("answer_fresh")
+        defer { t.drop() }
+        let a = try JobSchema("fa"), b = try JobSchema("fb")
+        try Migrations.apply(t.db, schema: a)
+        try Migrations.apply(t.db, schema: b)
+        try StagedAnswers.prepare(t.db, schema: a)
+        var d = Draw(state: 41)
+        var encoder = CopyTextEncoder()
+        var paths: [StagedAnswers.Path] = []
+        var stored = Set<String>()
+        for g in 0..<40 {
+            // Uploads verified offline, and App Store answers for other receipts, in one group;
+            // the transactions come from a small pool, so uploads and answers share some.
+            let group = try (0..<(1 + d.next(12))).map { k -> AnswerRecord in
+                var raw = Self.record(&d, attempt: 1)
+                raw["r"] = "U\(g)-\(k)"
+                if d.next(4) == 0 { raw["r"] = "R\(d.next(30))-\(g)" }
+                raw["state"] = true
+                if d.next(3) == 0, let err = raw["err"] as? String { raw["err"] = err + "\tand a tab" }
+                var record = try JSONDecoder().decode(AnswerRecord.self, from: JSONSerialization.data(withJSONObject: raw))
+                if record.r.hasPrefix("U") {
+                    (record.asked, record.kind, record.final, record.next, record.sweep) = (false, "signed_transaction", true, nil, false)
+                    // Now and then a receipt the reader took for fresh was stored meanwhile.
+                    if d.next(10) == 0, !stored.isEmpty { record.r = stored.sorted()[d.next(stored.count)] }
+                    record.fresh = !stored.contains(record.r) || d.next(2) == 0
+                    record.at = 1_795_230_000_000 + Int64(d.next(999))  // milliseconds that must survive the text
+                }
+                return record
+            }
+            for part in StagedAnswers.groups(group, size: 6) {
+                paths.append(try StagedAnswers.record(part, db: t.db, schema: a, encoder: &encoder))
+                var plain = part
+                for i in plain.indices { plain[i].fresh = false }
+                try StagedAnswers.record(plain, db: t.db, schema: b, encoder: &encoder)
+                stored.formUnion(part.map(\.r))
+            }
+        }
+        #expect(paths.filter { $0 == .direct }.count >= 10, "\(paths)")
+        #expect(paths.contains(.stagedAfterConflict), "no group met a receipt stored meanwhile")
+        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
+            let x = try Self.rows(t.db, "fa", table), y = try Self.rows(t.db, "fb", table)
+            let difference = zip(x, y).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
+            #expect(x.count > 10 && x == y, "\(table): \(x.count) rows copied, \(y.count) staged; first difference: \(difference)")
+        }
+        #expect(try t.int("SELECT count(*) FROM fa.receipt_state WHERE extract(milliseconds FROM last_attempt_at)::int % 1000 <> 0") > 10)
+        #expect(try t.int("SELECT count(*) FROM pg_temp.staged_answers") == 0)
+        #expect(try t.int("SELECT count(*) FROM pg_temp.staged_transactions") == 0)
+    }
 }

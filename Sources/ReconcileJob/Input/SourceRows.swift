@@ -57,7 +57,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
 
     /// Every column the contract does not mark `null`, with the problem a row may have there.
     /// `dataFormLater`: the receipts' `receipt_data` is checked here only for null, and the caller
-    /// applies `appReceiptOrDotted` and the JWS form (see `candidateSQL`).
+    /// checks its form (`ReceiptSelection.kind(ofCandidate:)`, equal to `is_base64` and `is_jws`).
     func checks(jobSchema: JobSchema, dataFormLater: Bool = false) -> [Check] {
         func notNull(_ column: String) -> Check {
             Check(column: column, problem: "CASE WHEN x.\(ident: column) IS NULL THEN \(literal: .text(column + " is null")) END")
@@ -136,15 +136,6 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// the lengths compare in bytes.
     static func hasDot(_ column: SQL) -> SQL {
         "octet_length(replace(\(column), '.', '')) < octet_length(\(column))"
-    }
-
-    /// SQL predicate, `decodable` without the JWS form: a text with a dot passes (the caller checks
-    /// its form: `CompactJWS.looksLikeJWS`, equal to `is_jws`), one without must be base64. The
-    /// regular expression of `is_jws` was the largest cost of the candidate query (issue 33,
-    /// docs/benchmarks.md); the job reads every byte of an upload anyway, at a fraction of that.
-    static func appReceiptOrDotted(_ column: SQL, schema: JobSchema) -> SQL {
-        "(CASE WHEN \(hasDot(column)) THEN true "
-            + "ELSE coalesce(\(schema.sql).is_base64(\(column)), false) END)"
     }
 
     /// One row per key of a source relation, cheaply: rows whose key is unique pass as they are

@@ -105,5 +105,8 @@ extension Migrations {
         15: [ShippedText("9421fc0e2189de57dc81446d29aaa7b7c5d59e24a907966ad3a7df76d9a1e482", shipped: "from this build", functions: [
             ("money_in_units", "0bd00dc51ab0d410e1363d07cd29fc5875e8b0207650247e440e63a8c665f187")])],
         16: [ShippedText("5e0b265d0bf14536ec287ccc677c783c6ba1fadc41aefd82b5a161f54777df03", shipped: "from this build", functions: [])],
+        17: [ShippedText("c3d44b0f8a56404f7f1f4ecc3d37c45181c127ffd52614cbfed24ac2ff84ebdf", shipped: "from this build", functions: [
+            ("answer_staging", "888812db42f9bae4f0fb530b0ebc06fe421e8d2aa7d4a6a6c4e6c9e977a23855"),
+            ("record_staged_answers", "ddd79289cf1770254cd44d4ad6820ea0a8648bf486f069a5e9bba08694038531")])],
     ]
 }

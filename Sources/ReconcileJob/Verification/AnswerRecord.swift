@@ -31,6 +31,9 @@ struct AnswerRecord: Codable, Sendable, Equatable {
     /// defines that table; the receipt's state records the verdict either way. Not a JSON key:
     /// `record_answers(jsonb)` stored every record there.
     var asked = true
+    /// An upload verified offline whose receipt had no state row when it was read: stored by COPY
+    /// straight into `receipt_state` and `receipt_transactions` (migration 17). Not a JSON key.
+    var fresh = false
 
     enum CodingKeys: String, CodingKey {
         case r, n, run, at, env, http, st, cls, err, ms, sweep, state, bundle, start, final, verdict, next, txs, kind, rej
@@ -85,6 +88,7 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         runs21002 = job.retry.runs21002
         kind = "signed_transaction"
         asked = false
+        fresh = job.fresh
         switch result {
         case .success(let signed):
             env = signed.transaction.environment.rawValue

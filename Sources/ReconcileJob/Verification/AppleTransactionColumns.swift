@@ -120,8 +120,9 @@ enum AppleTransactionColumns {
         return set.joined()
     }
 
-    /// `COPY pg_temp.staged_transactions (r, env, kind, tid, …) FROM STDIN`: the answer's receipt,
-    /// environment and kind, then the transaction's fields (`StagedAnswers.encode`).
+    /// `COPY pg_temp.staged_transactions (r, env, kind, tid, …, linked) FROM STDIN`: the answer's
+    /// receipt, environment and kind, the transaction's fields, and whether the link to the receipt
+    /// is stored already (`StagedAnswers.encode`, migration 17).
     static let stagedCopy: SQL =
-        "COPY pg_temp.staged_transactions (r, env, kind, \(fields.map { "\(ident: $0)" as SQL }.joined())) FROM STDIN"
+        "COPY pg_temp.staged_transactions (r, env, kind, \(fields.map { "\(ident: $0)" as SQL }.joined()), linked) FROM STDIN"
 }

@@ -12,6 +12,9 @@ struct VerifyJob: Sendable {
     let sweep: Bool
     /// A StoreKit 2 upload (its data is a JWS): verified offline, or swept with the Server API.
     var signed = false
+    /// The receipt had no state row when the reader read it: an upload verified offline is then
+    /// copied straight into the job's tables (`StagedAnswers`, migration 17).
+    var fresh = false
     /// Swept signed transactions: the transaction to ask Get Transaction Info about.
     var transactionID: String?
     /// Where the next request goes.
@@ -58,44 +61,81 @@ struct ReceiptSelection {
 
     /// The receipts this run sends or verifies offline: the unresolved ones whose wait between
     /// runs has passed, in `submitted_at` order. Sorted on the toast pointers (the sort holds a few
-    /// bytes a row, so the first row goes out soon), each receipt's data then read out of TOAST
-    /// once (`|| ''`: the form check and the output share the copy) and checked: an app
-    /// receipt must be base64 (`is_base64`), a text with a dot is left to the reader, which
-    /// drops any that is not a JWS in form (`kind(ofCandidate:)`). The same rows as
-    /// `unresolvedReceiptsSQL` (a test compares them). `OFFSET 0` keeps each subquery whole, so
-    /// the copy is made once, after the sort, and the order passes through.
+    /// bytes a row, so the first row goes out soon); each receipt's data leaves TOAST once, as
+    /// COPY sends it. The data's form is the reader's to check (`kind(ofCandidate:)`: an app
+    /// receipt must be base64, a text with a dot a JWS in form, equal to `is_base64` and `is_jws`);
+    /// in SQL the check copied every upload twice more (issue 33). The same rows as
+    /// `unresolvedReceiptsSQL` once the reader has dropped the rest (a test compares them).
+    /// `OFFSET 0` keeps the sorted subquery whole, so the data is read after the sort.
     var candidateSQL: SQL {
         let sorted = Self.unresolvedReceiptsSQL(
             select: """
                 r.receipt_id, r.receipt_data, coalesce(s.attempts, 0) AS attempts, coalesce(s.failed_runs, 0) AS failed_runs,
-                       coalesce(s.runs_21002, 0) AS runs_21002, s.start_environment
+                       coalesce(s.runs_21002, 0) AS runs_21002, s.start_environment, s.receipt_id IS NULL AS fresh
                 """,
             settings: settings, eligibleNow: true, dataFormLater: true)
         return """
-            SELECT c.receipt_id, c.data, c.attempts, c.failed_runs, c.runs_21002, c.start_environment
-            FROM (SELECT o.receipt_id, o.receipt_data || '' AS data, o.attempts, o.failed_runs, o.runs_21002, o.start_environment
-                  FROM (\(sorted)
-                        ORDER BY r.submitted_at, r.receipt_id OFFSET 0) o
-                  OFFSET 0) c
-            WHERE \(SourceRelation.appReceiptOrDotted("c.data", schema: settings.jobSchema))
+            SELECT o.receipt_id::text, o.receipt_data::text, o.attempts::int4, o.failed_runs::int4, o.runs_21002::int4,
+                   o.start_environment::text, o.fresh
+            FROM (\(sorted)
+                  ORDER BY r.submitted_at, r.receipt_id OFFSET 0) o
             """
     }
 
     enum CandidateKind { case appReceipt, signedUpload }
 
-    /// What a row of `candidateSQL` is to the run, or nil when the run does not take it. Every app
-    /// receipt the query returns is taken (base64 has no dot). A text with a dot is a StoreKit 2
-    /// upload only when it is a JWS in form (`is_jws`, which the query leaves to this check); the
+    /// What a row of `candidateSQL` is to the run, or nil when the run does not take it: a text
+    /// without a dot is an app receipt when it is base64 (`isBase64`, equal to `is_base64`); a
+    /// text with a dot is a StoreKit 2 upload when it is a JWS in form (equal to `is_jws`). The
     /// others are input errors, listed in `input_errors.csv` and never verified. The dot is found
     /// at memchr's speed; the verifier reads the JWS strictly anyway.
     static func kind(ofCandidate receiptData: String) -> CandidateKind? {
         var data = receiptData
-        let dotted = data.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return false }
-            return memchr(base, Int32(UInt8(ascii: ".")), bytes.count) != nil
+        let dotted: Bool? = data.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return nil }
+            if memchr(base, Int32(UInt8(ascii: ".")), bytes.count) != nil { return true }
+            return isBase64(bytes) ? false : nil
         }
-        if !dotted { return .appReceipt }
-        return SignedDataVerifier.isJWS(receiptData) ? .signedUpload : nil
+        switch dotted {
+        case false?: return .appReceipt
+        case true?: return SignedDataVerifier.isJWS(receiptData) ? .signedUpload : nil
+        case nil: return nil
+        }
+    }
+
+    /// The job schema's `is_base64(text)` (migration 8) in one pass: without its spaces, tabs,
+    /// carriage returns and newlines the text is one or more base64 characters (`A-Z a-z 0-9 + /`)
+    /// then at most two `=`, and its length is a multiple of 4. A test holds the two equal on
+    /// hostile texts (CandidateQueryTests).
+    static func isBase64(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        base64Class.withUnsafeBufferPointer { table in
+            var length = 0, alphabet = 0, padding = 0
+            for b in bytes {
+                switch table[Int(b)] {
+                case 0:
+                    guard padding == 0 else { return false }
+                    alphabet += 1
+                case 1:
+                    padding += 1
+                    guard padding <= 2 else { return false }
+                case 2: continue
+                default: return false
+                }
+                length += 1
+            }
+            return alphabet > 0 && length % 4 == 0
+        }
+    }
+
+    /// 0: the base64 alphabet; 1: `=`; 2: space, tab, carriage return, newline (skipped); 3: any other byte.
+    private static let base64Class: [UInt8] = (0..<256).map { c in
+        switch UInt8(c) {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"): return 0
+        case UInt8(ascii: "="): return 1
+        case 32, 9, 13, 10: return 2
+        default: return 3
+        }
     }
 
     /// The refund sweep: the newest receipt of each user holding active grants of non-consumables
@@ -154,6 +194,20 @@ struct ReceiptSelection {
             if let job = Self.job(fromCopyLine: line, sweep: true) { jobs.append(job) }
         }
         return jobs
+    }
+
+    /// The columns of `candidateSQL`, read in COPY's binary format (`job(fromCandidate:)`).
+    static let candidateColumns = 7
+
+    /// A row of `candidateSQL` (binary COPY: its types are the query's casts, text and int4).
+    static func job(fromCandidate row: CopyBinaryReader.Row) -> VerifyJob? {
+        guard let id = row.text(0), let data = row.text(1) else { return nil }
+        let start = row.text(5).flatMap(AppStoreEnvironment.init(rawValue:))
+        let retry = RetryPolicy.State(failedRuns: Int(row.int32(3) ?? 0), runs21002: Int(row.int32(4) ?? 0),
+                                      switched: start != nil)
+        return VerifyJob(receiptID: id, receiptData: data, priorAttempts: Int(row.int32(2) ?? 0), sweep: false,
+                         fresh: row.bool(6) ?? false, environment: start ?? .production, retry: retry,
+                         startEnvironment: start)
     }
 
     static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {

@@ -1,4 +1,5 @@
 import Postgres
+import Reconciliation
 
 /// How the answer writer stores a group of answer records (migration 12): COPY into two temporary
 /// tables, then one set-based merge per target table (`record_staged_answers()`), in one
@@ -49,19 +50,93 @@ enum StagedAnswers {
     /// before it need none of their own: the staging tables are the session's, so a kill between
     /// them leaves nothing (the group is lost whole, as a group in flight always was), and a
     /// failed copy or merge stops the writer. Three round trips a group, not five.
+    ///
+    /// Fresh uploads (`AnswerRecord.fresh`: verified offline, no state row when read; nearly every
+    /// StoreKit 2 upload of a night) skip the staging for their state and their link (migration
+    /// 17): COPY puts them straight into `receipt_state` and `receipt_transactions`, with no conflict
+    /// check, and the group becomes an explicit transaction. Should one have a state row after all
+    /// (unique violation), the group is rolled back and stored the staged way, which merges.
+    /// How a group was stored (for the tests).
+    enum Path: Equatable { case staged, direct, stagedAfterConflict }
+
+    @discardableResult
     static func record(_ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
-                       encoder: inout CopyTextEncoder) throws {
+                       encoder: inout CopyTextEncoder) throws -> Path {
+        guard group.contains(where: isDirect) else {
+            try staged(group, direct: false, db: db, schema: schema, encoder: &encoder)
+            return .staged
+        }
+        try db.execute("BEGIN")
+        do {
+            try staged(group, direct: true, db: db, schema: schema, encoder: &encoder)
+            try db.execute("COMMIT")
+            return .direct
+        } catch let error as PGError where error.sqlState == "23505" {
+            try db.execute("ROLLBACK")
+            try staged(group, direct: false, db: db, schema: schema, encoder: &encoder)
+            return .stagedAfterConflict
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Copied straight into the tables: an upload verified offline whose receipt had no state.
+    /// (Its times are the run's clock, within the years ISO 8601 input covers.)
+    static func isDirect(_ a: AnswerRecord) -> Bool {
+        a.fresh && !a.asked && a.state && a.at > 0 && a.at < 253_402_300_800_000 && a.next == nil
+    }
+
+    private static func staged(_ group: ArraySlice<AnswerRecord>, direct: Bool, db: PGConnection, schema: JobSchema,
+                               encoder: inout CopyTextEncoder) throws {
+        if direct {
+            encoder.removeAll()
+            for a in group where isDirect(a) { encodeState(a, into: &encoder) }
+            try db.copyIn("COPY \(schema.sql).receipt_state (\(stateColumns)) FROM STDIN") { try $0.write(encoder.bytes) }
+            encoder.removeAll()
+            for a in group where isDirect(a) {
+                for t in a.txs ?? [] { e3(a.r, t.tid, a.env, into: &encoder) }
+            }
+            if !encoder.bytes.isEmpty {
+                try db.copyIn("COPY \(schema.sql).receipt_transactions (receipt_id, transaction_id, environment) FROM STDIN") {
+                    try $0.write(encoder.bytes)
+                }
+            }
+        }
         encoder.removeAll()
-        for a in group { encode(a, into: &encoder) }
-        try db.copyIn("COPY pg_temp.staged_answers FROM STDIN") { try $0.write(encoder.bytes) }
+        for a in group where !(direct && isDirect(a)) { encode(a, into: &encoder) }
+        if !encoder.bytes.isEmpty {
+            try db.copyIn("COPY pg_temp.staged_answers FROM STDIN") { try $0.write(encoder.bytes) }
+        }
         encoder.removeAll()
         for a in group {
-            for t in a.txs ?? [] { encode(t, of: a, into: &encoder) }
+            for t in a.txs ?? [] { encode(t, of: a, linked: direct && isDirect(a), into: &encoder) }
         }
         if !encoder.bytes.isEmpty {
             try db.copyIn(AppleTransactionColumns.stagedCopy) { try $0.write(encoder.bytes) }
         }
         try db.execute("SELECT \(schema.sql).record_staged_answers()")
+    }
+
+    private static func e3(_ a: String, _ b: String, _ c: String, into e: inout CopyTextEncoder) {
+        e.field(a); e.field(b); e.field(c); e.endRow()
+    }
+
+    /// `receipt_state`'s columns as `record_staged_answers` inserts a new row (`encodeState`).
+    static let stateColumns: SQL = """
+        receipt_id, attempts, failed_runs, runs_21002, last_run_id, last_class, last_status, last_error, \
+        last_attempt_at, next_eligible_at, definitive, verdict, environment, bundle_id, last_swept_at, \
+        start_environment, kind, rejection
+        """
+
+    /// A new `receipt_state` row, the values `record_staged_answers` gives one (its timestamps
+    /// `to_timestamp(ms / 1000.0)`, exact to the millisecond in ISO 8601: `UTC.timestampMillis`).
+    static func encodeState(_ a: AnswerRecord, into e: inout CopyTextEncoder) {
+        e.field(a.r); e.field(a.n); e.field(a.failedRuns); e.field(a.runs21002); e.field(a.run); e.field(a.cls)
+        e.field(a.st); e.field(a.err); e.field(UTC.timestampMillis(a.at)); e.field(a.next.map(UTC.timestampMillis)); e.field(a.final)
+        e.field(a.verdict); e.field(a.env); e.field(a.bundle); e.field(a.sweep ? UTC.timestampMillis(a.at) : nil)
+        e.field(a.start); e.field(a.kind ?? "receipt"); e.field(a.rej)
+        e.endRow()
     }
 
     /// A row of `staged_answers`, its columns in the table's order.
@@ -75,12 +150,12 @@ enum StagedAnswers {
 
     /// A row of `staged_transactions`: the answer's receipt, environment and kind, then the
     /// transaction's fields in `AppleTransactionColumns.fields` order (a test holds the two equal).
-    static func encode(_ t: AnswerRecord.Transaction, of a: AnswerRecord, into e: inout CopyTextEncoder) {
+    static func encode(_ t: AnswerRecord.Transaction, of a: AnswerRecord, linked: Bool, into e: inout CopyTextEncoder) {
         e.field(a.r); e.field(a.env); e.field(a.kind)
         e.field(t.tid); e.field(t.otid); e.field(t.pid); e.field(t.q); e.field(t.pd)
         e.field(t.opd); e.field(t.exp); e.field(t.cd); e.field(t.cr); e.field(t.trial); e.field(t.wol); e.field(t.bundle)
         e.field(t.price); e.field(t.cur); e.field(t.sf); e.field(t.aat); e.field(t.type); e.field(t.own); e.field(t.reason)
-        e.field(t.rvd); e.field(t.rvr); e.field(t.rvt); e.field(t.rvp); e.field(t.sd)
+        e.field(t.rvd); e.field(t.rvr); e.field(t.rvt); e.field(t.rvp); e.field(t.sd); e.field(linked)
         e.endRow()
     }
 }
