@@ -98,11 +98,29 @@ public struct CopyTextEncoder {
         }
     }
 
-    public mutating func field<I: BinaryInteger>(_ value: I?) {
+    /// Integers are written digit by digit into the buffer: no String per field (the generic
+    /// version, not specialized across the module, made one and looked up its metadata).
+    public mutating func field(_ value: Int64?) {
         separate()
         guard let value else { return null() }
-        bytes.append(contentsOf: String(value).utf8)
+        if value < 0 { bytes.append(45) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[19 - count] = 48 + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            bytes.append(contentsOf: d[(20 - count)...])
+        }
     }
+
+    public mutating func field(_ value: Int?) { field(value.map(Int64.init)) }
+    public mutating func field(_ value: Int32?) { field(value.map(Int64.init)) }
 
     public mutating func field(_ value: Bool?) {
         separate()

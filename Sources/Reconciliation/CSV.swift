@@ -60,9 +60,26 @@ public enum UTC {
 
     /// `2026-11-21T03:08:45.123Z`: to the millisecond, as `timestamptz` input (COPY into the
     /// job's tables, StagedAnswers) for the years 1 to 9999.
+    /// Written byte by byte into one string (the answer writer formats one per StoreKit 2 upload).
     public static func timestampMillis(_ ms: EpochMillis) -> String {
-        let whole = timestamp(ms)
-        return whole.dropLast() + "." + pad(ms - floorDiv(ms, 1000) * 1000, 3) + "Z"
+        let seconds = floorDiv(ms, 1000)
+        let days = floorDiv(seconds, 86_400)
+        let secOfDay = seconds - days * 86_400
+        let (y, m, d) = civil(fromDays: days)
+        guard y >= 0 && y <= 9999 else { return timestamp(ms).dropLast() + "." + pad(ms - seconds * 1000, 3) + "Z" }
+        return String(unsafeUninitializedCapacity: 24) { b in
+            func put(_ value: Int64, _ width: Int, at start: Int) {
+                var v = value
+                for k in stride(from: start + width - 1, through: start, by: -1) {
+                    b[k] = 48 + UInt8(v % 10)
+                    v /= 10
+                }
+            }
+            put(y, 4, at: 0); b[4] = 45; put(m, 2, at: 5); b[7] = 45; put(d, 2, at: 8); b[10] = 84
+            put(secOfDay / 3600, 2, at: 11); b[13] = 58; put(secOfDay % 3600 / 60, 2, at: 14); b[16] = 58
+            put(secOfDay % 60, 2, at: 17); b[19] = 46; put(ms - seconds * 1000, 3, at: 20); b[23] = 90
+            return 24
+        }
     }
 
     /// `2026-11-21`.

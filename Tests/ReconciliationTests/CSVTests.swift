@@ -75,6 +75,20 @@ struct UTCTests {
         #expect(UTC.date(ms) == date)
     }
 
+    @Test("to the millisecond: the seconds' text, then three digits of milliseconds; parsed back exactly")
+    func timestampMillis() {
+        for (ms, timestamp, _) in Self.timestamps {
+            let text = UTC.timestampMillis(ms)
+            let milli: Int64 = ((ms % 1000) + 1000) % 1000
+            let digits = String(String(milli + 1000).dropFirst())
+            let want: String = String(timestamp.dropLast()) + "." + digits + "Z"
+            #expect(text == want)
+            #expect(UTC.parse(text) == ms, "\(text)")
+        }
+        #expect(UTC.timestampMillis(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(UTC.timestampMillis(253_402_300_800_000) == "10000-01-01T00:00:00.000Z")
+    }
+
     @Test func millisOfACivilTime() {
         #expect(UTC.millis(year: 2017, month: 7, day: 14, hour: 3, minute: 8, second: 45) == 1_500_001_725_000)
         #expect(UTC.millis(year: 1970, month: 1, day: 1) == 0)

@@ -67,19 +67,25 @@ final class SignedUploads: Sendable {
         let elapsed = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
         let record = AnswerRecord(signed: job, result: result, runID: runID, elapsedMs: elapsed,
                                   now: EpochMillis(Date().timeIntervalSince1970 * 1000))
-        ready += state.withLock { s in
+        let held: [AnswerRecord]? = state.withLock { s in
             switch result {
             case .success:
                 s.verified += 1
+                guard !s.held.isEmpty else { return [] }
                 defer { s.held = [] }
-                return s.held + [record]
+                return s.held
             case .failure(.unknownRoot) where s.verified == 0:
                 s.held.append(record)
-                return []
+                return nil
             case .failure:
                 s.rejected += 1
-                return [record]
+                return []
             }
+        }
+        // Held records (released by the first upload that verifies) go before this one.
+        if let held {
+            ready += held
+            ready.append(record)
         }
         return result
     }

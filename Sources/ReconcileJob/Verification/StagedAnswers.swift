@@ -29,18 +29,20 @@ enum StagedAnswers {
     static func groups(_ records: [AnswerRecord], size: Int) -> [ArraySlice<AnswerRecord>] {
         var out: [ArraySlice<AnswerRecord>] = []
         var start = 0
-        var receipts = Set<String>(), transactions = Set<String>()
-        for (i, record) in records.enumerated() {
-            let keys = (record.txs ?? []).map { $0.tid + "\u{0}" + record.env }
-            let clash = i - start >= size || receipts.contains(record.r) || keys.contains { transactions.contains($0) }
+        struct Key: Hashable { let transaction, environment: String }
+        var receipts = Set<String>(), transactions = Set<Key>()
+        for i in records.indices {
+            let txs = records[i].txs ?? [], env = records[i].env
+            let clash = i - start >= size || receipts.contains(records[i].r)
+                || txs.contains { transactions.contains(Key(transaction: $0.tid, environment: env)) }
             if clash {
                 out.append(records[start..<i])
                 start = i
                 receipts.removeAll(keepingCapacity: true)
                 transactions.removeAll(keepingCapacity: true)
             }
-            receipts.insert(record.r)
-            transactions.formUnion(keys)
+            receipts.insert(records[i].r)
+            for t in txs { transactions.insert(Key(transaction: t.tid, environment: env)) }
         }
         if start < records.count { out.append(records[start...]) }
         return out
@@ -89,13 +91,19 @@ enum StagedAnswers {
 
     private static func staged(_ group: ArraySlice<AnswerRecord>, direct: Bool, db: PGConnection, schema: JobSchema,
                                encoder: inout CopyTextEncoder) throws {
+        // Which records are copied straight in, decided once; the loops below read the records in
+        // place (no copy of a record per pass).
+        let copied = group.indices.map { direct && isDirect(group[$0]) }
+        let first = group.startIndex
         if direct {
             encoder.removeAll()
-            for a in group where isDirect(a) { encodeState(a, into: &encoder) }
+            for i in group.indices where copied[i - first] { encodeState(group[i], into: &encoder) }
             try db.copyIn("COPY \(schema.sql).receipt_state (\(stateColumns)) FROM STDIN") { try $0.write(encoder.bytes) }
             encoder.removeAll()
-            for a in group where isDirect(a) {
-                for t in a.txs ?? [] { e3(a.r, t.tid, a.env, into: &encoder) }
+            for i in group.indices where copied[i - first] {
+                for t in group[i].txs ?? [] {
+                    encoder.field(group[i].r); encoder.field(t.tid); encoder.field(group[i].env); encoder.endRow()
+                }
             }
             if !encoder.bytes.isEmpty {
                 try db.copyIn("COPY \(schema.sql).receipt_transactions (receipt_id, transaction_id, environment) FROM STDIN") {
@@ -104,22 +112,18 @@ enum StagedAnswers {
             }
         }
         encoder.removeAll()
-        for a in group where !(direct && isDirect(a)) { encode(a, into: &encoder) }
+        for i in group.indices where !copied[i - first] { encode(group[i], into: &encoder) }
         if !encoder.bytes.isEmpty {
             try db.copyIn("COPY pg_temp.staged_answers FROM STDIN") { try $0.write(encoder.bytes) }
         }
         encoder.removeAll()
-        for a in group {
-            for t in a.txs ?? [] { encode(t, of: a, linked: direct && isDirect(a), into: &encoder) }
+        for i in group.indices {
+            for t in group[i].txs ?? [] { encode(t, of: group[i], linked: copied[i - first], into: &encoder) }
         }
         if !encoder.bytes.isEmpty {
             try db.copyIn(AppleTransactionColumns.stagedCopy) { try $0.write(encoder.bytes) }
         }
         try db.execute("SELECT \(schema.sql).record_staged_answers()")
-    }
-
-    private static func e3(_ a: String, _ b: String, _ c: String, into e: inout CopyTextEncoder) {
-        e.field(a); e.field(b); e.field(c); e.endRow()
     }
 
     /// `receipt_state`'s columns as `record_staged_answers` inserts a new row (`encodeState`).
