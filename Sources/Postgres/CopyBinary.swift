@@ -98,7 +98,7 @@ public struct CopyBinaryReader {
             for i in 0..<columns {
                 let length = try int(4)
                 guard length >= -1, n - at >= max(length, 0) else {
-                    throw Problem(description: "binary COPY: a field's length (\(length)) runs past the message")
+                    throw Problem(description: "binary COPY: a field length of \(length) runs past the message")
                 }
                 starts[i] = at
                 lengths[i] = length

@@ -19,8 +19,8 @@ import Testing
             """).rows.map { "\($0[0] ?? "") \($0[1] ?? "")" }
         let described = AppleTransactionColumns.all.map { "\($0.name) \($0.type.rawValue)" }
         #expect(described == table)
-        // The staging table (answer_staging, migration 12): the answer's receipt, environment and
-        // kind, then the record list.
+        // The staging table (answer_staging, migrations 12 and 17): the answer's receipt,
+        // environment and kind, the record list, then whether the receipt's link is stored already.
         try t.db.execute("SELECT recon.answer_staging()")
         let staged = try t.db.query("""
             SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
@@ -28,10 +28,11 @@ import Testing
             ORDER BY a.attnum
             """).rows.map { $0[0] ?? "" }
         #expect(AppleTransactionColumns.recordList.text.replacingOccurrences(of: "\"", with: "")
-                    .replacingOccurrences(of: "timestamptz", with: "timestamp with time zone") == staged.joined(separator: ", "))
+                    .replacingOccurrences(of: "timestamptz", with: "timestamp with time zone") + ", linked boolean"
+                    == staged.joined(separator: ", "))
     }
 
-    @Test("the insert and merge lists are the ones the latest merge of answers runs (migration 12)")
+    @Test("the insert and merge lists are the ones the latest merge of answers runs (migration 17)")
     func matchesTheFrozenMerge() throws {
         func normalized(_ s: String) -> String {
             let noComments = s.split(separator: "\n").map { line in line.range(of: "--").map { line[..<$0.lowerBound] } ?? line }
@@ -41,7 +42,7 @@ import Testing
                 .replacingOccurrences(of: "\"", with: "")
         }
         let schema = try JobSchema("recon")
-        let merge = normalized(try #require(Migrations.migration(12)).sql.replacingOccurrences(of: "{S}", with: "\"recon\""))
+        let merge = normalized(try #require(Migrations.migration(17)).sql.replacingOccurrences(of: "{S}", with: "\"recon\""))
         let insert = normalized("INSERT INTO \"recon\".apple_transactions AS t (\(AppleTransactionColumns.insertList.text))")
         let set = normalized("ON CONFLICT (transaction_id, environment) DO UPDATE SET \(AppleTransactionColumns.mergeList(schema: schema).text);")
         #expect(merge.contains(insert), "\(insert)")

@@ -8,6 +8,7 @@
 // `signedDate` and its own signature check.
 
 internal import Glibc
+import Crypto
 import Synchronization
 
 /// The DER bytes of x5c[0] and x5c[1]. Hashed as raw bytes (an array's element-wise hash would
@@ -70,7 +71,8 @@ final class ChainCache: Sendable {
 /// verdict. Apple signs with a handful of leaf certificates, so nearly every upload repeats the
 /// header of one before it: about 3.3 KB of base64url, two thirds of the JWS. A header whose bytes
 /// equal a remembered one (compared with memcmp) is not decoded, scanned or hashed again: the same
-/// bytes were read strictly once and gave these certificates.
+/// bytes were read strictly once and gave these certificates, and the signing input's hash goes on
+/// from the state its bytes left (SHA-256 is a stream: the digest is the same).
 /// Only headers that parsed are remembered; at most `capacity` (the oldest leaves first), so
 /// hostile uploads with ever new headers cost one comparison each and no memory.
 final class HeaderMemo: Sendable {
@@ -78,6 +80,9 @@ final class HeaderMemo: Sendable {
         let header: [UInt8]
         let certificates: [[UInt8]]
         var chain: ChainCacheEntry?
+        /// SHA-256 fed with the header's bytes and not finalized: the signing input starts with
+        /// them, so a JWS with this header hashes only `.payload` (its state is copied on update).
+        let headerHash: SHA256
     }
 
     let capacity: Int
@@ -99,7 +104,9 @@ final class HeaderMemo: Sendable {
         guard capacity > 0 else { return }
         entries.withLock { list in
             guard !list.contains(where: { $0.header == header }) else { return }
-            list.append(Entry(header: header, certificates: certificates))
+            var hash = SHA256()
+            hash.update(data: header)
+            list.append(Entry(header: header, certificates: certificates, headerHash: hash))
             if list.count > capacity { list.removeFirst() }
         }
     }

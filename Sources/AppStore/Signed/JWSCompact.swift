@@ -253,9 +253,16 @@ struct CompactJWS {
             throw SignedDataRejection.malformed("signature is not 64-byte r‖s (\(signature.count) bytes\(der))")
         }
         if known == nil, let headerBytes { memo?.remember(headerBytes, certificates: certificates) }
+        // The signing input is `header.payload`; a remembered header's bytes are hashed already.
+        let digest: SHA256.Digest
+        if var hash = known?.headerHash {
+            hash.update(data: UnsafeRawBufferPointer(segment(dots[0], dots[1])))
+            digest = hash.finalize()
+        } else {
+            digest = SHA256.hash(data: UnsafeRawBufferPointer(segment(0, dots[1])))
+        }
         return CompactJWS(certificates: certificates, payload: payload, signature: signature,
-                          signingDigest: SHA256.hash(data: UnsafeRawBufferPointer(segment(0, dots[1]))),
-                          header: headerBytes, knownChain: known?.chain)
+                          signingDigest: digest, header: headerBytes, knownChain: known?.chain)
     }
 
     /// `{"alg":"ES256","x5c":["…","…","…"]}`; other members are allowed (Apple may add `kid`),
