@@ -82,4 +82,73 @@ struct CopyTextTests {
             #expect(back.value(row, 4) == "t")
         }
     }
+
+    @Test("binary COPY: the same hostile texts, nulls, int4 and booleans come back as Postgres holds them")
+    func binaryFields() throws {
+        let t = try TestDatabase("copybinary")
+        defer { t.drop() }
+        let values = Self.hostile
+        try t.db.execute("CREATE TABLE v (i int, s text)")
+        for (i, value) in values.enumerated() {
+            try t.db.query("INSERT INTO v VALUES (\(i)::int, \(value))")
+        }
+        var rows = 0
+        try t.db.copyOutBinary("SELECT i, s, NULL::text, (i % 2 = 0), -(i % 2) - 2147483647 FROM v ORDER BY i", columns: 5) { row in
+            guard let i = row.int32(0).map(Int.init) else { Issue.record("no row number"); return }
+            #expect(row.count == 5)
+            #expect(row.text(1) == values[i], "row \(i)")
+            #expect(row.text(2) == nil && row.bytes(2) == nil)
+            #expect(row.bool(3) == (i % 2 == 0))
+            #expect(row.int32(4) == Int32(-(i % 2) - 2_147_483_647))
+            #expect(row.int32(1) == nil || values[i]?.utf8.count == 4, "a text is not an int4")
+            rows += 1
+        }
+        #expect(rows == values.count)
+        // A query whose rows do not have the fields asked for is refused, not misread.
+        #expect(throws: CopyBinaryReader.Problem.self) {
+            try t.db.copyOutBinary("SELECT 1::int4, 2::int4", columns: 3) { _ in }
+        }
+    }
+
+    @Test("binary COPY: truncated, overlong, misnumbered and trailing data are named problems")
+    func binaryHostileMessages() throws {
+        let header = CopyBinaryReaderTestBytes.header
+        func row(_ fields: [[UInt8]?]) -> [UInt8] {
+            var out: [UInt8] = [UInt8(fields.count >> 8), UInt8(fields.count & 0xFF)]
+            for f in fields {
+                let n = f.map { Int32($0.count) } ?? -1
+                out += withUnsafeBytes(of: n.bigEndian) { Array($0) } + (f ?? [])
+            }
+            return out
+        }
+        func read(_ messages: [[UInt8]], columns: Int = 2) throws -> [[String?]] {
+            var reader = CopyBinaryReader(columns: columns)
+            var out: [[String?]] = []
+            for m in messages {
+                try m.withUnsafeBufferPointer { b in try reader.read(b) { r in out.append((0..<r.count).map { r.text($0) }) } }
+            }
+            return out
+        }
+        let good = row([Array("a".utf8), nil])
+        #expect(try read([header + good, row([Array("b".utf8), Array("".utf8)]), [0xFF, 0xFF]]) == [["a", nil], ["b", ""]])
+        let bad: [(String, [[UInt8]])] = [
+            ("no signature", [Array("PGCOPY\n".utf8) + good]),
+            ("header cut", [Array(header.prefix(12))]),
+            ("extension past the end", [Array(header.prefix(15)) + [0, 0, 0, 9]]),
+            ("row cut in its count", [header + [0]]),
+            ("row cut in a length", [header + [0, 2, 0, 0]]),
+            ("length past the message", [header + row([Array("abc".utf8), nil]).dropLast(1)]),
+            ("negative length", [header + [0, 2, 0xFF, 0xFF, 0xFF, 0xFE, 0, 0, 0, 0]]),
+            ("three fields where two were asked", [header + row([nil, nil, nil])]),
+            ("data after the trailer", [header + good + [0xFF, 0xFF] + good]),
+        ]
+        for (name, messages) in bad {
+            #expect(throws: CopyBinaryReader.Problem.self, "\(name)") { _ = try read(messages) }
+        }
+    }
+}
+
+/// The 19 bytes before the first row of a binary COPY: the signature, flags 0, no extension.
+enum CopyBinaryReaderTestBytes {
+    static let header: [UInt8] = [80, 71, 67, 79, 80, 89, 10, 255, 13, 10, 0] + [0, 0, 0, 0] + [0, 0, 0, 0]
 }
