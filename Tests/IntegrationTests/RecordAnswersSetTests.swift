@@ -178,6 +178,12 @@ struct RecordAnswersSetTests {
                     if d.next(10) == 0, !stored.isEmpty { record.r = stored.sorted()[d.next(stored.count)] }
                     record.fresh = !stored.contains(record.r) || d.next(2) == 0
                     record.at = 1_795_230_000_000 + Int64(d.next(999))  // milliseconds that must survive the text
+                    // An upload names one transaction: one the job knows (the small pool the
+                    // answers share) or, half the time, one of its own, which is copied in new.
+                    if var tx = record.txs?.first {
+                        if d.next(2) == 0 { tx.tid = "N\(g)-\(k)" }
+                        record.txs = [tx]
+                    }
                 }
                 return record
             }
@@ -197,6 +203,7 @@ struct RecordAnswersSetTests {
             #expect(x.count > 10 && x == y, "\(table): \(x.count) rows copied, \(y.count) staged; first difference: \(difference)")
         }
         #expect(try t.int("SELECT count(*) FROM fa.receipt_state WHERE extract(milliseconds FROM last_attempt_at)::int % 1000 <> 0") > 10)
+        #expect(try t.int("SELECT count(*) FROM fa.apple_transactions WHERE transaction_id LIKE 'N%'") > 10)
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_answers") == 0)
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_transactions") == 0)
     }
