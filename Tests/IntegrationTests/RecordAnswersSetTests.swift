@@ -64,6 +64,15 @@ struct RecordAnswersSetTests {
             """).rows.compactMap { $0[0] }
     }
 
+    /// The four tables the answers fill hold the same rows (more than ten each) in both schemas.
+    static func expectSameRows(_ db: PGConnection, _ a: String, _ b: String, _ howA: String, _ howB: String) throws {
+        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
+            let x = try rows(db, a, table), y = try rows(db, b, table)
+            let difference = zip(x, y).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
+            #expect(x.count > 10 && x == y, "\(table): \(x.count) rows \(howA), \(y.count) \(howB); first difference: \(difference)")
+        }
+    }
+
     @Test("seeded batches with repeated receipts and transactions: the set function leaves the per-answer function's rows")
     func setsEqualEach() throws {
         let t = try TestDatabase("answer_sets")
@@ -87,11 +96,7 @@ struct RecordAnswersSetTests {
             try t.db.query("SELECT rb.record_answers_each(\(json)::jsonb)")
         }
         #expect(repeatedBatches >= 20, "too few batches with a receipt twice: \(repeatedBatches)")
-        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
-            let a = try Self.rows(t.db, "ra", table), b = try Self.rows(t.db, "rb", table)
-            let difference = zip(a, b).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
-            #expect(a.count > 10 && a == b, "\(table): \(a.count) rows as sets, \(b.count) one by one; first difference: \(difference)")
-        }
+        try Self.expectSameRows(t.db, "ra", "rb", "as sets", "one by one")
         // Apple's facts merged over several answers: some transaction learned twice in a batch.
         #expect(try t.int("SELECT count(*) FROM ra.apple_transactions WHERE cancellation_date_ms IS NOT NULL") > 0)
     }
@@ -132,11 +137,7 @@ struct RecordAnswersSetTests {
             try t.db.query("SELECT sb.record_answers_each(\(String(decoding: json, as: UTF8.self))::jsonb)")
         }
         #expect(split >= 20, "too few batches split into groups: \(split)")
-        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
-            let x = try Self.rows(t.db, "sa", table), y = try Self.rows(t.db, "sb", table)
-            let difference = zip(x, y).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
-            #expect(x.count > 10 && x == y, "\(table): \(x.count) rows staged, \(y.count) one by one; first difference: \(difference)")
-        }
+        try Self.expectSameRows(t.db, "sa", "sb", "staged", "one by one")
         #expect(try t.int("SELECT count(*) FROM sa.verify_attempts WHERE problem LIKE 'tab\there%'") > 0)
         // An upload verified offline sent no request: its state is stored, no attempt.
         var offline = try JSONDecoder().decode([AnswerRecord].self, from: try JSONSerialization.data(
@@ -197,11 +198,7 @@ struct RecordAnswersSetTests {
         }
         #expect(paths.filter { $0 == .direct }.count >= 10, "\(paths)")
         #expect(paths.contains(.stagedAfterConflict), "no group met a receipt stored meanwhile")
-        for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
-            let x = try Self.rows(t.db, "fa", table), y = try Self.rows(t.db, "fb", table)
-            let difference = zip(x, y).first { $0 != $1 }.map { "\($0)\n≠ \($1)" } ?? "(counts)"
-            #expect(x.count > 10 && x == y, "\(table): \(x.count) rows copied, \(y.count) staged; first difference: \(difference)")
-        }
+        try Self.expectSameRows(t.db, "fa", "fb", "copied", "staged")
         #expect(try t.int("SELECT count(*) FROM fa.receipt_state WHERE extract(milliseconds FROM last_attempt_at)::int % 1000 <> 0") > 10)
         #expect(try t.int("SELECT count(*) FROM fa.apple_transactions WHERE transaction_id LIKE 'N%'") > 10)
         #expect(try t.int("SELECT count(*) FROM pg_temp.staged_answers") == 0)

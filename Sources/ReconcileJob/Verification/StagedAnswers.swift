@@ -4,7 +4,8 @@ import Reconciliation
 /// How the answer writer stores a group of answer records (migration 12): COPY into two temporary
 /// tables, then one set-based merge per target table (`record_staged_answers()`), in one
 /// transaction. The merge rules are `record_answers`' (migrations 1-11), said over columns; no JSON
-/// is built or parsed (what that cost: docs/benchmarks.md, issue 33).
+/// is built or parsed (what that cost: docs/benchmarks.md, issue 33). Fresh StoreKit 2 uploads
+/// skip the staging for their state and link (migration 17, `record`).
 ///
 /// A group never holds two answers for one receipt, nor two naming one transaction in one
 /// environment (`groups`): each merge then touches every key once, so the group applied as sets
@@ -48,6 +49,9 @@ enum StagedAnswers {
         return out
     }
 
+    /// How a group was stored (for the tests).
+    enum Path: Equatable { case staged, direct, stagedAfterConflict }
+
     /// Stores one group (from `groups`): the merge is one statement, one transaction. The copies
     /// before it need none of their own: the staging tables are the session's, so a kill between
     /// them leaves nothing (the group is lost whole, as a group in flight always was), and a
@@ -58,9 +62,6 @@ enum StagedAnswers {
     /// 17): COPY puts them straight into `receipt_state` and `receipt_transactions`, with no conflict
     /// check, and the group becomes an explicit transaction. Should one have a state row after all
     /// (unique violation), the group is rolled back and stored the staged way, which merges.
-    /// How a group was stored (for the tests).
-    enum Path: Equatable { case staged, direct, stagedAfterConflict }
-
     @discardableResult
     static func record(_ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
                        encoder: inout CopyTextEncoder) throws -> Path {
