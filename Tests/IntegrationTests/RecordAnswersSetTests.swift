@@ -64,6 +64,16 @@ struct RecordAnswersSetTests {
             """).rows.compactMap { $0[0] }
     }
 
+    /// A test database with two migrated job schemas, the session's staging tables made.
+    static func stagingPair(_ name: String, _ a: String, _ b: String) throws -> (TestDatabase, JobSchema, JobSchema) {
+        let t = try TestDatabase(name)
+        let x = try JobSchema(a), y = try JobSchema(b)
+        try Migrations.apply(t.db, schema: x)
+        try Migrations.apply(t.db, schema: y)
+        try StagedAnswers.prepare(t.db, schema: x)
+        return (t, x, y)
+    }
+
     /// The four tables the answers fill hold the same rows (more than ten each) in both schemas.
     static func expectSameRows(_ db: PGConnection, _ a: String, _ b: String, _ howA: String, _ howB: String) throws {
         for table in ["verify_attempts", "receipt_state", "apple_transactions", "receipt_transactions"] {
@@ -103,12 +113,8 @@ struct RecordAnswersSetTests {
 
     @Test("seeded batches staged with COPY (migration 12, the writer's grouping): the per-answer function's rows")
     func stagedEqualsEach() throws {
-        let t = try TestDatabase("answer_staged")
+        let (t, a, _) = try Self.stagingPair("answer_staged", "sa", "sb")
         defer { t.drop() }
-        let a = try JobSchema("sa"), b = try JobSchema("sb")
-        try Migrations.apply(t.db, schema: a)
-        try Migrations.apply(t.db, schema: b)
-        try StagedAnswers.prepare(t.db, schema: a)
         var d = Draw(state: 23)
         var attempts: [String: Int] = [:]
         var encoder = CopyTextEncoder()
@@ -153,12 +159,8 @@ struct RecordAnswersSetTests {
 
     @Test("fresh uploads copied straight into the tables (migration 17) leave the staged rows; one stored already is merged")
     func freshEqualsStaged() throws {
-        let t = try TestDatabase("answer_fresh")
+        let (t, a, b) = try Self.stagingPair("answer_fresh", "fa", "fb")
         defer { t.drop() }
-        let a = try JobSchema("fa"), b = try JobSchema("fb")
-        try Migrations.apply(t.db, schema: a)
-        try Migrations.apply(t.db, schema: b)
-        try StagedAnswers.prepare(t.db, schema: a)
         var d = Draw(state: 41)
         var encoder = CopyTextEncoder()
         var paths: [StagedAnswers.Path] = []
