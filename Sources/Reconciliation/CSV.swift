@@ -50,24 +50,27 @@ public enum CSV {
 /// ISO 8601 UTC times and dates without Foundation (exact, allocation-light, thread-safe).
 public enum UTC {
     /// `2026-11-21T03:08:45Z` (whole seconds; milliseconds are dropped, as the contract's example shows).
-    public static func timestamp(_ ms: EpochMillis) -> String {
-        let seconds = floorDiv(ms, 1000)
-        let days = floorDiv(seconds, 86_400)
-        let secOfDay = seconds - days * 86_400
-        let (y, m, d) = civil(fromDays: days)
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay % 3600 / 60, 2)):\(pad(secOfDay % 60, 2))Z"
-    }
+    public static func timestamp(_ ms: EpochMillis) -> String { iso(ms, millis: false) }
 
     /// `2026-11-21T03:08:45.123Z`: to the millisecond, as `timestamptz` input (COPY into the
-    /// job's tables, StagedAnswers) for the years 1 to 9999.
-    /// Written byte by byte into one string (the answer writer formats one per StoreKit 2 upload).
-    public static func timestampMillis(_ ms: EpochMillis) -> String {
+    /// job's tables, StagedAnswers).
+    public static func timestampMillis(_ ms: EpochMillis) -> String { iso(ms, millis: true) }
+
+    /// Both forms, written byte by byte into one string for the years 0 to 9999 (the answer
+    /// writer formats one per StoreKit 2 upload, the reports one per time cell); other years are
+    /// padded to at least four digits.
+    private static func iso(_ ms: EpochMillis, millis: Bool) -> String {
         let seconds = floorDiv(ms, 1000)
         let days = floorDiv(seconds, 86_400)
         let secOfDay = seconds - days * 86_400
         let (y, m, d) = civil(fromDays: days)
-        guard y >= 0 && y <= 9999 else { return timestamp(ms).dropLast() + "." + pad(ms - seconds * 1000, 3) + "Z" }
-        return String(unsafeUninitializedCapacity: 24) { b in
+        let milli = ms - seconds * 1000
+        guard y >= 0 && y <= 9999 else {
+            let fraction = millis ? "." + pad(milli, 3) : ""
+            return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay % 3600 / 60, 2)):"
+                + "\(pad(secOfDay % 60, 2))\(fraction)Z"
+        }
+        return String(unsafeUninitializedCapacity: millis ? 24 : 20) { b in
             func put(_ value: Int64, _ width: Int, at start: Int) {
                 var v = value
                 for k in stride(from: start + width - 1, through: start, by: -1) {
@@ -77,7 +80,9 @@ public enum UTC {
             }
             put(y, 4, at: 0); b[4] = 45; put(m, 2, at: 5); b[7] = 45; put(d, 2, at: 8); b[10] = 84
             put(secOfDay / 3600, 2, at: 11); b[13] = 58; put(secOfDay % 3600 / 60, 2, at: 14); b[16] = 58
-            put(secOfDay % 60, 2, at: 17); b[19] = 46; put(ms - seconds * 1000, 3, at: 20); b[23] = 90
+            put(secOfDay % 60, 2, at: 17)
+            guard millis else { b[19] = 90; return 20 }
+            b[19] = 46; put(milli, 3, at: 20); b[23] = 90
             return 24
         }
     }

@@ -87,6 +87,7 @@ struct UTCTests {
         }
         #expect(UTC.timestampMillis(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
         #expect(UTC.timestampMillis(253_402_300_800_000) == "10000-01-01T00:00:00.000Z")
+        #expect(UTC.timestamp(253_402_300_800_000) == "10000-01-01T00:00:00Z")
     }
 
     @Test func millisOfACivilTime() {
