@@ -78,7 +78,7 @@ struct CandidateQueryTests {
         #expect(try t.scalar("SELECT (\(SourceRelation.hasDot("x"))) IS NULL FROM (SELECT NULL::text AS x) s") == "t")
     }
 
-    @Test("candidate rows the reader keeps are §2's unresolved receipts, in submitted_at order")
+    @Test("candidate rows the reader keeps are §2's unresolved receipts, in receipt_id order")
     func candidatesEqualSelection() throws {
         let t = try TestDatabase("candidates")
         defer { t.drop() }
@@ -101,7 +101,7 @@ struct CandidateQueryTests {
         let kept = try t.db.query(selection.candidateSQL).rows.filter { ReceiptSelection.kind(ofCandidate: $0[1] ?? "") != nil }
             .map { $0[0] ?? "" }
         let expected = try t.db.query(ReceiptSelection.unresolvedReceiptsSQL(
-            select: "r.receipt_id", settings: settings, eligibleNow: true) + " ORDER BY r.submitted_at, r.receipt_id")
+            select: "r.receipt_id", settings: settings, eligibleNow: true) + " ORDER BY r.receipt_id")
             .rows.map { $0[0] ?? "" }
         #expect(expected.count > 30, "too few receipts to compare: \(expected.count)")
         #expect(expected.contains("hostile-\(Self.hostile.count - 1)") && !expected.contains("hostile-0"))

@@ -60,7 +60,8 @@ struct ReceiptSelection {
     }
 
     /// The receipts this run sends or verifies offline: the unresolved ones whose wait between
-    /// runs has passed, in `submitted_at` order. Sorted on the toast pointers (the sort holds a few
+    /// runs has passed, in `receipt_id` order: their answers reach `receipt_state` and
+    /// `receipt_transactions` in key order (contract §2). Sorted on the toast pointers (the sort holds a few
     /// bytes a row, so the first row goes out soon); each receipt's data leaves TOAST once, as
     /// COPY sends it. The data's form is the reader's to check (`kind(ofCandidate:)`: an app
     /// receipt must be base64, a text with a dot a JWS in form, equal to `is_base64` and `is_jws`);
@@ -78,7 +79,7 @@ struct ReceiptSelection {
             SELECT o.receipt_id::text, o.receipt_data::text, o.attempts::int4, o.failed_runs::int4, o.runs_21002::int4,
                    o.start_environment::text, o.fresh
             FROM (\(sorted)
-                  ORDER BY r.submitted_at, r.receipt_id OFFSET 0) o
+                  ORDER BY r.receipt_id OFFSET 0) o
             """
     }
 
