@@ -74,6 +74,23 @@ struct SignedDataSupportTests {
         }
     }
 
+    @Test("the reader's form check, which skips a header it found in form, answers as isJWS on every text")
+    func formCheckRemembersOnlyWhatItChecked() throws {
+        let jws = try TestPKI.create().signTransaction(SignedTransactionTests.payload())
+        let head = String(jws.prefix { $0 != "." }), rest = String(jws.dropFirst(head.count))
+        let texts = [jws, head + rest.replacingOccurrences(of: "A", with: "+"), head + ".a", head + "..c", head + ".b.c.d",
+                     head, head + ".", head + "!" + rest, String(head.dropLast()) + rest, head + "A" + rest,
+                     "x" + head + rest, head.replacingOccurrences(of: "A", with: "=") + rest, "a.b.c", "a.b c.d", jws,
+                     String(head.dropLast()) + "!" + rest, head + rest]
+        var check = SignedDataVerifier.FormCheck()
+        for order in [Array(texts.indices), texts.indices.reversed(), texts.indices.map { ($0 * 5) % texts.count }] {
+            for i in order {
+                #expect(check.isJWS(texts[i]) == SignedDataVerifier.isJWS(texts[i]), "text \(i)")
+            }
+        }
+        #expect(texts.filter(SignedDataVerifier.isJWS).count == 7)
+    }
+
     @Test func es256SignerMakesAVerifiableJWT() throws {
         let key = P256.Signing.PrivateKey()
         let signer = try ES256Signer(pkcs8PEM: key.pemRepresentation, keyID: "2X9R4HXF34", type: "JWT")

@@ -335,7 +335,10 @@ struct SignedTransactionTests {
                      head + "!" + rest, stranger.signTransaction(Self.payload()),
                      old.signTransaction(Self.payload { $0.signedDate = Self.nowMs - 10 * Self.day }),
                      old.signTransaction(Self.payload { $0.signedDate = Self.nowMs - 60 * Self.day }),
-                     CompactJWSTestText.withHeader(header(alg: "ES384"), of: genuine)]
+                     CompactJWSTestText.withHeader(header(alg: "ES384"), of: genuine),
+                     // A remembered header followed by other shapes: the dots still count.
+                     head, head + ".", head + rest.prefix { $0 != "." || rest.first == $0 }, head + rest + ".x",
+                     head + ".." + rest.split(separator: ".").last!, head + rest.replacingOccurrences(of: "A", with: "*")]
         // More headers than the memo keeps (each a leaf of its own).
         for _ in 0..<10 { texts.append(try pki.reissuingLeaf(now: Self.now, .init()).signTransaction(Self.payload())) }
         let plain = SignedDataVerifier(roots: [pki.root], cacheCapacity: 0)

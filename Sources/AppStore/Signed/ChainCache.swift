@@ -76,13 +76,20 @@ final class ChainCache: Sendable {
 /// Only headers that parsed are remembered; at most `capacity` (the oldest leaves first), so
 /// hostile uploads with ever new headers cost one comparison each and no memory.
 final class HeaderMemo: Sendable {
-    struct Entry: Sendable {
+    /// Immutable, found by reference: the verifier threads share the memo, and handing out a
+    /// reference is one retain where a copy of the entry (and of the list) took several, each on
+    /// a count the other core was changing too. A chain's verdict replaces the entry.
+    final class Entry: Sendable {
         let header: [UInt8]
         let certificates: [[UInt8]]
-        var chain: ChainCacheEntry?
+        let chain: ChainCacheEntry?
         /// SHA-256 fed with the header's bytes and not finalized: the signing input starts with
         /// them, so a JWS with this header hashes only `.payload` (its state is copied on update).
         let headerHash: SHA256
+
+        init(header: [UInt8], certificates: [[UInt8]], chain: ChainCacheEntry?, headerHash: SHA256) {
+            (self.header, self.certificates, self.chain, self.headerHash) = (header, certificates, chain, headerHash)
+        }
     }
 
     let capacity: Int
@@ -90,12 +97,13 @@ final class HeaderMemo: Sendable {
 
     init(capacity: Int = 8) { self.capacity = capacity }
 
-    func find(_ header: UnsafeBufferPointer<UInt8>) -> Entry? {
-        guard capacity > 0 else { return nil }
-        let seen = entries.withLock { $0 }
-        return seen.first { entry in
-            entry.header.count == header.count && entry.header.withUnsafeBufferPointer {
-                memcmp($0.baseAddress!, header.baseAddress!, header.count) == 0
+    /// The entry whose header `jws` starts with, followed by a dot.
+    func find(prefixOf jws: UnsafeBufferPointer<UInt8>) -> Entry? {
+        guard capacity > 0, let base = jws.baseAddress else { return nil }
+        return entries.withLock { seen in
+            seen.first { entry in
+                entry.header.count < jws.count && jws[entry.header.count] == UInt8(ascii: ".")
+                    && entry.header.withUnsafeBufferPointer { memcmp($0.baseAddress!, base, $0.count) == 0 }
             }
         }
     }
@@ -106,14 +114,17 @@ final class HeaderMemo: Sendable {
             guard !list.contains(where: { $0.header == header }) else { return }
             var hash = SHA256()
             hash.update(data: header)
-            list.append(Entry(header: header, certificates: certificates, headerHash: hash))
+            list.append(Entry(header: header, certificates: certificates, chain: nil, headerHash: hash))
             if list.count > capacity { list.removeFirst() }
         }
     }
 
     func remember(_ chain: ChainCacheEntry, forHeader header: [UInt8]) {
         entries.withLock { list in
-            if let i = list.firstIndex(where: { $0.header == header }) { list[i].chain = chain }
+            if let i = list.firstIndex(where: { $0.header == header }) {
+                let e = list[i]
+                list[i] = Entry(header: e.header, certificates: e.certificates, chain: chain, headerHash: e.headerHash)
+            }
         }
     }
 }

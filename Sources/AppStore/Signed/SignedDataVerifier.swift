@@ -39,6 +39,16 @@ public struct SignedDataVerifier: Sendable {
         CompactJWS.looksLikeJWS(text)
     }
 
+    /// `isJWS` over a stream of texts (the night's uploads), remembering the last header found in
+    /// form so that the texts sharing it are not scanned whole again. The same answers as `isJWS`.
+    public struct FormCheck: Sendable {
+        private var knownHeader: [UInt8] = []
+        public init() {}
+        public mutating func isJWS(_ text: String) -> Bool {
+            CompactJWS.looksLikeJWS(text, knownHeader: &knownHeader)
+        }
+    }
+
     /// A signed transaction (JWSTransactionDecodedPayload), verified, with every field read.
     /// `bundleIDs`: the job's `IAP_BUNDLE_IDS`; nil or empty means any bundle (as for verifyReceipt).
     public func verifyTransaction(_ jws: String, bundleIDs: Set<String>?) -> Result<SignedTransaction, SignedDataRejection> {

@@ -91,6 +91,13 @@ struct ReceiptSelection {
     /// others are input errors, listed in `input_errors.csv` and never verified. The dot is found
     /// at memchr's speed; the verifier reads the JWS strictly anyway.
     static func kind(ofCandidate receiptData: String) -> CandidateKind? {
+        var check = SignedDataVerifier.FormCheck()
+        return kind(ofCandidate: receiptData, check: &check)
+    }
+
+    /// `kind(ofCandidate:)` for the reader, which keeps one `check` for all its rows: the uploads'
+    /// shared header is scanned once, not once per upload (the same answers).
+    static func kind(ofCandidate receiptData: String, check: inout SignedDataVerifier.FormCheck) -> CandidateKind? {
         var data = receiptData
         let dotted: Bool? = data.withUTF8 { bytes in
             guard let base = bytes.baseAddress else { return nil }
@@ -99,7 +106,7 @@ struct ReceiptSelection {
         }
         switch dotted {
         case false?: return .appReceipt
-        case true?: return SignedDataVerifier.isJWS(receiptData) ? .signedUpload : nil
+        case true?: return check.isJWS(receiptData) ? .signedUpload : nil
         case nil: return nil
         }
     }
