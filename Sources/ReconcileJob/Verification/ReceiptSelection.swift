@@ -61,9 +61,9 @@ struct ReceiptSelection {
 
     /// The receipts this run sends or verifies offline: the unresolved ones whose wait between
     /// runs has passed, in `receipt_id` order: their answers reach `receipt_state` and
-    /// `receipt_transactions` in key order (contract §2). Sorted on the toast pointers (the sort holds a few
-    /// bytes a row, so the first row goes out soon); each receipt's data leaves TOAST once, as
-    /// COPY sends it. The data's form is the reader's to check (`kind(ofCandidate:)`: an app
+    /// `receipt_transactions` in key order (contract §2). Sorted on the toast pointers (the sort
+    /// holds a few bytes a row, so the first row goes out soon); each receipt's data leaves TOAST
+    /// once, as COPY sends it. The data's form is the reader's to check (`kind(ofCandidate:)`: an app
     /// receipt must be base64, a text with a dot a JWS in form, equal to `is_base64` and `is_jws`);
     /// in SQL the check copied every upload twice more (issue 33). The same rows as
     /// `unresolvedReceiptsSQL` once the reader has dropped the rest (a test compares them).
