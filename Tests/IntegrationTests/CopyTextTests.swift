@@ -14,15 +14,21 @@ struct CopyTextTests {
         String(repeating: "x\\", count: 10_000), "=1+2", "é", "e\u{301}",
     ]
 
+    /// Table `v (i, s)`: row `i` holds `hostile[i]`, inserted with bound values (not COPY, which
+    /// is what the tests read back). Returns the values.
+    static func hostileTable(_ db: PGConnection) throws -> [String?] {
+        try db.execute("CREATE TABLE v (i int, s text)")
+        for (i, value) in hostile.enumerated() {
+            try db.query("INSERT INTO v VALUES (\(i)::int, \(value))")
+        }
+        return hostile
+    }
+
     @Test("escapes, nulls, empty text, a literal \\N, tabs, newlines, backslashes and non-ASCII come back as Postgres holds them")
     func hostileFields() throws {
         let t = try TestDatabase("copytext")
         defer { t.drop() }
-        let values = Self.hostile
-        try t.db.execute("CREATE TABLE v (i int, s text)")
-        for (i, value) in values.enumerated() {
-            try t.db.query("INSERT INTO v VALUES (\(i)::int, \(value))")
-        }
+        let values = try Self.hostileTable(t.db)
         let query: SQL = "SELECT i, s, s, NULL::text, '' FROM v ORDER BY i"
         let expected = try t.db.query(query)
         var lines = 0
@@ -87,11 +93,7 @@ struct CopyTextTests {
     func binaryFields() throws {
         let t = try TestDatabase("copybinary")
         defer { t.drop() }
-        let values = Self.hostile
-        try t.db.execute("CREATE TABLE v (i int, s text)")
-        for (i, value) in values.enumerated() {
-            try t.db.query("INSERT INTO v VALUES (\(i)::int, \(value))")
-        }
+        let values = try Self.hostileTable(t.db)
         var rows = 0
         try t.db.copyOutBinary("SELECT i, s, NULL::text, (i % 2 = 0), -(i % 2) - 2147483647 FROM v ORDER BY i", columns: 5) { row in
             guard let i = row.int32(0).map(Int.init) else { Issue.record("no row number"); return }
