@@ -36,18 +36,19 @@ final class AnswerWriter: Sendable {
                 var encoder = CopyTextEncoder()
                 var stagedSinceVacuum = 0
                 while true {
-                    var batch = queue.popAll(timeoutMs: 200)
-                    if batch.isEmpty {
+                    let waiting = queue.waitForItems(timeoutMs: 200)
+                    if waiting == 0 {
                         if queue.isClosedAndEmpty { break }
                         continue
                     }
                     // At the App Store's pace answers come a few at a time: a short wait gathers a
                     // group's worth of round trips into one (each answer is still stored within
-                    // about `linger` of its arrival).
-                    if batch.count < Self.groupSize && !queue.isClosedAndEmpty {
+                    // about `linger` of its arrival). Then all of them at once: the queue hands its
+                    // storage over, no record is copied.
+                    if waiting < Self.groupSize && !queue.isClosedAndEmpty {
                         usleep(Self.lingerMs * 1000)
-                        batch += queue.popAll(timeoutMs: 0)
                     }
+                    let batch = queue.popAll(timeoutMs: 0)
                     for group in StagedAnswers.groups(batch, size: Self.groupSize) {
                         try StagedAnswers.record(group, db: db, schema: settings.jobSchema, encoder: &encoder)
                         stagedSinceVacuum += group.count

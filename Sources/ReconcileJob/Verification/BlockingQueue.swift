@@ -1,4 +1,3 @@
-import DequeModule
 import Foundation
 
 /// A bounded FIFO handing work between threads; `push` waits while full, `pop` while empty.
@@ -9,8 +8,15 @@ import Foundation
 /// Wake-ups are what cost here, not the lock: a thread is woken only when it waits, and a
 /// producer waiting on a full queue only once the queue has drained to half its capacity (it then
 /// refills half a queue in one go instead of waking for every item taken).
+///
+/// Batches move, they are not copied: a batch pushed into an empty queue becomes its storage, and
+/// `popAll` hands the storage over whole. (The answer records are large structs with a dozen
+/// strings: each copy retained and released every one of them, twice per record on its way to the
+/// writer; issue 33.) The storage is an array read from `head`, compacted once half of it is read.
 final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
-    private var items = Deque<Element>()
+    private var items: [Element] = []
+    /// The first unread item of `items`.
+    private var head = 0
     private let capacity: Int
     private let condition = NSCondition()
     private var closed = false
@@ -31,6 +37,9 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return true
     }
 
+    /// Items waiting (holds the lock).
+    private var count: Int { items.count - head }
+
     /// Pushes `batch` in order with one wake-up of the consumer; waits while the queue is full,
     /// and may then exceed the capacity by less than the batch. False when the queue was closed.
     @discardableResult
@@ -39,7 +48,12 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard waitForRoom() else { return false }
-        items.append(contentsOf: batch)
+        if count == 0 {
+            items = batch
+            head = 0
+        } else {
+            items.append(contentsOf: batch)
+        }
         wakeConsumers()
         return true
     }
@@ -48,7 +62,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     func pop(timeoutMs: Int) -> Element? {
         condition.lock()
         defer { condition.unlock() }
-        waitForItems(timeoutMs: timeoutMs)
+        awaitItems(timeoutMs: timeoutMs)
         return takeLocked()
     }
 
@@ -56,10 +70,10 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     func pop(max: Int, timeoutMs: Int) -> [Element] {
         condition.lock()
         defer { condition.unlock() }
-        waitForItems(timeoutMs: timeoutMs)
-        let n = min(max, items.count)
-        let out = Array(items.prefix(n))
-        items.removeFirst(n)
+        awaitItems(timeoutMs: timeoutMs)
+        let n = min(max, count)
+        let out = Array(items[head..<(head + n)])
+        advance(n)
         if n > 0 { wakeProducers() }
         return out
     }
@@ -68,11 +82,26 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     func popAll(timeoutMs: Int) -> [Element] {
         condition.lock()
         defer { condition.unlock() }
-        waitForItems(timeoutMs: timeoutMs)
-        let out = Array(items)
-        items.removeAll(keepingCapacity: true)
+        awaitItems(timeoutMs: timeoutMs)
+        var out: [Element] = []
+        if head == 0 {
+            swap(&out, &items)
+        } else {
+            out = Array(items[head...])
+            items = []
+            head = 0
+        }
         wakeProducers()
         return out
+    }
+
+    /// Waits up to `timeoutMs` for an item, takes none: how many are queued (0 on timeout, or
+    /// when closed and drained).
+    func waitForItems(timeoutMs: Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        awaitItems(timeoutMs: timeoutMs)
+        return count
     }
 
     func tryPop() -> Element? {
@@ -83,7 +112,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Holds the lock. False when the queue is closed.
     private func waitForRoom() -> Bool {
-        while items.count >= capacity && !closed {
+        while count >= capacity && !closed {
             waitingProducers += 1
             condition.wait()
             waitingProducers -= 1
@@ -91,9 +120,9 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return !closed
     }
 
-    private func waitForItems(timeoutMs: Int) {
+    private func awaitItems(timeoutMs: Int) {
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
-        while items.isEmpty && !closed {
+        while count == 0 && !closed {
             waitingConsumers += 1
             let signalled = condition.wait(until: deadline)
             waitingConsumers -= 1
@@ -102,9 +131,24 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     private func takeLocked() -> Element? {
-        guard let item = items.popFirst() else { return nil }
+        guard count > 0 else { return nil }
+        let item = items[head]
+        advance(1)
         wakeProducers()
         return item
+    }
+
+    /// `n` items read: released once half the storage is read (or all of it), so reading stays
+    /// O(1) an item and the storage does not grow with what passed through.
+    private func advance(_ n: Int) {
+        head += n
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
     }
 
     private func wakeConsumers() {
@@ -112,7 +156,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     private func wakeProducers() {
-        if waitingProducers > 0 && items.count <= capacity / 2 { condition.broadcast() }
+        if waitingProducers > 0 && count <= capacity / 2 { condition.broadcast() }
     }
 
     /// No more items will come (producer side) or none are wanted (consumer side).
@@ -126,6 +170,6 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     var isClosedAndEmpty: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return closed && items.isEmpty
+        return closed && count == 0
     }
 }

@@ -78,7 +78,9 @@ public final class VerifyStage {
         // StoreKit 2 uploads need no request: the reader hands them to a verifier on each core
         // (the signature check is the stage's CPU), which takes them a few at a time and hands
         // their records to the writer together.
-        let uploads = BlockingQueue<VerifyJob>(capacity: 4096)
+        // 1,024 uploads (about 4 MB) keep both verifiers fed between the reader's turns; a deeper
+        // queue only faulted in more fresh memory for the uploads' bytes (4,096: 13 MB more RSS).
+        let uploads = BlockingQueue<VerifyJob>(capacity: 1024)
         let verifiers = DispatchGroup()
         for _ in 0..<max(1, ProcessInfo.processInfo.activeProcessorCount) {
             verifiers.enter()
