@@ -165,6 +165,52 @@ public final class PGConnection {
         if let firstError { throw firstError }
     }
 
+    /// Runs `script`, statements without parameters in one text (simple query protocol), some of
+    /// them `COPY … FROM STDIN` in text format: the n-th COPY reads `copyData[n]`, already escaped
+    /// (`CopyTextEncoder`). The statements are one implicit transaction unless the script says
+    /// otherwise: on the first error the server skips the rest and rolls back, and that error is
+    /// thrown once every result is read. One round trip for the script and one more per COPY (the
+    /// server asks for each COPY's data), where a statement at a time takes one per statement and
+    /// two per COPY. A script whose COPYs do not match `copyData` in number is an error of the
+    /// caller's: its extra COPY is aborted, and the script with it.
+    public func execute(script: SQL, copyData: [ArraySlice<UInt8>]) throws {
+        let c = try handle()
+        try Self.refuseValues(script, "a script with COPY FROM STDIN")
+        guard PQsendQuery(c, script.text) == 1 else { throw connectionOrQueryError(c) }
+        var next = 0
+        var firstError: PGError?
+        while let r = PQgetResult(c) {
+            let status = PQresultStatus(r)
+            if status == PGRES_COPY_IN {
+                PQclear(r)
+                guard firstError == nil, next < copyData.count else {
+                    firstError = firstError ?? PGError(kind: .copy, message: "the script has more COPY FROM STDIN "
+                        + "statements than data (\(copyData.count)): nothing of it was stored")
+                    _ = PQputCopyEnd(c, "no data for this COPY")
+                    continue
+                }
+                let sent = copyData[next].isEmpty ? 1 : copyData[next].withUnsafeBufferPointer { p in
+                    p.withMemoryRebound(to: CChar.self) { PQputCopyData(c, $0.baseAddress, Int32($0.count)) }
+                }
+                next += 1
+                if sent != 1 || PQputCopyEnd(c, nil) != 1 {
+                    firstError = connectionOrQueryError(c)
+                    _ = PQputCopyEnd(c, "aborted by the client")
+                }
+                continue
+            }
+            if firstError == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK, status != PGRES_EMPTY_QUERY {
+                firstError = PGConnection.error(from: r, connection: c, kind: .copy)
+            }
+            PQclear(r)
+        }
+        if let firstError { throw firstError }
+        guard next == copyData.count else {
+            throw PGError(kind: .copy, message: "the script has \(next) COPY FROM STDIN statements for "
+                + "\(copyData.count) data: the rest was not stored")
+        }
+    }
+
     /// `COPY … TO STDOUT` in text format: `onRow` gets each line (without its newline) as bytes
     /// valid only during the call. Streams: memory does not grow with the number of rows.
     /// COPY cannot bind: an `sql` that binds values is refused (thrown, nothing sent); a value in

@@ -89,6 +89,63 @@ struct CopyTextTests {
         }
     }
 
+    @Test("a script of COPYs and statements: each COPY reads its own data, in order, hostile values unchanged, one transaction")
+    func scriptOfCopies() throws {
+        let t = try TestDatabase("copyscript")
+        defer { t.drop() }
+        try t.db.execute("CREATE TABLE a (i int, s text); CREATE TABLE b (i int, s text); CREATE TABLE done (n int)")
+        var e = CopyTextEncoder()
+        for (i, value) in Self.hostile.enumerated() { e.field(i); e.field(value); e.endRow() }
+        let firstEnd = e.bytes.count
+        e.field(7); e.field("b's only row"); e.endRow()
+        try t.db.execute(script: """
+            COPY a FROM STDIN; COPY b FROM STDIN; COPY b FROM STDIN;
+            INSERT INTO done SELECT count(*) FROM a
+            """, copyData: [e.bytes[..<firstEnd], e.bytes[firstEnd...], []])
+        let back = try t.db.query("SELECT i, s FROM a ORDER BY i")
+        #expect(back.rowCount == Self.hostile.count)
+        for row in 0..<back.rowCount {
+            let i = try #require(back.value(row, 0).flatMap { Int($0) })
+            #expect(back.value(row, 1).map { Array($0.utf8) } == Self.hostile[i].map { Array($0.utf8) }, "row \(i)")
+        }
+        #expect(try t.db.query("SELECT i, s FROM b").rows == [["7", "b's only row"]])
+        // The INSERT ran after the first COPY, in the same script.
+        #expect(try t.scalar("SELECT n FROM done") == String(Self.hostile.count))
+    }
+
+    @Test("a script that fails leaves nothing: a bad row in its second COPY, more COPYs than data, fewer")
+    func scriptFailsWhole() throws {
+        let t = try TestDatabase("copyscriptfail")
+        defer { t.drop() }
+        try t.db.execute("CREATE TABLE a (i int, s text); CREATE TABLE b (i int)")
+        let good = Array("1\tone\n2\ttwo\n".utf8)
+        let bad = Array("3\nthree\n".utf8)
+        // The second COPY's row is not an integer: the server's error, and the first COPY undone.
+        let error = #expect(throws: PGError.self) {
+            try t.db.execute(script: "COPY a FROM STDIN; COPY b FROM STDIN", copyData: [good[...], bad[...]])
+        }
+        #expect(error?.sqlState == "22P02")
+        #expect(error?.message.contains("three") == true)
+        #expect(try t.scalar("SELECT count(*) FROM a") == "0")
+        // A COPY with no data given is aborted, and the script with it.
+        #expect(throws: PGError.self) {
+            try t.db.execute(script: "COPY a FROM STDIN; COPY b FROM STDIN", copyData: [good[...]])
+        }
+        #expect(try t.scalar("SELECT count(*) FROM a") == "0")
+        // Data for a COPY the script does not have: said, not ignored.
+        #expect(throws: PGError.self) {
+            try t.db.execute(script: "COPY a FROM STDIN", copyData: [good[...], good[...]])
+        }
+        // The connection is usable after each failure, and a script with values is refused unsent.
+        try t.db.execute(script: "COPY a FROM STDIN", copyData: [good[...]])
+        #expect(try t.scalar("SELECT count(*) FROM a") == "4")
+        let refused = #expect(throws: PGError.self) {
+            try t.db.execute(script: "COPY a FROM STDIN; SELECT \(1)", copyData: [good[...]])
+        }
+        #expect(refused?.message.contains("cannot bind") == true)
+        #expect(try t.scalar("SELECT count(*) FROM a") == "4")
+    }
+
     @Test("binary COPY: the same hostile texts, nulls, int4 and booleans come back as Postgres holds them")
     func binaryFields() throws {
         let t = try TestDatabase("copybinary")

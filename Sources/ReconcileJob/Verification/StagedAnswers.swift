@@ -3,7 +3,7 @@ import Reconciliation
 
 /// How the answer writer stores a group of answer records (migration 12): COPY into two temporary
 /// tables, then one set-based merge per target table (`record_staged_answers()`), in one
-/// transaction. The merge rules are `record_answers`' (migrations 1-11), said over columns; no JSON
+/// transaction and one script. The merge rules are `record_answers`' (migrations 1-11), said over columns; no JSON
 /// is built or parsed (what that cost: docs/benchmarks.md, issue 33). Fresh StoreKit 2 uploads
 /// skip the staging for their state and link (migration 17, `record`).
 ///
@@ -52,16 +52,16 @@ enum StagedAnswers {
     /// How a group was stored (for the tests).
     enum Path: Equatable { case staged, direct, stagedAfterConflict }
 
-    /// Stores one group (from `groups`): the merge is one statement, one transaction. The copies
-    /// before it need none of their own: the staging tables are the session's, so a kill between
-    /// them leaves nothing (the group is lost whole, as a group in flight always was), and a
-    /// failed copy or merge stops the writer. Three round trips a group, not five.
+    /// Stores one group (from `groups`) with one script: its COPYs and the merge, one implicit
+    /// transaction, so a kill or an error leaves nothing of the group (the group is lost whole, as a
+    /// group in flight always was) and the staging tables empty. One round trip for the script and
+    /// one per COPY (`PGConnection.execute(script:copyData:)`; a statement at a time took nine).
     ///
     /// Fresh uploads (`AnswerRecord.fresh`: verified offline, no state row when read; nearly every
     /// StoreKit 2 upload of a night) skip the staging for their state and their link (migration
     /// 17): COPY puts them straight into `receipt_state` and `receipt_transactions`, with no conflict
-    /// check, and the group becomes an explicit transaction. Should one have a state row after all
-    /// (unique violation), the group is rolled back and stored the staged way, which merges.
+    /// check. Should one have a state row after all (unique violation), the script has rolled back
+    /// and the group is stored the staged way, which merges.
     @discardableResult
     static func record(_ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
                        encoder: inout CopyTextEncoder) throws -> Path {
@@ -69,18 +69,12 @@ enum StagedAnswers {
             try staged(group, direct: false, db: db, schema: schema, encoder: &encoder)
             return .staged
         }
-        try db.execute("BEGIN")
         do {
             try staged(group, direct: true, db: db, schema: schema, encoder: &encoder)
-            try db.execute("COMMIT")
             return .direct
         } catch let error as PGError where error.sqlState == "23505" {
-            try db.execute("ROLLBACK")
             try staged(group, direct: false, db: db, schema: schema, encoder: &encoder)
             return .stagedAfterConflict
-        } catch {
-            try? db.execute("ROLLBACK")
-            throw error
         }
     }
 
@@ -90,41 +84,47 @@ enum StagedAnswers {
         a.fresh && !a.asked && a.state && a.at > 0 && a.at < 253_402_300_800_000 && a.next == nil
     }
 
+    /// The group's script: each COPY's rows one after the other in `encoder` (a COPY with no rows
+    /// is left out), then the merge. The records are read in place, never copied (each copy of a
+    /// record retained and released its dozen strings).
     private static func staged(_ group: ArraySlice<AnswerRecord>, direct: Bool, db: PGConnection, schema: JobSchema,
                                encoder: inout CopyTextEncoder) throws {
-        // Which records are copied straight in, decided once; the loops below read the records in
-        // place (no copy of a record per pass).
-        let copied = group.indices.map { direct && isDirect(group[$0]) }
-        let first = group.startIndex
-        if direct {
-            encoder.removeAll()
-            for i in group.indices where copied[i - first] { encodeState(group[i], into: &encoder) }
-            try db.copyIn("COPY \(schema.sql).receipt_state (\(stateColumns)) FROM STDIN") { try $0.write(encoder.bytes) }
-            encoder.removeAll()
-            for i in group.indices where copied[i - first] {
-                for t in group[i].txs ?? [] {
-                    encoder.field(group[i].r); encoder.field(t.tid); encoder.field(group[i].env); encoder.endRow()
-                }
-            }
-            if !encoder.bytes.isEmpty {
-                try db.copyIn("COPY \(schema.sql).receipt_transactions (receipt_id, transaction_id, environment) FROM STDIN") {
-                    try $0.write(encoder.bytes)
-                }
-            }
-        }
         encoder.removeAll()
-        for i in group.indices where !copied[i - first] { encode(group[i], into: &encoder) }
-        if !encoder.bytes.isEmpty {
-            try db.copyIn("COPY pg_temp.staged_answers FROM STDIN") { try $0.write(encoder.bytes) }
+        var script: SQL = ""
+        var ends: [Int] = []
+        func copy(_ statement: SQL) {
+            guard encoder.bytes.count > (ends.last ?? 0) else { return }
+            script = "\(script)\(statement);\n"
+            ends.append(encoder.bytes.count)
         }
-        encoder.removeAll()
-        for i in group.indices {
-            for t in group[i].txs ?? [] { encode(t, of: group[i], linked: copied[i - first], into: &encoder) }
+        group.withUnsafeBufferPointer { records in
+            // Which records are copied straight in, decided once.
+            let copied = records.indices.map { direct && isDirect(records[$0]) }
+            if direct {
+                for i in records.indices where copied[i] { encodeState(records[i], into: &encoder) }
+                copy("COPY \(schema.sql).receipt_state (\(stateColumns)) FROM STDIN")
+                for i in records.indices where copied[i] {
+                    for t in records[i].txs ?? [] {
+                        encoder.field(records[i].r); encoder.field(t.tid); encoder.field(records[i].env); encoder.endRow()
+                    }
+                }
+                copy("COPY \(schema.sql).receipt_transactions (receipt_id, transaction_id, environment) FROM STDIN")
+            }
+            for i in records.indices where !copied[i] { encode(records[i], into: &encoder) }
+            copy("COPY pg_temp.staged_answers FROM STDIN")
+            for i in records.indices {
+                guard let txs = records[i].txs else { continue }
+                for t in txs { encode(t, of: records[i], linked: copied[i], into: &encoder) }
+            }
+            copy(AppleTransactionColumns.stagedCopy)
         }
-        if !encoder.bytes.isEmpty {
-            try db.copyIn(AppleTransactionColumns.stagedCopy) { try $0.write(encoder.bytes) }
+        script = "\(script)SELECT \(schema.sql).record_staged_answers()"
+        var start = 0
+        let data = ends.map { end in
+            defer { start = end }
+            return encoder.bytes[start..<end]
         }
-        try db.execute("SELECT \(schema.sql).record_staged_answers()")
+        try db.execute(script: script, copyData: data)
     }
 
     /// `receipt_state`'s columns as `record_staged_answers` inserts a new row (`encodeState`).
