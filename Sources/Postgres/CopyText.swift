@@ -83,7 +83,13 @@ public struct CopyTextEncoder {
     /// `text` as a COPY text field: a field without a byte to escape (nearly all) is copied whole,
     /// the rest byte by byte (backslash, tab, newline, carriage return).
     static func appendEscaped(_ text: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
-        guard text.contains(where: { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 }) else {
+        // Or-ed over a table, no branch per byte (the writer escapes every field it sends).
+        let plain = escapeClass.withUnsafeBufferPointer { table in
+            var escape: UInt8 = 0
+            for byte in text { escape |= table[Int(byte)] }
+            return escape == 0
+        }
+        guard !plain else {
             out.append(contentsOf: text)
             return
         }
@@ -97,6 +103,9 @@ public struct CopyTextEncoder {
             }
         }
     }
+
+    /// 1 for the bytes COPY's text format escapes (backslash, tab, newline, carriage return).
+    private static let escapeClass: [UInt8] = (0..<256).map { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 ? 1 : 0 }
 
     /// Integers are written digit by digit into the buffer: no String per field (the generic
     /// version, not specialized across the module, made one and looked up its metadata).

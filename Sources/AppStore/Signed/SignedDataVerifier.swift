@@ -55,8 +55,12 @@ public struct SignedDataVerifier: Sendable {
         let result = verify(jws) { doc, signedDate in
             try TransactionPayloadReader(doc: doc).read(signedDate: signedDate)
         }
-        guard case .success(let verified) = result else { return result.map { $0.value } }
-        let transaction = verified.value
+        // Moved out of the result, not copied (a transaction holds a dozen strings).
+        let transaction: SignedTransaction
+        switch consume result {
+        case .success(let verified): transaction = verified.value
+        case .failure(let rejection): return .failure(rejection)
+        }
         if let bundleIDs, !bundleIDs.isEmpty {
             let bundle = transaction.transaction.bundleID ?? ""
             guard bundleIDs.contains(bundle) else {

@@ -65,7 +65,8 @@ enum StagedAnswers {
     @discardableResult
     static func record(_ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
                        encoder: inout CopyTextEncoder) throws -> Path {
-        guard group.contains(where: isDirect) else {
+        let anyDirect = group.withUnsafeBufferPointer { records in records.indices.contains { isDirect(records[$0]) } }
+        guard anyDirect else {
             try staged(group, direct: false, db: db, schema: schema, encoder: &encoder)
             return .staged
         }
@@ -104,8 +105,9 @@ enum StagedAnswers {
                 for i in records.indices where copied[i] { encodeState(records[i], into: &encoder) }
                 copy("COPY \(schema.sql).receipt_state (\(stateColumns)) FROM STDIN")
                 for i in records.indices where copied[i] {
-                    for t in records[i].txs ?? [] {
-                        encoder.field(records[i].r); encoder.field(t.tid); encoder.field(records[i].env); encoder.endRow()
+                    guard let txs = records[i].txs else { continue }
+                    for j in txs.indices {
+                        encoder.field(records[i].r); encoder.field(txs[j].tid); encoder.field(records[i].env); encoder.endRow()
                     }
                 }
                 copy("COPY \(schema.sql).receipt_transactions (receipt_id, transaction_id, environment) FROM STDIN")
@@ -114,7 +116,7 @@ enum StagedAnswers {
             copy("COPY pg_temp.staged_answers FROM STDIN")
             for i in records.indices {
                 guard let txs = records[i].txs else { continue }
-                for t in txs { encode(t, of: records[i], linked: copied[i], into: &encoder) }
+                for j in txs.indices { encode(txs[j], of: records[i], linked: copied[i], into: &encoder) }
             }
             copy(AppleTransactionColumns.stagedCopy)
         }
