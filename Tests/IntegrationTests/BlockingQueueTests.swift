@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import ReconcileJob
 
-/// The queue between the reader, the verifiers and the answer writer (issue 33): batches move
-/// through it whole, single items and batches mix, and nothing is lost, doubled or reordered.
+/// The queue between the reader, the verifiers and the answer writer (issue 33), and between the
+/// night's stages: single items and batches mix, and nothing is lost, doubled or reordered.
 struct BlockingQueueTests {
     @Test("single items and batches, popped one, a few and all at a time: the order they were pushed in")
     func order() {
@@ -11,7 +11,6 @@ struct BlockingQueueTests {
         var pushed: [Int] = [], popped: [Int] = []
         var next = 0
         func batch(_ n: Int) -> [Int] { defer { next += n }; return Array(next..<(next + n)) }
-        // Past the compaction point (64 read and half the storage) several times over.
         for round in 0..<50 {
             let b = batch(round % 7 * 31)
             pushed += b
@@ -29,6 +28,26 @@ struct BlockingQueueTests {
         #expect(popped == pushed)
         #expect(q.waitForItems(timeoutMs: 0) == 0)
         #expect(q.popAll(timeoutMs: 0).isEmpty)
+    }
+
+    @Test("an item taken is released at once: the queue keeps nothing it handed out (the night's batches are megabytes)")
+    func releasesWhatItHandsOut() {
+        let q = BlockingQueue<Box>(capacity: 8)
+        weak var one: Box?, few: Box?, all: Box?
+        do {
+            let a = Box(), b = Box(), c = Box()
+            (one, few, all) = (a, b, c)
+            q.push(a)
+            q.push(contentsOf: [b, Box()])
+            q.push(c)
+        }
+        _ = q.pop(timeoutMs: 0)
+        #expect(one == nil)
+        _ = q.pop(max: 2, timeoutMs: 0)
+        #expect(few == nil)
+        #expect(all != nil, "still queued")
+        _ = q.popAll(timeoutMs: 0)
+        #expect(all == nil)
     }
 
     @Test("four producers, two consumers, a small capacity: every item arrives once, each producer's in its order")
@@ -85,6 +104,8 @@ struct BlockingQueueTests {
         }
     }
 }
+
+private final class Box: Sendable {}
 
 /// What each consumer took, in its order.
 private final class Taken: @unchecked Sendable {

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 
 /// A bounded FIFO handing work between threads; `push` waits while full, `pop` while empty.
@@ -7,16 +8,10 @@ import Foundation
 ///
 /// Wake-ups are what cost here, not the lock: a thread is woken only when it waits, and a
 /// producer waiting on a full queue only once the queue has drained to half its capacity (it then
-/// refills half a queue in one go instead of waking for every item taken).
-///
-/// Batches move, they are not copied: a batch pushed into an empty queue becomes its storage, and
-/// `popAll` hands the storage over whole. (The answer records are large structs with a dozen
-/// strings: each copy retained and released every one of them, twice per record on its way to the
-/// writer; issue 33.) The storage is an array read from `head`, compacted once half of it is read.
+/// refills half a queue in one go instead of waking for every item taken). An item taken is
+/// released at once (the night's queues carry batches of families of megabytes).
 final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
-    private var items: [Element] = []
-    /// The first unread item of `items`.
-    private var head = 0
+    private var items = Deque<Element>()
     private let capacity: Int
     private let condition = NSCondition()
     private var closed = false
@@ -38,7 +33,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Items waiting (holds the lock).
-    private var count: Int { items.count - head }
+    private var count: Int { items.count }
 
     /// Pushes `batch` in order with one wake-up of the consumer; waits while the queue is full,
     /// and may then exceed the capacity by less than the batch. False when the queue was closed.
@@ -48,12 +43,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard waitForRoom() else { return false }
-        if count == 0 {
-            items = batch
-            head = 0
-        } else {
-            items.append(contentsOf: batch)
-        }
+        items.append(contentsOf: batch)
         wakeConsumers()
         return true
     }
@@ -72,8 +62,8 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         defer { condition.unlock() }
         awaitItems(timeoutMs: timeoutMs)
         let n = min(max, count)
-        let out = Array(items[head..<(head + n)])
-        advance(n)
+        let out = Array(items.prefix(n))
+        items.removeFirst(n)
         if n > 0 { wakeProducers() }
         return out
     }
@@ -83,14 +73,8 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         awaitItems(timeoutMs: timeoutMs)
-        var out: [Element] = []
-        if head == 0 {
-            swap(&out, &items)
-        } else {
-            out = Array(items[head...])
-            items = []
-            head = 0
-        }
+        let out = Array(items)
+        items.removeAll(keepingCapacity: true)
         wakeProducers()
         return out
     }
@@ -131,24 +115,9 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     private func takeLocked() -> Element? {
-        guard count > 0 else { return nil }
-        let item = items[head]
-        advance(1)
+        guard let item = items.popFirst() else { return nil }
         wakeProducers()
         return item
-    }
-
-    /// `n` items read: released once half the storage is read (or all of it), so reading stays
-    /// O(1) an item and the storage does not grow with what passed through.
-    private func advance(_ n: Int) {
-        head += n
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 64 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
     }
 
     private func wakeConsumers() {
