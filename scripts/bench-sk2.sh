@@ -5,9 +5,10 @@
 # (`iap-sim seed --storekit2-share 1`), all of them unresolved; the few app receipts the
 # generator still makes are verified in a first run, not measured.
 # Prints, for the verify command as a whole: signed uploads per second and their ratio to the
-# floor (swift-crypto's P-256 verification rate on every core over the uploads' signing-input
-# size, `iap-sim es256-floor`, with
-# `openssl speed -multi` beside it for reference), the job's CPU per 1,000 uploads beside the
+# floor (swift-crypto's P-256 verification rate on every core, 1,024 distinct signatures by one key
+# over the uploads' signing-input size checked in turn, `iap-sim es256-floor`; one signature again
+# and again, the yardstick before the twenty-fourth session, and `openssl speed -multi` beside it
+# for reference), the job's CPU per 1,000 uploads beside the
 # floor's own, Postgres's CPU per 1,000 (its backends, reaped by the postmaster: the
 # postmaster's cutime + cstime before and after), and peak RSS. The verdicts are then checked:
 # a night on the verified data must write the generator's expected reports (genuine, tampered,
@@ -58,6 +59,9 @@ signing=$(psql -AtX -c "SELECT round(avg(length(receipt_data) - length(split_par
 
 openssl speed -seconds 3 -multi "$(nproc)" ecdsap256 2>/dev/null | awk '/256 bits ecdsa/ {print $(NF)}' | tail -1 > "$work/openssl.txt" || true
 echo "== openssl speed -multi $(nproc) ecdsap256 (for reference): $(cat "$work/openssl.txt") verify/s"
+# For comparison only: one signature checked again and again, which the branch predictor learns.
+"$bin/iap-sim" es256-floor --seconds 3 --message-bytes "$signing" --signatures 1 > "$work/one-signature.txt"
+echo "== one signature again and again (for comparison): $(cat "$work/one-signature.txt")"
 
 # Postgres's CPU: its backends' time, added to the postmaster's cutime and cstime as it reaps
 # them (the job's sessions end with the command).
@@ -89,17 +93,18 @@ for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattribut
   cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFER from the generator's truth: $f"
 done
 
-python3 - "$signed" "$(getconf CLK_TCK)" "$(nproc)" "$work/rounds.txt" "$(cat "$work/openssl.txt")" <<'PY' | tee "$work/result.txt"
+python3 - "$signed" "$(getconf CLK_TCK)" "$(nproc)" "$work/rounds.txt" "$(cat "$work/openssl.txt")" "$(cat "$work/one-signature.txt")" <<'PY' | tee "$work/result.txt"
 import sys, statistics
 signed, tck, cores = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 openssl = sys.argv[5].strip()
+one = sys.argv[6].split()  # es256 verifications/s R cpu_per_1000 C threads T signatures 1
 rounds = []
 for line in open(sys.argv[4]):
     f = line.split()
     # verified, wall, user, sys, rss, postgres ticks, then the two floors, each
-    # "es256 verifications/s R cpu_per_1000 C threads T"
+    # "es256 verifications/s R cpu_per_1000 C threads T signatures N"
     verified, wall, user, sys_, rss, pg = int(f[0]), float(f[1]), float(f[2]), float(f[3]), int(f[4]), int(f[5]) / tck
-    before, after = f[6:13], f[13:20]
+    before, after = f[6:15], f[15:24]
     floor = (float(before[2]) + float(after[2])) / 2
     floor_cpu = (float(before[4]) + float(after[4])) / 2
     rate = verified / wall
@@ -110,8 +115,11 @@ med = lambda k: statistics.median(r[k] for r in rounds)
 each = lambda k, fmt: ", ".join(fmt.format(r[k]) for r in rounds)
 verified = ", ".join(format(r["verified"], ",") for r in rounds)
 print(f"signed uploads           {signed:,} ({verified} verified per round, each definitive)")
-print(f"ES256 floor              {med('floor'):,.0f} verifications/s (median of the rounds' means; swift-crypto, {cores} threads; "
-      f"before/after: {'; '.join(f'{b:,.0f}/{a:,.0f}' for b, a in (r['floors'] for r in rounds))}); openssl speed -multi: {openssl or 'n/a'} verify/s")
+print(f"ES256 floor              {med('floor'):,.0f} verifications/s (median of the rounds' means; swift-crypto, {cores} threads, "
+      f"1,024 distinct signatures in turn; before/after: {'; '.join(f'{b:,.0f}/{a:,.0f}' for b, a in (r['floors'] for r in rounds))}); "
+      f"openssl speed -multi: {openssl or 'n/a'} verify/s")
+print(f"one signature again      {float(one[2]):,.0f} verifications/s, CPU per 1,000 {float(one[4]):.4f} s (for comparison: "
+      f"the branch predictor learns one signature; against it the job / floor would be {med('job') / float(one[4]):.2f})")
 print(f"uploads per second       {med('rate'):,.0f} over the whole command (median; each round: {each('rate', '{:,.0f}')}; walls {each('wall', '{:.2f}')} s)")
 print(f"ratio to the floor       {med('ratio') * 100:.0f}% (median of the rounds' ratios, each its rate over the mean of the floors around it; "
       f"each round: {each('ratio', '{:.2f}')}; target >= 50%)")
