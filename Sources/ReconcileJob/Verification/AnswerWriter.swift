@@ -43,8 +43,8 @@ final class AnswerWriter: Sendable {
                     }
                     // At the App Store's pace answers come a few at a time: a short wait gathers a
                     // group's worth of round trips into one (each answer is still stored within
-                    // about `linger` of its arrival). Then all of them at once: the queue hands its
-                    // storage over, no record is copied.
+                    // about `linger` of its arrival). Then all of them at once: one copy of each
+                    // record out of the queue, where a part and then the rest made two.
                     if waiting < Self.groupSize && !queue.isClosedAndEmpty {
                         usleep(Self.lingerMs * 1000)
                     }
