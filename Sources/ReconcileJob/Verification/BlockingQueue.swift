@@ -32,9 +32,6 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return true
     }
 
-    /// Items waiting (holds the lock).
-    private var count: Int { items.count }
-
     /// Pushes `batch` in order with one wake-up of the consumer; waits while the queue is full,
     /// and may then exceed the capacity by less than the batch. False when the queue was closed.
     @discardableResult
@@ -61,7 +58,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         awaitItems(timeoutMs: timeoutMs)
-        let n = min(max, count)
+        let n = min(max, items.count)
         let out = Array(items.prefix(n))
         items.removeFirst(n)
         if n > 0 { wakeProducers() }
@@ -85,7 +82,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         awaitItems(timeoutMs: timeoutMs)
-        return count
+        return items.count
     }
 
     func tryPop() -> Element? {
@@ -96,7 +93,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Holds the lock. False when the queue is closed.
     private func waitForRoom() -> Bool {
-        while count >= capacity && !closed {
+        while items.count >= capacity && !closed {
             waitingProducers += 1
             condition.wait()
             waitingProducers -= 1
@@ -106,7 +103,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
 
     private func awaitItems(timeoutMs: Int) {
         let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
-        while count == 0 && !closed {
+        while items.isEmpty && !closed {
             waitingConsumers += 1
             let signalled = condition.wait(until: deadline)
             waitingConsumers -= 1
@@ -125,7 +122,7 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     private func wakeProducers() {
-        if waitingProducers > 0 && count <= capacity / 2 { condition.broadcast() }
+        if waitingProducers > 0 && items.count <= capacity / 2 { condition.broadcast() }
     }
 
     /// No more items will come (producer side) or none are wanted (consumer side).
@@ -139,6 +136,6 @@ final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     var isClosedAndEmpty: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return closed && count == 0
+        return closed && items.isEmpty
     }
 }
