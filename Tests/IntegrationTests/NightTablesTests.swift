@@ -86,6 +86,7 @@ struct NightTablesTests {
         // Times at and around the fast path's bounds, far outside them, half milliseconds (where
         // a float rounding would go wrong) and random microseconds up to the bound.
         try t.db.execute("""
+            SELECT setseed(0.42);
             CREATE TABLE ts (c timestamptz);
             INSERT INTO ts VALUES (NULL), ('1970-01-01 00:00:00.0005+00'), ('1969-12-31 23:59:59.9995+00'),
                 ('1970-01-01 23:59:59.9995+00'), ('1970-01-02 00:00:00.0005+00'), ('1970-01-02 00:00:00.0004+00'),
