@@ -132,7 +132,10 @@ public final class Night {
     /// One run at a time per job schema: a session advisory lock held on this connection until it
     /// closes. A run that finds it held tries again for `--lock-wait-seconds` (the backend of a run
     /// killed a moment ago needs up to `client_connection_check_interval` to go), then leaves.
-    private func acquireLock(_ db: PGConnection) throws {
+    private func acquireLock(_ db: PGConnection) throws { try Self.acquireLock(db, settings: settings) }
+
+    /// The lock of the job schema (a night's, and `release`'s), waited for `--lock-wait-seconds`.
+    static func acquireLock(_ db: PGConnection, settings: JobSettings) throws {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.lockWaitSeconds) * 1_000_000_000
         while true {
             let got = try db.query("SELECT pg_try_advisory_lock(hashtext(\("iap-reconcile " + settings.jobSchema.name)))")
@@ -154,7 +157,8 @@ public final class Night {
 
     private func finishLedger(_ db: PGConnection, summary: RunSummary) throws {
         try db.query("""
-            UPDATE \(settings.jobSchema.sql).runs SET finished_at = now(), exit_code = \(summary.exitCode), summary = \(summary.json)::jsonb
+            UPDATE \(settings.jobSchema.sql).runs SET finished_at = now(), exit_code = \(summary.exitCode), summary = \(summary.json)::jsonb,
+                held = \(summary.held.isEmpty ? nil : summary.heldJSON)::jsonb
             WHERE run_id = \(summary.runID)
             """)
     }

@@ -37,6 +37,9 @@ public struct JobSettings: Sendable {
     public var progress = true
     /// `--lock-wait-seconds`: how long a run waits for another run's lock before exit 75.
     public var lockWaitSeconds = 5
+    /// When a night is held instead of published (`run`'s `--hold-*` and `--first-night`; the
+    /// contract's "Held nights").
+    public var hold = HoldThresholds()
     /// A deliberate fault for the tests (hidden option): the conservation tally of this source
     /// relation loses one row, so the check must fail with exit 70.
     public var faultDropTallyRow: String?

@@ -36,6 +36,9 @@ extension SummaryPage {
         public var apps: [App] = []
         /// Apple's daily sales reports against what the job learned (summary.json `coverage`); nil:
         /// not set up (the ASC_* variables).
+        /// Why the night was held (docs/contract.md, "Held nights"); empty: published. The page
+        /// then opens with them.
+        public var held: [String] = []
         public var coverage: SalesCoverage?
 
         public init(asOf: String, runID: Int64, counts: [String: Int], reasons: [String: [String: Int]] = [:],

@@ -17,7 +17,8 @@ public enum SummaryPage {
         html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         // Ids are long digit strings: without this, phones turn them into telephone links.
         html += "<meta name=\"format-detection\" content=\"telephone=no\">"
-        html += "<title>\(e(l.title)) \(e(input.asOf))</title><style>\(style)</style></head><body><main>"
+        html += "<title>\(input.held.isEmpty ? "" : "HELD · ")\(e(l.title)) \(e(input.asOf))</title><style>\(style)</style></head><body><main>"
+        html += held(input, language)
         // The team's own clock beside UTC (`--report-timezone`), when it is another zone.
         let local = input.asOfInZone.map { " · \(e($0.zone)) <strong>\(e($0.time))</strong>" } ?? ""
         html += "<header><h1>\(e(l.title))</h1><p class=\"meta\">\(e(l.asOf)) <strong>\(e(input.asOf))</strong>\(local) · "
@@ -35,6 +36,19 @@ public enum SummaryPage {
     }
 
     private static func e(_ s: String) -> String { HTML.escape(s) }
+
+    /// A held night's page opens with why, before anything a person could act on.
+    private static func held(_ input: Input, _ language: Language) -> String {
+        guard !input.held.isEmpty else { return "" }
+        let day = String(input.asOf.prefix(10))
+        let (title, next) = language == .zh
+            ? ("已扣留，未发布：本晚的清单看起来有误，请勿据此补发或扣回。",
+               "核对原因；清单无误时由负责人发布：iap-reconcile release \(day) --note …；否则修正视图后重跑。")
+            : ("HELD, not published: tonight's lists look wrong; do not pay out or claw back from them.",
+               "Check the reasons; when the lists are right, the person responsible publishes them with iap-reconcile release \(day) --note …; else fix the views and run again.")
+        return "<section class=\"held\" role=\"alert\"><p><strong>\(e(title))</strong></p><ul>"
+            + input.held.map { "<li>\(e($0))</li>" }.joined() + "</ul><p>\(e(next))</p></section>"
+    }
 
     /// One card per report: the label and the night's row count.
     private static func counts(_ input: Input, _ l: Labels) -> String {
@@ -192,6 +206,7 @@ public enum SummaryPage {
         @media (prefers-color-scheme:dark){:root{--fg:#e8eaed;--muted:#a0a8b0;--bg:#15181b;--card:#22272c;\
         --line:#3a4148;--opened:#66bb6a;--closed:#64b5f6;--open:#ffa726}}
         *{box-sizing:border-box}
+        .held{border:3px solid #c62828;border-radius:8px;padding:.5em 1em;margin:1em 0;overflow-wrap:anywhere}
         body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.45 system-ui,-apple-system,"Segoe UI",\
         "PingFang SC","Microsoft YaHei","Noto Sans CJK SC",sans-serif;-webkit-text-size-adjust:100%}
         main{max-width:980px;margin:0 auto;padding:12px 14px 32px}

@@ -19,7 +19,7 @@ struct IAPReconcile: ParsableCommand {
             \(environmentHelp)
             """,
         version: iapReconcileVersion,
-        subcommands: [Run.self, Verify.self, Migrate.self, LookupCommand.self, RespondCommand.self],
+        subcommands: [Run.self, Verify.self, Migrate.self, LookupCommand.self, RespondCommand.self, ReleaseCommand.self],
         defaultSubcommand: Run.self)
 }
 
@@ -43,6 +43,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Print the night's plan and exit 0, touching nothing: each step in order, the session that runs it, what it reads and writes, and the steps it waits for (docs/contract.md, 'The night's plan').")
     var plan = false
 
+    @OptionGroup(title: "Held nights (a night that looks wrong is held, not published: exit 65, reports under <out>/held/<date>/)")
+    var hold: HoldOptions
+
     /// For the tests: a deliberate fault. `tally-drop:RELATION` takes one row of that source
     /// relation out of the conservation tally, so the check must fail (exit 70).
     /// `tally-grants-by-sql` is not a fault but the other count: the grants' buckets from the
@@ -56,6 +59,7 @@ struct Run: ParsableCommand {
     func run() throws {
         var settings = try common.settings()
         settings.out = out
+        settings.hold = try hold.thresholds()
         if let injectFault {
             if injectFault == "tally-grants-by-sql" {
                 settings.tallyGrantsBySQL = true

@@ -153,8 +153,18 @@ struct NightTests {
     func extraFindings() throws {
         let w = try Self.world("extra", users: 400, seedArguments: ["--extra-findings", "3"])
         defer { w.stop() }
-        let night = try w.run()
+        // A third of the window's orders to compensate holds the night (docs/contract.md, "Held
+        // nights"): its reports go under held/, none to the date folder people open.
+        let held = try w.run()
+        #expect(held.status == 65, "\(held.stderr)")
+        #expect(held.stderr.contains("held") && held.stderr.contains("compensate") && held.stderr.contains("--hold-findings-percent"),
+                "\(held.stderr)")
+        #expect(FileManager.default.fileExists(atPath: w.out.appendingPathComponent("held/2026-11-21/compensate.csv").path))
+        #expect(!FileManager.default.fileExists(atPath: w.out.appendingPathComponent("2026-11-21").path))
+        // The same data with the share rule lifted: published, and right to the row.
+        let night = try w.run(["--hold-findings-percent", "100"])
         #expect(night.status == 0, "\(night.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: w.out.appendingPathComponent("held/2026-11-21").path))
         let day = w.out.appendingPathComponent("2026-11-21")
         Self.expectReportsMatchTruth(day, expected: w.expected)
         // The extras are there: two missed orders and one repeated grant for each of the 223 clean

@@ -108,5 +108,6 @@ extension Migrations {
         17: [ShippedText("c3d44b0f8a56404f7f1f4ecc3d37c45181c127ffd52614cbfed24ac2ff84ebdf", shipped: "from this build", functions: [
             ("answer_staging", "888812db42f9bae4f0fb530b0ebc06fe421e8d2aa7d4a6a6c4e6c9e977a23855"),
             ("record_staged_answers", "ddd79289cf1770254cd44d4ad6820ea0a8648bf486f069a5e9bba08694038531")])],
+        18: [ShippedText("7e4d8e001331ba0360cfe41e8941074973c4b57e465c142d02d259cf4b9e6509", shipped: "from this build", functions: [])],
     ]
 }

@@ -239,10 +239,42 @@ enum NightPlan {
                 values.with { $0.summary.tally[relation.rawValue] = t }
             }
         }
+        // Before the history is written: a night that looks wrong writes none (HeldNight.swift).
+        add("hold check", "write", .own,
+            reads: ["job.current_findings", "job.runs", "job.key_digests", "value: run id", "value: tally: iap_products"] + source
+                + ["o", "r", "g"].flatMap { ["night.\($0)", "night.bad_\($0)", "night.dk_\($0)"] },
+            writes: ["value: held"],
+            note: "tonight's rows, input errors and findings against the thresholds and the last published nights; "
+                + "a night that looks wrong is held (exit 65, its reports under <out>/held/)") { c in
+            let (settings, runID, products) = values.with {
+                ($0.settings, $0.summary.runID, $0.summary.tally[SourceRelation.products.rawValue])
+            }
+            let held = HeldNight(settings: settings, runID: runID)
+            let tonight = try held.figures(c.db, products: products)
+            let reasons = NightHold.reasons(tonight: tonight, published: try held.published(c.db), thresholds: settings.hold)
+            values.with {
+                $0.summary.held = reasons
+                $0.summary.windowRows = tonight.relations.compactMapValues(\.inWindow)
+            }
+        }
+        add("key digests", "write", .own, reads: ["night.o", "night.r", "night.g", "value: held"], writes: ["job.key_digests", "job.held_key_digests"],
+            note: "a sample of tonight's keys and what each holds, which the next night compares with; a held night's "
+                + "wait for its release") { c in
+            let (settings, runID, held) = values.with { ($0.settings, $0.summary.runID, !$0.summary.held.isEmpty) }
+            try c.db.run(HeldNight(settings: settings, runID: runID).keepKeysSQL(held: held))
+        }
         add("findings history", "write", .own,
-            reads: ["job.current_findings", "job.findings", "night.g", "job.apple_transactions"], writes: ["job.findings"],
-            note: "first_seen, closed_on and why; the CSV files compute first_seen as it will set it, so they do not wait for it") { c in
-            try c.db.run(decide().historySQL)
+            reads: ["job.current_findings", "job.findings", "night.g", "job.apple_transactions", "value: held"],
+            writes: ["job.findings", "job.held_findings"],
+            note: "first_seen, closed_on and why (a held night's kept aside for its release); the CSV files compute "
+                + "first_seen as it will set it, so they do not wait for it") { c in
+            let (held, runID) = values.with { (!$0.summary.held.isEmpty, $0.summary.runID) }
+            let stage = decide()
+            if held {
+                try c.db.run(HeldNight(settings: stage.settings, runID: runID).heldHistorySQL(closedBecause: stage.closedBecauseSQL))
+            } else {
+                try c.db.run(stage.historySQL)
+            }
         }
 
         // The reports, in a temporary folder moved into place at the end.
@@ -264,8 +296,11 @@ enum NightPlan {
                 values.with { $0.written[file] = written }
             }
         }
-        add(ReportFile.closed.rawValue, "write", .pool, reads: ["job.findings"], writes: ["folder: closed.csv"]) { c in
-            let written = try writer().writeCSV(.closed, db: c.db)
+        add(ReportFile.closed.rawValue, "write", .pool, reads: ["job.findings", "job.held_findings", "value: held"],
+            writes: ["folder: closed.csv"]) { c in
+            var w = writer()
+            w.heldRunID = values.with { $0.summary.held.isEmpty ? nil : $0.summary.runID }
+            let written = try w.writeCSV(.closed, db: c.db)
             values.with { $0.written[.closed] = written }
         }
         if settings.appStoreConnect != nil {
@@ -289,12 +324,12 @@ enum NightPlan {
             let nights = try writer().history(c.db)
             values.with { $0.nights = nights }
         }
-        add("workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest", "value: coverage"],
+        add("workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest", "value: coverage", "value: held"],
             writes: ["folder: reconciliation.xlsx"]) { _ in
             let (summary, oldest) = values.with { ($0.summary, $0.oldest) }
             try writer().writeWorkbook(summary: summary, oldest: oldest)
         }
-        add("page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights", "value: coverage"],
+        add("page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights", "value: coverage", "value: held"],
             writes: ["folder: summary.html"]) { _ in
             let (summary, oldest, nights) = values.with { ($0.summary, $0.oldest, $0.nights) }
             try writer().writePage(summary: summary, oldest: oldest, nights: nights)
@@ -303,8 +338,10 @@ enum NightPlan {
             note: "waits on the disk for seconds (the tables' files were just written): beside the workbook") { c in
             try NightTables.drop(c.db, schema: values.settings.jobSchema)
         }
-        add("publish", "write", .none, reads: ["folder", "value: tally", "value: counts", "value: sales reports", "value: coverage"], writes: ["reports"],
-            note: "the whole tally checked (exit 70 leaves no report), summary.json written, the folder moved into place") { c in
+        add("publish", "write", .none,
+            reads: ["folder", "value: tally", "value: counts", "value: sales reports", "value: coverage", "value: held"], writes: ["reports"],
+            note: "the whole tally checked (exit 70 leaves no report), summary.json written, the folder moved into place "
+                + "(a held night's under <out>/held/, then exit 65)") { c in
             let w = writer(), seconds = c.stageSeconds()
             try values.with {
                 $0.summary.stageSeconds = seconds

@@ -31,6 +31,7 @@ extension ReportWriter {
             asOf: UTC.timestamp(summary.asOf), runID: summary.runID, counts: summary.counts, reasons: summary.reasons,
             money: RunSummary.texts(summary.money), oldestOpen: oldest, history: nights)
         input.coverage = summary.coverage
+        input.held = summary.held.map(\.text)
         input.refundRequests = Dictionary(uniqueKeysWithValues: summary.refundRequests.figures.map { ($0.name, $0.value) })
         // IAP_BUNDLE_IDS's order, then rows of products of no listed app.
         let order = settings.bundleIDList + summary.apps.keys.filter { !settings.bundleIDList.contains($0) }.sorted()
@@ -58,7 +59,12 @@ extension ReportWriter {
 
     /// The Summary sheet: what summary.json says, as label and value.
     func summaryLines(_ s: RunSummary, oldest: SummaryPage.OldestFinding?) -> [(label: String, value: String)] {
-        var lines: [(label: String, value: String)] = [
+        // A held night's sheet opens with why (docs/contract.md, "Held nights").
+        var lines: [(label: String, value: String)] = s.held.isEmpty ? [] : [
+            ("HELD", "not published: do not pay out or claw back from these lists; "
+                + "`iap-reconcile release \(UTC.date(s.asOf)) --note TEXT` publishes them once they are checked"),
+        ] + s.held.map { ("HELD: \($0.check)", $0.text) }
+        lines += [
             ("as_of", UTC.timestamp(s.asOf)), ("run_id", String(s.runID)),
             ("window", "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"),
         ]

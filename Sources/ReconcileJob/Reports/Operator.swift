@@ -16,6 +16,10 @@ public enum RunOutcome {
         public var asOf: EpochMillis
         /// What the run got to, when it got as far as the database (nil: it failed before).
         public var summary: RunSummary?
+        /// The night was held: exit 65 with its reasons, its reports under `<out>/held/`.
+        public var wasHeld: Bool {
+            exitCode == ExitStatus.sourceMismatch.rawValue && !(summary?.held.isEmpty ?? true) && summary?.reportFolder != nil
+        }
 
         public init(exitCode: Int32, reason: String, startedAt: EpochMillis, endedAt: EpochMillis, command: String,
                     asOf: EpochMillis, summary: RunSummary?) {
@@ -37,11 +41,16 @@ public enum RunOutcome {
             var reason: String
             var seconds: [String: Double]
             var report_folder: String?
+            /// A held night: why, and where its reports wait for review.
+            var held: [HoldReason]?
+            var held_folder: String?
         }
+        let held = e.wasHeld ? e.summary?.held : nil
         let doc = Document(run_id: e.summary.map(\.runID).flatMap { $0 > 0 ? $0 : nil }, command: e.command,
                            as_of: UTC.timestamp(e.asOf), started_at: UTC.timestamp(e.startedAt),
                            written_at: UTC.timestamp(e.endedAt), exit_code: e.exitCode, reason: e.reason,
-                           seconds: e.summary?.stageSeconds ?? [:], report_folder: e.exitCode == 0 ? e.summary?.reportFolder : nil)
+                           seconds: e.summary?.stageSeconds ?? [:], report_folder: e.exitCode == 0 ? e.summary?.reportFolder : nil,
+                           held: held, held_folder: held == nil ? nil : e.summary?.reportFolder)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
         try FileSystem.makeDirectories(out)
@@ -114,6 +123,8 @@ enum Metrics {
         gauge("last_run_exit_code", "Exit code of the last run (0 done, 75 temporary, 78 configuration, ...).",
               [([], Double(e.exitCode))])
         gauge("last_run_as_of_timestamp_seconds", "The --as-of of the last run (UNIX seconds).", [([], seconds(e.asOf))])
+        gauge("held", "1 when the last run was held, not published: its reports wait under <out>/held/ for review "
+            + "(iap-reconcile release); 0 otherwise.", [([], e.wasHeld ? 1 : 0)])
         // Report figures only from a run that wrote its reports: a failed run's would describe files
         // that were never swapped in. What the run did (App Store, stages) is told either way.
         if let s = e.summary, e.exitCode == 0 {

@@ -21,6 +21,14 @@ struct ReportWriter {
     let settings: JobSettings
     let logger: Logger
     var S: SQL { settings.jobSchema.sql }
+    /// The run, when tonight is held: closed.csv lists what its history would close
+    /// (`held_findings`), since `findings` is left as it was.
+    var heldRunID: Int64?
+
+    init(settings: JobSettings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+    }
 
     /// Column of each findings report that counts "per reason/kind" in the summary.
     static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason",
@@ -30,6 +38,9 @@ struct ReportWriter {
     struct Folder: Sendable {
         let out: String, day: String
         var final: String { out + "/" + day }
+        /// A held night's folder (people and scripts open the newest `<out>/<date>/`, never this).
+        var held: String { out + "/" + Self.heldFolder + "/" + day }
+        static let heldFolder = "held"
         var temp: String { out + "/.\(day).tmp-\(getpid())" }
         var aside: String { out + "/.\(day).old-\(getpid())" }
         func file(_ name: String) -> String { temp + "/" + name }
@@ -137,10 +148,13 @@ struct ReportWriter {
     /// summary.json written, and the folder moved into place without a moment where
     /// `<out>/<date>` is absent: an atomic exchange with last night's folder where the kernel has
     /// one, then the old set goes.
+    /// A held night goes to `<out>/held/<date>/` instead, and ends with exit 65 naming its reasons;
+    /// a published one removes a held folder of its date (the rerun replaced it).
     func publish(_ summary: inout RunSummary) throws {
         let f = folder
-        summary.reportFolder = f.final
-        summary.exitCode = 0
+        let held = !summary.held.isEmpty
+        summary.reportFolder = held ? f.held : f.final
+        summary.exitCode = held ? ExitStatus.sourceMismatch.rawValue : 0
         if let problem = Conservation.problem(summary.tally) {
             summary.exitCode = nil
             summary.reportFolder = nil
@@ -149,10 +163,24 @@ struct ReportWriter {
         summary.writtenAt = EpochMillis(Date().timeIntervalSince1970 * 1000)
         do {
             try FileSystem.write(f.file("summary.json"), Array((summary.json + "\n").utf8))
-            try FileSystem.replaceDirectory(f.final, with: f.temp, aside: f.aside)
+            if held {
+                try FileSystem.makeDirectories(f.out + "/" + Folder.heldFolder)
+                try FileSystem.replaceDirectory(f.held, with: f.temp, aside: f.aside)
+            } else {
+                try FileSystem.replaceDirectory(f.final, with: f.temp, aside: f.aside)
+                if FileSystem.exists(f.held) { try FileSystem.removeTree(f.held) }
+            }
         } catch let e as FileSystem.Failure {
             throw cannotWrite(e.path, e.reason)
         }
+        if held { throw Self.heldError(summary, folder: f) }
+    }
+
+    /// The one line of a held night.
+    static func heldError(_ summary: RunSummary, folder f: Folder) -> JobError {
+        JobError(.sourceMismatch, "the night was held, not published: " + summary.held.map(\.text).joined(separator: "; ")
+            + "; its reports are in \(f.held)/ for review: when they are right, publish them with "
+            + "`iap-reconcile release \(f.day) --note TEXT`, else fix the views and run again (docs/contract.md, 'Held nights')")
     }
 
     /// A night that failed leaves no temporary folder behind.
@@ -162,6 +190,7 @@ struct ReportWriter {
     private func query(for file: ReportFile) -> SQL {
         switch file {
         case .closed:
+            if let heldRunID { return HeldNight(settings: settings, runID: heldRunID).heldClosedSQL }
             return """
                 SELECT report, finding_key, to_char(first_seen, 'YYYY-MM-DD'), to_char(closed_on, 'YYYY-MM-DD'),
                        coalesce(closed_because, 'input_changed')

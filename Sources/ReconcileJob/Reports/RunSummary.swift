@@ -32,6 +32,11 @@ public struct RunSummary: Sendable {
     public var refundRequests = RefundFunnel()
     /// Per app of IAP_BUNDLE_IDS (empty without it; `otherApp`: rows whose product names none).
     public var apps: [String: AppFigures] = [:]
+    /// Why the night was held (empty: it was not; docs/contract.md, "Held nights").
+    public var held: [HoldReason] = []
+    /// Per source relation with a time column, its clean rows inside the window: what the next
+    /// night's hold rules compare with.
+    public var windowRows: [String: Int] = [:]
 
     /// One app's night.
     public struct AppFigures: Sendable, Equatable {
@@ -84,6 +89,13 @@ public struct RunSummary: Sendable {
         return String(decoding: try! encoder.encode(Document(self)), as: UTF8.self)
     }
 
+    /// `held` as a JSON array (the ledger's `runs.held`).
+    var heldJSON: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(held)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+
     /// The document's shape; its keys are the contract's.
     private struct Document: Encodable {
         struct Window: Encodable { var days: Int; var from: String; var to: String }
@@ -109,6 +121,8 @@ public struct RunSummary: Sendable {
         var apps: [String: App]?
         var sales_reports: SalesReports?
         var coverage: Coverage?
+        var held: [HoldReason]?
+        var window_rows: [String: Int]?
         struct Coverage: Encodable {
             struct Product: Encodable {
                 var product_id: String
@@ -170,6 +184,8 @@ public struct RunSummary: Sendable {
             money = RunSummary.texts(s.money)
             skipped_checks = s.skippedChecks
             refund_requests = s.refundRequests
+            held = s.held.isEmpty ? nil : s.held
+            window_rows = s.windowRows.isEmpty ? nil : s.windowRows
             apps = s.apps.isEmpty ? nil : s.apps.mapValues {
                 App(counts: $0.counts, money: RunSummary.texts($0.money), requests: $0.requests,
                     notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
