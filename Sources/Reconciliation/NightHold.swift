@@ -184,7 +184,7 @@ public enum NightHold {
     }
 
     /// `x` with one decimal, rounded half away from zero (no Foundation in the core).
-    static func oneDecimal(_ x: Double) -> String {
+    public static func oneDecimal(_ x: Double) -> String {
         let tenths = Int64((abs(x) * 10).rounded())
         return (x < 0 && tenths > 0 ? "-" : "") + "\(tenths / 10).\(tenths % 10)"
     }

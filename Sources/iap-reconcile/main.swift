@@ -19,7 +19,8 @@ struct IAPReconcile: ParsableCommand {
             \(environmentHelp)
             """,
         version: iapReconcileVersion,
-        subcommands: [Run.self, Verify.self, Migrate.self, LookupCommand.self, RespondCommand.self, ReleaseCommand.self],
+        subcommands: [Run.self, Verify.self, Migrate.self, CheckCommand.self, LookupCommand.self, RespondCommand.self,
+                      ReleaseCommand.self],
         defaultSubcommand: Run.self)
 }
 

@@ -20,27 +20,27 @@ struct HeldNight {
         (.orders, "o", "created_at"), (.receipts, "r", "submitted_at"), (.grants, "g", "granted_at"),
     ]
 
-    /// Tonight's figures: each relation's rows and input errors counted as the tally counts them
-    /// (`Conservation.sql`: the relation's own count, the copy's rows with a problem and every
-    /// further row of a duplicated key), its clean rows inside the window, and each report's rows.
-    /// `products`: the products' tally (a handful of rows, counted by their own step).
-    func figures(_ db: PGConnection, products: RelationTally?) throws -> NightFigures {
-        let start: SQL = "to_timestamp(\(settings.windowStart)::bigint / 1000.0)"
-        let end: SQL = "to_timestamp(\(settings.asOf)::bigint / 1000.0)"
+    /// Tonight's figures: each relation's rows and input errors from the conservation tally
+    /// (`tally`, already counted: the relation's own count and its `input_error` bucket), and in
+    /// one pass over each copy its clean rows inside the window and the last published night's
+    /// kept keys found again, with those whose digest changed; and each report's rows.
+    func figures(_ db: PGConnection, tally: [String: RelationTally]) throws -> NightFigures {
         var relations: [String: NightFigures.Relation] = [:]
         for (relation, copy, time) in Self.copies {
+            let ms: SQL = "c.\(ident: String(time.dropLast(3)) + "_ms")"
             let r = try db.query("""
-                SELECT (SELECT count(*) FROM \(ident: settings.sourceSchema).\(relation.name)),
-                       (SELECT count(*) FROM \(ident: "bad_" + copy)) + (SELECT coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy)),
-                       (SELECT count(*) FROM \(ident: copy) WHERE \(ident: time) >= \(start) AND \(ident: time) <= \(end))
+                SELECT count(*) FILTER (WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)),
+                       count(k.key), count(k.key) FILTER (WHERE k.digest <> \(Self.digestSQL(relation)))
+                FROM \(ident: copy) c
+                LEFT JOIN \(S).key_digests k ON k.relation = \(relation.rawValue) AND k.key = c.\(ident: relation.key)::text
                 """)
-            let k = try db.query(keysComparedSQL(relation, copy: copy))
-            let compared = Int(k.value(0, 0) ?? "") ?? 0
+            let counted = tally[relation.rawValue] ?? RelationTally()
+            let compared = Int(r.value(0, 1) ?? "") ?? 0
             relations[relation.rawValue] = NightFigures.Relation(
-                rows: Int(r.value(0, 0) ?? "") ?? 0, inputErrors: Int(r.value(0, 1) ?? "") ?? 0, inWindow: Int(r.value(0, 2) ?? "") ?? 0,
-                keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(k.value(0, 1) ?? "") ?? 0)
+                rows: counted.rows, inputErrors: counted.buckets["input_error"] ?? 0, inWindow: Int(r.value(0, 0) ?? "") ?? 0,
+                keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(r.value(0, 2) ?? "") ?? 0)
         }
-        if let products {
+        if let products = tally[SourceRelation.products.rawValue] {
             relations[SourceRelation.products.rawValue] = NightFigures.Relation(
                 rows: products.rows, inputErrors: products.buckets["input_error"] ?? 0)
         }
@@ -56,10 +56,12 @@ struct HeldNight {
     /// What a key holds, whose change means the key now names another row: an order's user and
     /// product, a receipt upload's user and time, a grant's user and product (a status, a
     /// quantity, a revocation may change; these may not).
-    static func digestSQL(_ relation: SourceRelation) -> SQL {
+    /// Over the row `c`; `submittedMs`: the receipt's `submitted_at` in epoch milliseconds (the
+    /// copy's column; `check` computes it from the source's).
+    static func digestSQL(_ relation: SourceRelation, submittedMs: SQL = "c.submitted_ms") -> SQL {
         switch relation {
         case .orders, .grants: return "hashtextextended(row(c.user_id, c.product_id)::text, 0)"
-        case .receipts: return "hashtextextended(row(c.user_id, c.submitted_ms)::text, 0)"
+        case .receipts: return "hashtextextended(row(c.user_id, \(submittedMs))::text, 0)"
         case .products: return "0"
         }
     }
@@ -69,29 +71,22 @@ struct HeldNight {
     /// keys needs no more, and the night writes no table as large as its sources.
     static let keptKeys = 20_000
 
-    /// The last published night's kept keys found again tonight, and how many now hold another digest.
-    func keysComparedSQL(_ relation: SourceRelation, copy: String) -> SQL {
-        """
-        SELECT count(*), count(*) FILTER (WHERE k.digest <> \(Self.digestSQL(relation)))
-        FROM \(S).key_digests k JOIN \(ident: copy) c ON c.\(ident: relation.key)::text = k.key
-        WHERE k.relation = \(relation.rawValue)
-        """
-    }
-
     /// Tonight's kept keys and digests. A published night puts them in place of the last
     /// published night's (and drops every held night's: none of them can be released after it);
     /// a held night keeps them aside in held_key_digests, which its release puts in place. So the
     /// next night always compares with the last published night.
-    func keepKeysSQL(held: Bool) -> SQL {
+    /// `tally`: tonight's conservation tally, whose clean rows (its rows less its input errors)
+    /// choose the share kept, so the copy is read once.
+    func keepKeysSQL(held: Bool, tally: [String: RelationTally]) -> SQL {
         let run: SQL = "\(literal: .int(Int(runID)))"
         let statements: [SQL] = Self.copies.map { relation, copy, _ in
             let kept: SQL = "\(ident: copy)", name: SQL = "\(literal: .text(relation.rawValue))", key: SQL = "c.\(ident: relation.key)"
+            let counted = tally[relation.rawValue] ?? RelationTally()
+            let share = Self.share(cleanRows: counted.rows - (counted.buckets["input_error"] ?? 0))
             let sample: SQL = """
                 SELECT \(held ? "\(run), " as SQL : "")\(name), \(key)::text, \(Self.digestSQL(relation))
-                FROM \(kept) c, (SELECT greatest(1, (2 ^ ceil(log(2, greatest(count(*), 1)::numeric / \(literal: .int(Self.keptKeys)))))::bigint) AS share
-                                 FROM \(kept)) s
-                WHERE \(key) IS NOT NULL
-                  AND (s.share = 1 OR (hashtextextended(\(key)::text, 0) & (s.share - 1)) = 0)
+                FROM \(kept) c
+                WHERE \(key) IS NOT NULL\(share == 1 ? "" : " AND (hashtextextended(\(key)::text, 0) & \(literal: .int(share - 1))) = 0" as SQL)
                 """
             return held
                 ? "INSERT INTO \(S).held_key_digests (run_id, relation, key, digest) \(sample)"
@@ -99,6 +94,14 @@ struct HeldNight {
         }
         let first: SQL = held ? "DELETE FROM \(S).held_key_digests WHERE run_id = \(run)" : "DELETE FROM \(S).held_key_digests"
         return ([first] + statements).joined(separator: ";\n")
+    }
+
+    /// The power of two of keys per kept key: 1 up to `keptKeys` rows, else the least that keeps
+    /// at most `keptKeys` (a key is kept when the low bits of its hash are zero).
+    static func share(cleanRows: Int) -> Int {
+        var share = 1
+        while cleanRows > keptKeys * share { share *= 2 }
+        return share
     }
 
     /// A run is published when it ended 0 or was released (`release`).
