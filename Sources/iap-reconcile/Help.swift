@@ -84,7 +84,9 @@ let environmentHelp = """
     EXIT CODES
       0   done (findings are not errors)
       64  bad usage
-      65  the source relations do not match the contract
+      65  the source relations do not match the contract, or the night was
+          held: it looks wrong, its reports are under <out>/held/<date>/
+          (fix the views and run again, or iap-reconcile release <date>)
       70  a check of the job's own results failed (the conservation tally):
           a bug; no report was written
       73  the reports cannot be written

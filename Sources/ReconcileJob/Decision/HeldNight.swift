@@ -20,27 +20,42 @@ struct HeldNight {
         (.orders, "o", "created_at"), (.receipts, "r", "submitted_at"), (.grants, "g", "granted_at"),
     ]
 
-    /// Tonight's figures: each relation's rows and input errors from the conservation tally
-    /// (`tally`, already counted: the relation's own count and its `input_error` bucket), and in
-    /// one pass over each copy its clean rows inside the window and the last published night's
-    /// kept keys found again, with those whose digest changed; and each report's rows.
-    func figures(_ db: PGConnection, tally: [String: RelationTally]) throws -> NightFigures {
+    /// Tonight's figures, from the decide stage's copies alone (so the check runs beside the
+    /// tally, not after it): each relation's rows and input errors as the tally counts them (the
+    /// clean copy, its `bad_` rows, every further row of a duplicated key), its clean rows inside
+    /// the window; tonight's sample of keys, written to `held_key_digests` under this run (one
+    /// pass that hashes each key, digesting only the kept ones) and compared with the last
+    /// published night's; and each report's rows. `products`: the products' tally.
+    func figures(_ db: PGConnection, products: RelationTally?) throws -> NightFigures {
         var relations: [String: NightFigures.Relation] = [:]
+        try db.query("DELETE FROM \(S).held_key_digests WHERE run_id = \(runID)")
         for (relation, copy, time) in Self.copies {
             let ms: SQL = "c.\(ident: String(time.dropLast(3)) + "_ms")"
             let r = try db.query("""
-                SELECT count(*) FILTER (WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)),
-                       count(k.key), count(k.key) FILTER (WHERE k.digest <> \(Self.digestSQL(relation)))
-                FROM \(ident: copy) c
-                LEFT JOIN \(S).key_digests k ON k.relation = \(relation.rawValue) AND k.key = c.\(ident: relation.key)::text
+                SELECT (SELECT count(*) FROM \(ident: copy)),
+                       (SELECT count(*) FROM \(ident: copy) c WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)),
+                       (SELECT count(*) FROM \(ident: "bad_" + copy)) + (SELECT coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy))
                 """)
-            let counted = tally[relation.rawValue] ?? RelationTally()
-            let compared = Int(r.value(0, 1) ?? "") ?? 0
+            let clean = Int(r.value(0, 0) ?? "") ?? 0, errors = Int(r.value(0, 2) ?? "") ?? 0
+            let share = Self.share(cleanRows: clean)
+            let key: SQL = "c.\(ident: relation.key)"
+            try db.query("""
+                INSERT INTO \(S).held_key_digests (run_id, relation, key, digest)
+                SELECT \(runID), \(relation.rawValue), \(key)::text, \(Self.digestSQL(relation))
+                FROM \(ident: copy) c
+                WHERE \(key) IS NOT NULL\(share == 1 ? "" : " AND (hashtextextended(\(key)::text, 0) & \(literal: .int(share - 1))) = 0" as SQL)
+                """)
+            let k = try db.query("""
+                SELECT count(*), count(*) FILTER (WHERE h.digest <> k.digest)
+                FROM \(S).held_key_digests h JOIN \(S).key_digests k ON k.relation = h.relation AND k.key = h.key
+                WHERE h.run_id = \(runID) AND h.relation = \(relation.rawValue)
+                """)
+            let compared = Int(k.value(0, 0) ?? "") ?? 0
             relations[relation.rawValue] = NightFigures.Relation(
-                rows: counted.rows, inputErrors: counted.buckets["input_error"] ?? 0, inWindow: Int(r.value(0, 0) ?? "") ?? 0,
-                keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(r.value(0, 2) ?? "") ?? 0)
+                rows: clean + errors, inputErrors: errors, inWindow: Int(r.value(0, 1) ?? "") ?? 0,
+                keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(k.value(0, 1) ?? "") ?? 0)
         }
-        if let products = tally[SourceRelation.products.rawValue] {
+        if let products {
             relations[SourceRelation.products.rawValue] = NightFigures.Relation(
                 rows: products.rows, inputErrors: products.buckets["input_error"] ?? 0)
         }
@@ -71,33 +86,23 @@ struct HeldNight {
     /// keys needs no more, and the night writes no table as large as its sources.
     static let keptKeys = 20_000
 
-    /// Tonight's kept keys and digests. A published night puts them in place of the last
-    /// published night's (and drops every held night's: none of them can be released after it);
-    /// a held night keeps them aside in held_key_digests, which its release puts in place. So the
-    /// next night always compares with the last published night.
-    /// `tally`: tonight's conservation tally, whose clean rows (its rows less its input errors)
-    /// choose the share kept, so the copy is read once.
-    func keepKeysSQL(held: Bool, tally: [String: RelationTally]) -> SQL {
+    /// Tonight's sample of keys (kept aside by `figures`) becomes the one the next night compares
+    /// with when the night is published, replacing the last published night's; every held
+    /// night's sample goes (none of them can be released after a later published night). A held
+    /// night leaves its own for its release.
+    var publishKeysSQL: SQL {
         let run: SQL = "\(literal: .int(Int(runID)))"
-        let statements: [SQL] = Self.copies.map { relation, copy, _ in
-            let kept: SQL = "\(ident: copy)", name: SQL = "\(literal: .text(relation.rawValue))", key: SQL = "c.\(ident: relation.key)"
-            let counted = tally[relation.rawValue] ?? RelationTally()
-            let share = Self.share(cleanRows: counted.rows - (counted.buckets["input_error"] ?? 0))
-            let sample: SQL = """
-                SELECT \(held ? "\(run), " as SQL : "")\(name), \(key)::text, \(Self.digestSQL(relation))
-                FROM \(kept) c
-                WHERE \(key) IS NOT NULL\(share == 1 ? "" : " AND (hashtextextended(\(key)::text, 0) & \(literal: .int(share - 1))) = 0" as SQL)
-                """
-            return held
-                ? "INSERT INTO \(S).held_key_digests (run_id, relation, key, digest) \(sample)"
-                : "DELETE FROM \(S).key_digests WHERE relation = \(name); INSERT INTO \(S).key_digests (relation, key, digest) \(sample)"
-        }
-        let first: SQL = held ? "DELETE FROM \(S).held_key_digests WHERE run_id = \(run)" : "DELETE FROM \(S).held_key_digests"
-        return ([first] + statements).joined(separator: ";\n")
+        return """
+            DELETE FROM \(S).key_digests WHERE relation IN (SELECT DISTINCT relation FROM \(S).held_key_digests WHERE run_id = \(run));
+            INSERT INTO \(S).key_digests (relation, key, digest)
+            SELECT relation, key, digest FROM \(S).held_key_digests WHERE run_id = \(run);
+            DELETE FROM \(S).held_key_digests
+            """
     }
 
     /// The power of two of keys per kept key: 1 up to `keptKeys` rows, else the least that keeps
-    /// at most `keptKeys` (a key is kept when the low bits of its hash are zero).
+    /// about `keptKeys` (a key is kept when the low bits of its hash are zero). A later night's
+    /// share may differ: the two samples then meet on the keys both kept, a sample still.
     static func share(cleanRows: Int) -> Int {
         var share = 1
         while cleanRows > keptKeys * share { share *= 2 }

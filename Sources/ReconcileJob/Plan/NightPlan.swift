@@ -241,27 +241,27 @@ enum NightPlan {
         }
         // Before the history is written: a night that looks wrong writes none (HeldNight.swift).
         add("hold check", "write", .own,
-            reads: ["job.current_findings", "job.runs", "job.key_digests", "value: run id", "value: tally", "night.o", "night.r",
-                    "night.g"],
-            writes: ["value: held"],
+            reads: ["job.current_findings", "job.runs", "job.key_digests", "value: run id", "value: tally: iap_products"]
+                + ["o", "r", "g"].flatMap { ["night.\($0)", "night.bad_\($0)", "night.dk_\($0)"] },
+            writes: ["value: held", "job.held_key_digests"],
             note: "tonight's rows, input errors and findings against the thresholds and the last published nights; "
                 + "a night that looks wrong is held (exit 65, its reports under <out>/held/)") { c in
-            let (settings, runID, tally) = values.with { ($0.settings, $0.summary.runID, $0.summary.tally) }
+            let (settings, runID, products) = values.with {
+                ($0.settings, $0.summary.runID, $0.summary.tally[SourceRelation.products.rawValue])
+            }
             let held = HeldNight(settings: settings, runID: runID)
-            let tonight = try held.figures(c.db, tally: tally)
+            let tonight = try held.figures(c.db, products: products)
             let reasons = NightHold.reasons(tonight: tonight, published: try held.published(c.db), thresholds: settings.hold)
             values.with {
                 $0.summary.held = reasons
                 $0.summary.windowRows = tonight.relations.compactMapValues(\.inWindow)
             }
         }
-        add("key digests", "write", .own, reads: ["night.o", "night.r", "night.g", "value: held", "value: tally"], writes: ["job.key_digests", "job.held_key_digests"],
+        add("key digests", "write", .own, reads: ["job.held_key_digests", "value: held"], writes: ["job.key_digests", "job.held_key_digests"],
             note: "a sample of tonight's keys and what each holds, which the next night compares with; a held night's "
                 + "wait for its release") { c in
-            let (settings, runID, held, tally) = values.with {
-                ($0.settings, $0.summary.runID, !$0.summary.held.isEmpty, $0.summary.tally)
-            }
-            try c.db.run(HeldNight(settings: settings, runID: runID).keepKeysSQL(held: held, tally: tally))
+            let (settings, runID, held) = values.with { ($0.settings, $0.summary.runID, !$0.summary.held.isEmpty) }
+            if !held { try c.db.run(HeldNight(settings: settings, runID: runID).publishKeysSQL) }
         }
         add("findings history", "write", .own,
             reads: ["job.current_findings", "job.findings", "night.g", "job.apple_transactions", "value: held"],
