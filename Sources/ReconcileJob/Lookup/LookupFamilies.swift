@@ -58,6 +58,16 @@ struct LookupFamilies {
             inferred[Self.key(transactionID, environment)]
         }
 
+        /// The family holding grants of `transactionID` that Apple never showed the job (no
+        /// transaction of the family has that id), and its decision.
+        func family(ofGrantsOf transactionID: String) -> (Family, FamilyDecision)? {
+            for (key, family) in families where family.grants.contains(where: { $0.grant.transactionID == transactionID })
+                && !family.transactions.contains(where: { $0.transaction.transactionID == transactionID }) {
+                if let decision = decisions[key] { return (family, decision) }
+            }
+            return nil
+        }
+
         func family(of transactionID: String, _ environment: AppStoreEnvironment) -> (Family, FamilyDecision)? {
             for (key, family) in families where family.transactions.contains(where: {
                 $0.transaction.transactionID == transactionID && $0.transaction.environment == environment
@@ -68,12 +78,14 @@ struct LookupFamilies {
         }
     }
 
-    func decide(_ transactions: [SignedTransaction]) throws -> Decided {
-        guard !transactions.isEmpty else { return Decided() }
+    /// `transactions`: what Apple answered now (merged into what the nights learned); `keys`: more
+    /// family keys (original transaction ids, or a grant's own ids) to decide beside theirs.
+    func decide(_ transactions: [SignedTransaction], keys: Set<String> = []) throws -> Decided {
+        guard !transactions.isEmpty || !keys.isEmpty else { return Decided() }
         let decisionSettings = settings.decisionSettings
         try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL search_path = pg_temp; SET LOCAL jit = off")
         defer { try? db.execute("ROLLBACK") }
-        let seeds = Set(transactions.map(\.transaction.originalTransactionID))
+        let seeds = Set(transactions.map(\.transaction.originalTransactionID)).union(keys)
         var decided = try pass(keys: seeds, fresh: transactions, userProducts: [], settings: decisionSettings)
         // The inferred match crosses families: the users and products of compensations without an
         // exact order are decided again with every family that may compete for their open orders.
@@ -228,7 +240,7 @@ struct LookupFamilies {
     /// transaction history, a token of one of the user's orders, a family the user's uploads or
     /// grants name), and of every purchase whose exact order may be one of the user's orders of
     /// that product (a receipt naming it, or its token). A superset: the rules decide.
-    private func competingKeys(_ up: UserProduct) throws -> Set<String> {
+    func competingKeys(_ up: UserProduct) throws -> Set<String> {
         // The user's side from the source relations, then Apple's side from the job schema.
         let orders = try source.query("""
             SELECT lower(order_id), order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL
