@@ -46,7 +46,8 @@ enum Migrations {
     /// 78, nothing touched), fills in the checksums of rows recorded before there were any
     /// (`SchemaCheck.backfill`), and applies what is missing.
     @discardableResult
-    static func apply(_ db: PGConnection, schema: JobSchema) throws -> Outcome {
+    static func apply(_ db: PGConnection, schema: JobSchema,
+                      onWait: ((_ version: Int, _ attempt: Int) -> Void)? = nil) throws -> Outcome {
         // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there:
         // ask first, so a nightly role without it works once the schema exists.
         let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = \(schema.name)").rowCount > 0
@@ -76,20 +77,48 @@ enum Migrations {
             outcome.unknownTexts = check.unknownTexts
         }
         for migration in all {
-            try db.transaction {
-                try lock(db, schema)
-                let present = try db.query("SELECT 1 FROM \(schema.sql).schema_migrations WHERE version = \(migration.version)")
-                guard present.rowCount == 0 else { return }
-                try db.execute(migration.sql.replacingSchema(schema))
-                try db.query("""
-                    INSERT INTO \(schema.sql).schema_migrations (version, name, checksum)
-                    VALUES (\(migration.version), \(migration.name), \(migration.checksum))
-                    """)
-                outcome.applied.append(migration.version)
+            var waited = 0
+            while true {
+                do {
+                    let applied = try db.transaction { () throws -> Bool in
+                        try lock(db, schema)
+                        // `respond` and `lookup` run while an upgrade migrates: a migration that
+                        // needs a table they read waits for it at most lockWaitMs, then steps back
+                        // (their statements queue behind a waiting ALTER TABLE) and tries again.
+                        try db.query("SELECT set_config('lock_timeout', \(String(lockWaitMs)), true)")
+                        let present = try db.query("SELECT 1 FROM \(schema.sql).schema_migrations WHERE version = \(migration.version)")
+                        guard present.rowCount == 0 else { return false }
+                        try db.execute(migration.sql.replacingSchema(schema))
+                        try db.query("""
+                            INSERT INTO \(schema.sql).schema_migrations (version, name, checksum)
+                            VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                            """)
+                        return true
+                    }
+                    if applied { outcome.applied.append(migration.version) }
+                    break
+                } catch let error as PGError where error.sqlState == "55P03" || error.sqlState == "40P01" {
+                    // lock_not_available (our timeout) or a deadlock the server broke: nothing of
+                    // this migration was kept; try it again after a pause.
+                    guard waited < lockTries else {
+                        throw JobError(.temporary, "migration \(migration.version) waited for a table another session holds "
+                            + "\(lockTries + 1) times (\(error.message)); nothing of it was applied: run `iap-reconcile migrate` "
+                            + "again once the long transaction on the job schema has ended (pg_stat_activity shows it)")
+                    }
+                    waited += 1
+                    onWait?(migration.version, waited)
+                    usleep(UInt32(lockPauseMs) * 1000)
+                }
             }
         }
         return outcome
     }
+
+    /// How long one migration waits for a table lock before it steps back (ms), how often it
+    /// tries again, and the pause between: about two minutes in all, then the error ends the run.
+    static let lockWaitMs = 5_000
+    static let lockTries = 20
+    static let lockPauseMs = 1_000
 
     private static func lock(_ db: PGConnection, _ schema: JobSchema) throws {
         _ = try db.query("SELECT pg_advisory_xact_lock(hashtext(\("iap-reconcile migrate " + schema.name)))")

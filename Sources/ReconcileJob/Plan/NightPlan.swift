@@ -54,7 +54,12 @@ enum NightPlan {
 
         add("migrate", "migrate", .main, reads: ["job.schema_migrations"], writes: ["job"],
             note: "stops with exit 78 when a migration's checksum differs from this build's") { c in
-            let migrated = try Migrations.apply(c.db, schema: values.settings.jobSchema)
+            let migrated = try Migrations.apply(c.db, schema: values.settings.jobSchema) { version, attempt in
+                logger.warning("""
+                    migration \(version) waited \(Migrations.lockWaitMs / 1000) s for a table another session (respond, \
+                    lookup) holds; trying again (\(attempt) of \(Migrations.lockTries))
+                    """)
+            }
             for version in migrated.unknownTexts {
                 logger.warning("""
                     the job schema's migration \(version) has no checksum, and none of the texts version \(version) has had \
