@@ -24,23 +24,23 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        // StoreKit 2 signed transactions (issue 10): chain building and policies, ES256, DER.
+        // StoreKit 2 signed transactions: chain building and policies, ES256, DER.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
-        // reconciliation.xlsx (issue 12): read back by the tests (Tests/XLSXReading), an
+        // reconciliation.xlsx: read back by the tests (Tests/XLSXReading), an
         // implementation of zip other than the workbook's own (Sources/Workbook/ZipFile.swift).
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // The workbook's deflating (issue "The night at Postgres's floor"): Sources/Workbook/Deflate.swift.
+        // The workbook's deflating: Sources/Workbook/Deflate.swift.
         .systemLibrary(name: "CLibZ", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: v6),
         .target(name: "HTTP", dependencies: ["CCurl"], swiftSettings: v6),
         .target(name: "Reconciliation", swiftSettings: v6),
-        // The reports for people (issue 12): the workbook and the one-page summary. Both only
+        // The reports for people: the workbook and the one-page summary. Both only
         // read what the report writer already produced, so the lead wires them in after the CSVs.
         .target(
             name: "Workbook",
@@ -79,8 +79,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: v6
+            swiftSettings: v6,
+            plugins: ["BuildCommit"]
         ),
+        // `iap-reconcile --version` prints the commit the build was made from.
+        .plugin(name: "BuildCommit", capability: .buildTool(), path: "Plugins/BuildCommit"),
         .target(
             name: "AppStoreSimulator",
             dependencies: [

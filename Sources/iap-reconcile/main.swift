@@ -18,7 +18,7 @@ struct IAPReconcile: ParsableCommand {
 
             \(environmentHelp)
             """,
-        version: iapReconcileVersion,
+        version: "\(iapReconcileVersion) (commit \(iapReconcileCommit))",
         subcommands: [Run.self, Verify.self, Migrate.self, CheckCommand.self, LookupCommand.self, RespondCommand.self,
                       ReleaseCommand.self],
         defaultSubcommand: Run.self)
