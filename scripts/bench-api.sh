@@ -5,7 +5,7 @@
 # answers after 20 ms. Run 1: the job's budget is 200/s: it must reach >= 95% of it (190/s) and
 # receive no 429. Run 2 (control): budget 400/s: it must receive 429s, proof that the
 # simulator's limit bites. BENCH_API_CALLS (default 6000) sets the size.
-# Then a whole night of sweeps (issue 11): BENCH_API_SWEEP users (default 2000), each with a
+# Then a whole night of sweeps: BENCH_API_SWEEP users (default 2000), each with a
 # consumable refund seen only in notification history and an open order whose customer's
 # transaction history is asked: 2,000 REFUND notifications (and as many ONE_TIME_CHARGE, with
 # Apple's repeats) and 2,000 histories, the simulator holding every endpoint to Apple's limits.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # make bench-sk2: StoreKit 2 uploads (signed transactions, JWS) verified offline by
-# `iap-reconcile verify`, against this machine's ES256 floor (issue 33).
+# `iap-reconcile verify`, against this machine's ES256 floor.
 # BENCH_SK2_USERS (default 35000, 53,794 uploads): generated users, every upload signed
 # (`iap-sim seed --storekit2-share 1`), all of them unresolved; the few app receipts the
 # generator still makes are verified in a first run, not measured.
 # Prints, for the verify command as a whole: signed uploads per second and their ratio to the
 # floor (swift-crypto's P-256 verification rate on every core, 1,024 distinct signatures by one key
 # over the uploads' signing-input size checked in turn, `iap-sim es256-floor`; one signature again
-# and again, the yardstick before the twenty-fourth session, and `openssl speed -multi` beside it
+# and again, for comparison only (the branch predictor learns it), and `openssl speed -multi` beside it
 # for reference), the job's CPU per 1,000 uploads beside the
 # floor's own, Postgres's CPU per 1,000 (its backends, reaped by the postmaster: the
 # postmaster's cutime + cstime before and after), and peak RSS. The verdicts are then checked:

@@ -16,7 +16,7 @@
 #             their own (iap_source, on the same cluster), copied into the job's by the night's
 #             first step; printed with its copy stage, the copy's floor (each source relation
 #             COPY'd out of iap_source and into an unlogged table of iap, binary, by psql) and its
-#             ratio to the single-database job of the same round (target <= 1.20, issue 37).
+#             ratio to the single-database job of the same round (target <= 1.20).
 #             BENCH_SPLIT=0 leaves it out.
 # Before the rounds, one night of each kind, untimed: every timed night is a repeat night.
 # BENCH_ROUNDS=N (default 1): N rounds on the same data, each the floor, the job, the floor again
@@ -73,7 +73,7 @@ if [ "$split" = 1 ]; then
   psql -qX -d iap_source -c "DROP SCHEMA recon CASCADE"
 fi
 
-# The floor (issue "The night at Postgres's floor"): every row the night decides from, read once
+# The floor: every row the night decides from, read once
 # with COPY into /dev/null, one relation after the other: the four source relations and every
 # table in which the job keeps what it learned from Apple. A new such table belongs in this list.
 rounds=${BENCH_ROUNDS:-1}
@@ -219,7 +219,7 @@ print(f"postgres alone           {pg:.2f} s  (the job's own decide SQL, rows dro
 print(f"job (run --no-verify)    {job:.2f} s{spread(jobs)}  (job CPU {cpu:.2f} s)")
 print(f"floor before / after     " + ", ".join(f"{x[5]:.2f}/{x[6]:.2f}" for x in runs) + " s (each round's floor is their mean)")
 print(f"ratio job / floor        {statistics.median(ratios):.2f}  (the median of the rounds' ratios, each its job over the mean of"
-      f" the floors around it; target <= 3, issue 'The night at Postgres's floor')"
+      f" the floors around it; target <= 3)"
       + (f"; each round: {', '.join(f'{x:.2f}' for x in ratios)}; spread {min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else ""))
 print(f"ratio job / postgres     {job / pg:.2f}")
 print(f"input rows per second    {rows / job:,.0f}")
@@ -241,6 +241,6 @@ if split:
           f"  (copy stage {statistics.median([x[5] for x in split]):.2f} s; its floor, psql COPY out + COPY in "
           f"{statistics.median([x[6] for x in split]):.2f} s; peak RSS {max(x[4] for x in split) / 1024:.1f} MB)")
     print(f"ratio split / single     {statistics.median(sratios):.2f}  (each round's split job over its single-database job;"
-          f" target <= 1.20, issue 37)" + (f"; each round: {', '.join(f'{x:.2f}' for x in sratios)}" if len(sratios) > 1 else ""))
+          f" target <= 1.20)" + (f"; each round: {', '.join(f'{x:.2f}' for x in sratios)}" if len(sratios) > 1 else ""))
 PY
 echo "reports                  $verdict" | tee -a "$work/result.txt"

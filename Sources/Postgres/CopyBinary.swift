@@ -4,7 +4,7 @@
 /// For wide text the binary format is cheaper at both ends than the text format: the server
 /// copies a field out as it is instead of checking every byte for a character to escape, and
 /// here a field is found by its length instead of by scanning for the next tab (measured on the
-/// StoreKit 2 uploads, 3,600-byte fields: docs/benchmarks.md, issue 33).
+/// StoreKit 2 uploads, 3,600-byte fields: docs/benchmarks.md).
 ///
 /// The server sends each row in one message; a message that does not hold whole rows, a field
 /// count other than the caller's, or a length past the message's end is an error (never a

@@ -96,7 +96,7 @@ public struct JobSettings: Sendable {
     public internal(set) var serverAPI: ServerAPISettings?
     /// `ASC_ISSUER_ID`, `ASC_KEY_ID`, `ASC_PRIVATE_KEY_FILE`, `ASC_VENDOR_NUMBER` as given: an App
     /// Store Connect API team key (not the In-App Purchase key) and the vendor number whose daily
-    /// Summary Sales Report the night downloads (issue 36). All four set: the reports are
+    /// Summary Sales Report the night downloads. All four set: the reports are
     /// downloaded; none: not; some: exit 78 (`configureAppStoreConnect`).
     public var ascIssuerID: String?
     public var ascKeyID: String?

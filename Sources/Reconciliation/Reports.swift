@@ -1,7 +1,7 @@
 // The report files of contract §6: names and columns, each column described once (name, the cell
 // a row gives it, how the workbook shows it, its part in the money totals). The CSV header, the
 // workbook's cell kinds, summary.json's money, the width of the findings table and the tally's
-// columns all follow from these descriptions (issue "One rule book").
+// columns all follow from these descriptions.
 
 public enum ReportFile: String, CaseIterable, Sendable {
     case compensate = "compensate.csv"
@@ -12,9 +12,9 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case closed = "closed.csv"
     case unresolved = "unresolved.csv"
     case inputErrors = "input_errors.csv"
-    /// Apple's refund requests and what `respond` answered (issue 35).
+    /// Apple's refund requests and what `respond` answered.
     case consumptionRequests = "consumption_requests.csv"
-    /// Apple's daily sales reports against the purchases the job learned, where they differ (issue 36).
+    /// Apple's daily sales reports against the purchases the job learned, where they differ.
     case coverage = "coverage.csv"
 
     /// The file's name without `.csv`: its key in summary.json's `counts` and `reasons`, and its
@@ -189,7 +189,7 @@ public struct ReportLayout: Sendable, Equatable {
     public var kinds: [ColumnKind] { columns.map(\.kind) }
     /// The columns of a findings report that are not the row's cells but filled when the CSV is
     /// written: `first_seen` (the findings history) and Apple's proceeds of the row's units (the
-    /// sales reports held then: issue 36), so that neither changes a finding or its key.
+    /// sales reports held then), so that neither changes a finding or its key.
     public static let filledAtWrite: Set<String> = ["first_seen", "proceeds", "proceeds_currency"]
 
     /// The row's cells as the findings table holds them: every column but those filled at write.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Issue 36 item 2: Apple's daily Summary Sales Reports of the window's held days against the
+/// Apple's daily Summary Sales Reports of the window's held days against the
 /// production purchases and refunds the job has learned, per product. summary.json `coverage`,
 /// the page's coverage line and the workbook's Summary lines read it; coverage.csv lists the
 /// groups (day, product, country, currency) where the two differ. No I/O.

@@ -1,4 +1,4 @@
-// Apple's storefronts and the sales report's countries (issue 36). A signed transaction's
+// Apple's storefronts and the sales report's countries. A signed transaction's
 // `storefront` is an ISO 3166-1 alpha-3 code (`USA`, `JPN`; Apple's StoreKit `Storefront.countryCode`
 // and the App Store Server API's `storefront`), the Summary Sales Report's `Country Code` is alpha-2
 // (`US`, `JP`). The table is ISO 3166-1's 249 countries and territories (the ISO 3166 Maintenance

@@ -1,6 +1,6 @@
 import Reconciliation
 
-/// `summary.html` (contract §6, issue 12): one page a manager reads in ten seconds, on a phone
+/// `summary.html` (contract §6): one page a manager reads in ten seconds, on a phone
 /// too: the night's counts per report and reason, money per currency, the oldest open finding,
 /// and a chart of findings per night for the last 30 nights.
 ///

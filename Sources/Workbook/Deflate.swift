@@ -1,8 +1,8 @@
 // Raw deflate (RFC 1951, what a zip entry of method 8 holds) through zlib, in segments.
 //
 // A sheet's XML is deflated while it is written, on the thread that writes it (the workbook's
-// sheets are written side by side, one report per core), so the deflating is no longer one
-// thread's work at the end of the night (issue "The night at Postgres's floor"). A sheet's entry
+// sheets are written side by side, one report per core), so the deflating is not one
+// thread's work at the end of the night. A sheet's entry
 // is three segments: what goes before its rows (known only once the rows are written: the used
 // range, the column widths), the rows, and what goes after. Each segment is an independent
 // deflate stream; every one but the last ends with a sync flush (an empty stored block, so the

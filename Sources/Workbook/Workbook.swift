@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Reconciliation
 
-/// `reconciliation.xlsx` (contract §6, issue 12): the night's report CSVs as one workbook for
+/// `reconciliation.xlsx` (contract §6): the night's report CSVs as one workbook for
 /// customer service and finance, who open the reports in Excel or WPS. The CSVs stay the
 /// machines' copy; this is built from them after they are written, so both hold the same rows.
 ///

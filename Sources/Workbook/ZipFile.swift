@@ -1,9 +1,8 @@
 // The zip container of the workbook (PKWARE's APPNOTE.TXT 6.3.10), written front to back.
 //
-// Why not ZIPFoundation, which wrote it until the twelfth session of issue "The night at
-// Postgres's floor": it deflates every entry itself, on the one thread that adds the entries, at
-// zlib's default level, and takes no entry already deflated. The workbook's deflating was then
-// the last three seconds of the night on one core of two. Here each sheet is deflated by the
+// Why not ZIPFoundation: it deflates every entry itself, on the one thread that adds the entries, at
+// zlib's default level, and takes no entry already deflated, so the workbook's deflating would
+// be the last three seconds of the night on one core of two. Here each sheet is deflated by the
 // thread that writes it (Deflate.swift) and this file only lays the deflated bytes out: a local
 // header, the bytes, then the central directory. Zip64 records are written where a size or an
 // offset does not fit in 32 bits (a sheet of a million long rows can pass 4 GiB of XML).

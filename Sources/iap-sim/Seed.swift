@@ -26,14 +26,14 @@ struct Seed: ParsableCommand {
         Japan (JPY) and Germany (EUR) are only made where the job certainly reads Apple's price: \
         verified StoreKit 2 uploads and purchases only the App Store Server API shows.
 
-        Server API scenarios (issue 11): consumable refunds only the notification history shows (full, \
+        Server API scenarios: consumable refunds only the notification history shows (full, \
         prorated, reversed by REFUND_REVERSED), a subscription only the customer's transaction history \
         shows, first purchases only a ONE_TIME_CHARGE notification reports (appAccountToken = the \
         order's UUID order_id, and without one: unattributed.csv). Apple's truth always holds them; \
         the expected files list them only with --apple-truth, which stands for "the job has API \
         credentials and sweeps notifications and transaction history".
 
-        Consumption requests (issue 35, with --apple-truth): a hash-chosen share of Apple's transactions \
+        Consumption requests (with --apple-truth): a hash-chosen share of Apple's transactions \
         (mostly production consumables, granted or paid but not granted; a few non-consumables, \
         subscriptions and sandbox ones; never a refunded one, and only purchases whose verdict the \
         scenarios state exactly: granted to one user, or a compensate row) get a CONSUMPTION_REQUEST in the truth \

@@ -45,7 +45,7 @@ struct AppleTruthTests {
         back[1].customer = "U\t2"
         #expect(back[1] == rows[1])
         #expect(back[2].currency == "JPY" && back[2].refund?.percentage == 33_333 && back[3].refund?.reversedMs == 1_790_200_000_000)
-        // A file of before issue 11 (no storefront, price or revocation columns): USA, no price, full refunds.
+        // A file of an older generator (no storefront, price or revocation columns): USA, no price, full refunds.
         let old = AppleTruthFile.columns.prefix(17).joined(separator: "\t") + "\n"
             + "7\t7\tp\tconsumable\t1\t5\t5\t\t\tproduction\tb\tU\t\t\t9\t1\tR\n"
         let oldRow = try #require(try AppleTruthFile.parse(old).first)

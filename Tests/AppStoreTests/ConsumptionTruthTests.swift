@@ -1,4 +1,4 @@
-// The truth file's consumption columns and the generator's consumption requests (issue 35):
+// The truth file's consumption columns and the generator's consumption requests:
 // strict parsing, which transactions are asked and when, and the shop's data for the answers.
 
 import Foundation

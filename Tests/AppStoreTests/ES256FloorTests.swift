@@ -1,4 +1,4 @@
-// `iap-sim es256-floor`, make bench-sk2's yardstick (issue 33): it counts only checks that pass,
+// `iap-sim es256-floor`, make bench-sk2's yardstick: it counts only checks that pass,
 // over the distinct signatures it was asked for.
 
 import Testing

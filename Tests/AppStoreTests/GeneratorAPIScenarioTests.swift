@@ -1,4 +1,4 @@
-// The generator's issue 11 side: the scenarios only the Server API shows expect rows exactly when
+// The generator's Server API side: the scenarios only the Server API shows expect rows exactly when
 // the job sweeps it (`--apple-truth`), amounts come out in the currency the job can know, and
 // `--api-bench` adds what the Server API benchmark sweeps.
 

@@ -1,4 +1,4 @@
-// The generator with several apps (`iap-sim seed --bundle A --bundle B --bundle C`, issue 37):
+// The generator with several apps (`iap-sim seed --bundle A --bundle B --bundle C`):
 // users spread over the apps by the seed, each app with its own products, and the Apple truth
 // and the expected reports agreeing on which app every purchase belongs to.
 

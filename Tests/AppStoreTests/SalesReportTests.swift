@@ -1,5 +1,5 @@
-// Issue 36 item 1: Apple's daily Summary Sales Report read by header name (both column orders of
-// /work/sales-design.md), every value checked, any problem making the whole day an error; the
+// Apple's daily Summary Sales Report read by header name (both column orders Apple writes),
+// every value checked, any problem making the whole day an error; the
 // report days of a night in Pacific time (across the DST change of 2026-11-01) and the two-day
 // 404 rule; the request and App Store Connect's error bodies. No network.
 

@@ -178,7 +178,7 @@ struct ServerAPIPageTests {
         #expect(AppStoreEndpoints.orderLookup.request(in: .production, id: "MK5TTTVWJH").path == "/inApps/v1/lookup/MK5TTTVWJH")
         #expect(String(decoding: ServerAPI.notificationHistoryBody(startMs: 1, endMs: 2, type: "REFUND"), as: UTF8.self)
                 == #"{"startDate":1,"endDate":2,"notificationType":"REFUND"}"#)
-        // The later issues' endpoints are rows too: a PUT with a JSON body, a team-key GET without a budget of Apple's per second.
+        // The other endpoints are rows too: a PUT with a JSON body, a team-key GET without a budget of Apple's per second.
         let consumption = AppStoreEndpoints.consumption.request(in: .production, id: "2000000123", body: Self.bytes(#"{"customerConsented":true}"#))
         #expect(consumption.method == .put && consumption.path == "/inApps/v2/transactions/consumption/2000000123")
         #expect(consumption.service == .serverAPI && consumption.budget == .consumption && !consumption.body.isEmpty)

@@ -92,7 +92,7 @@ final class APIWorld {
     let verifier = SignedDataVerifier(roots: [APIWorld.pki.root])
     let now = Int64(Date().timeIntervalSince1970 * 1000)
 
-    /// `otherBundles`, `appKeys`, `refused`, `stray401`: several apps served (issue 37).
+    /// `otherBundles`, `appKeys`, `refused`, `stray401`: several apps served.
     init(rows: [AppleTruthRow], rates: [SimAPIEndpoint: Int] = [:], faults: FaultPlan = FaultPlan(),
          refunds: [String: SimRefund] = [:], consumptionRate: Int? = nil, consumptionLog: String? = nil,
          otherBundles: [String] = [], appKeys: [String: AppKey] = [:], refused: Set<String> = [],

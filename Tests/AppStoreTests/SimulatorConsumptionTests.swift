@@ -1,4 +1,4 @@
-// Send Consumption Information on the simulated Server API (issue 35): every rule of Apple's
+// Send Consumption Information on the simulated Server API: every rule of Apple's
 // ConsumptionRequest one by one, hostile bodies, the rate, the CONSUMPTION_REQUEST listing, and
 // the outcome model (ConsumptionOutcomes.swift), all over real HTTP.
 

@@ -1,4 +1,4 @@
-// The simulated Server API serving several apps (issue 37), over real HTTP: a token is for one
+// The simulated Server API serving several apps, over real HTTP: a token is for one
 // of the apps served and every answer is scoped to it; another app is refused; rate limits are
 // counted per app; a key per app; a refused app's key; one stray 401.
 

@@ -1,4 +1,4 @@
-// The simulated notification history tells a refund's whole story (issue 11): a prorated refund
+// The simulated notification history tells a refund's whole story: a prorated refund
 // as REFUND_PRORATED with its percentage, a refund and its REFUND_REVERSED, the storefront's price
 // from the truth, and Apple's repeats: a retried notification listed twice with the same UUID.
 

@@ -1,4 +1,4 @@
-// Purchases the shop never saw (`iap-sim seed --unseen-share`, issue 36 item 6): the truth's
+// Purchases the shop never saw (`iap-sim seed --unseen-share`): the truth's
 // `notifications` column reads back, and the notification history lists nothing of them (the
 // sales report is the only place they show: Tests/IntegrationTests/SalesReportSimulatorTests).
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ReconcileJob
 
-/// The queue between the reader, the verifiers and the answer writer (issue 33), and between the
+/// The queue between the reader, the verifiers and the answer writer, and between the
 /// night's stages: single items and batches mix, and nothing is lost, doubled or reordered.
 struct BlockingQueueTests {
     @Test("single items and batches, popped one, a few and all at a time: the order they were pushed in")

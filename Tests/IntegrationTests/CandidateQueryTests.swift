@@ -4,7 +4,7 @@ import Postgres
 @testable import ReconcileJob
 import Testing
 
-/// Issue 33: the verify stage's candidate query sorts before reading the data, reads each
+/// The verify stage's candidate query sorts before reading the data, reads each
 /// receipt's data once, and leaves its form to the reader (`ReceiptSelection.kind(ofCandidate:)`:
 /// `isBase64` and `CompactJWS.looksLikeJWS`). Together they must select what
 /// contract §2 selects (`unresolvedReceiptsSQL`), in the same order, hostile data included.

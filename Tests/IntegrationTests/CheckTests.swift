@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// Issue 50, item 1: `iap-reconcile check`, read-only, on the mistakes a studio's mapping makes.
+/// `iap-reconcile check`, read-only, on the mistakes a studio's mapping makes.
 @Suite("check: the sources as tonight would read them, read-only", .serialized, .enabled(if: Harness.hasDatabase))
 struct CheckTests {
     typealias N = NightTests

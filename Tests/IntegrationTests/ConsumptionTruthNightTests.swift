@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 35's acceptance "consumption_requests.csv equals the generator's truth": the sequence
+/// consumption_requests.csv equals the generator's truth: the sequence
 /// `make demo` runs (a night at as-of, `respond --now <as-of> --send` with the default options,
 /// the night again), and the second night's consumption_requests.csv equals the file
 /// `iap-sim seed --expected` wrote, byte for byte.

@@ -1,4 +1,4 @@
-// Issue 36 item 2 end to end: coverage.csv, summary.json `coverage` and the page, from the days of
+// Coverage end to end: coverage.csv, summary.json `coverage` and the page, from the days of
 // Apple's sales reports a night downloaded (a loopback App Store Connect, SalesReportNightTests'
 // files) against transactions of the job's set row by row, so every rule of the contract's
 // coverage section has a row that shows it.

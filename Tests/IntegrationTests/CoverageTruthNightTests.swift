@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 36's acceptance "`make demo` writes coverage.csv equal to the generator's truth": a night
+/// `make demo` writes coverage.csv equal to the generator's truth: a night
 /// with the Server API and the ASC_* variables against the simulator's sales reports
 /// (`iap-sim serve --connect-key`) writes coverage.csv byte for byte as `iap-sim seed --expected`
 /// wrote it. The two sides are derived apart: the night from Apple's reports and what it stored,

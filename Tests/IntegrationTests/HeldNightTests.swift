@@ -3,7 +3,7 @@ import Postgres
 import Reconciliation
 import Testing
 
-/// Issue 50, item 2: a night that looks wrong is held, not published (docs/contract.md, "Held
+/// A night that looks wrong is held, not published (docs/contract.md, "Held
 /// nights"). Each mistake is a view over the generated sources, as a studio maps its tables; the
 /// night before it is a good one over the same data.
 @Suite("Held nights: a night that looks wrong is held, and released by a person", .serialized, .enabled(if: Harness.hasDatabase))
@@ -51,7 +51,7 @@ struct HeldNightTests {
 
     static func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
 
-    @Test("issue 50's mistake: a grants view without Apple's transaction id is held under held/, history untouched; release publishes it and the history follows")
+    @Test("a grants view without Apple's transaction id is held under held/, history untouched; release publishes it and the history follows")
     func grantsWithoutTransactionID() throws {
         let w = try Self.world("held_grants", users: 3000, seedArguments: ["--seed", "7"])
         defer { w.stop() }

@@ -120,7 +120,7 @@ struct LookupAgreesTests {
         let behind = try w.run(["lookup", "--transaction", tid])
         #expect(behind.status == 78 && behind.stderr.contains("at migration"), "\(behind.stderr)")
         try w.t.db.query("INSERT INTO recon.schema_migrations (version, name) VALUES (\(latest[0])::int, \(latest[1]))")
-        // A text of another build recorded (issue 34): 78 naming the version; the row back without
+        // A text of another build recorded: 78 naming the version; the row back without
         // a checksum (not backfilled yet: lookup writes nothing) is accepted.
         try w.t.db.execute("UPDATE recon.schema_migrations SET checksum = 'x' WHERE version = 2")
         let different = try w.run(["lookup", "--transaction", tid])

@@ -2,7 +2,7 @@ import Foundation
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for a test: each connection one request (GET, no body),
 /// answered by `handler` with `Connection: close`. Real HTTP over a real socket for the job's
-/// libcurl, where a double of Apple's is not (yet) in the simulator (issue 36's sales reports).
+/// libcurl, where a double of Apple's is not (yet) in the simulator (Apple's sales reports).
 final class LoopbackHTTPServer: @unchecked Sendable {
     struct Request: Sendable {
         var method: String

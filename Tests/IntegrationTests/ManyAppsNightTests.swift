@@ -3,7 +3,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// Issue 37: the night sweeps every app of IAP_BUNDLE_IDS, each with its own token, positions
+/// Many apps: the night sweeps every app of IAP_BUNDLE_IDS, each with its own token, positions
 /// and budgets; a 401 is believed only when a fresh token a second later gets one too, and then
 /// stops that app alone; every app refused is exit 78.
 @Suite("Several apps, one night", .serialized, .enabled(if: Harness.hasDatabase))

@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// Issue 37 ("Many apps"), what is built so far: the simulator serves several apps, each
+/// Many apps: the simulator serves several apps, each
 /// answering only its own purchases to a token whose `bid` names it, and `lookup` asks each app
 /// of IAP_BUNDLE_IDS in turn.
 @Suite("Several apps", .serialized, .enabled(if: Harness.hasDatabase))

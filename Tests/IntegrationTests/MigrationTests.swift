@@ -5,8 +5,8 @@ import Synchronization
 import Testing
 import Reconciliation
 
-/// Issue 34, items 1 and 2: frozen migrations, their checksums, and upgrades from every earlier
-/// schema (and from a database made by 8f8d6a6, the last build before checksums) to this build.
+/// Frozen migrations, their checksums, and upgrades from every earlier
+/// schema (and from a database made by the last build before checksums) to this build.
 @Suite("Migrations: frozen texts, checksums, upgrades", .serialized)
 struct MigrationTests {
     typealias N = NightTests
@@ -109,7 +109,7 @@ struct MigrationTests {
         }
     }
 
-    /// The fixture: `pg_dump --schema=recon` of a database that 8f8d6a6 migrated and ran a night on
+    /// The fixture: `pg_dump --schema=recon` of a database that the last build before checksums migrated and ran a night on
     /// (Fixtures/README.md), restored on a session of its own (the dump empties the search path).
     static func restoreFixture(_ t: TestDatabase) throws {
         let url = try #require(Bundle.module.url(forResource: "recon-at-8f8d6a6", withExtension: "sql", subdirectory: "Fixtures"))
@@ -175,10 +175,10 @@ struct MigrationTests {
         try Self.expectUpgraded("from migration \(k)", upgraded)
     }
 
-    @Test("a database made by 8f8d6a6 (the checked-in dump) is upgraded: checksums backfilled, its night equals a fresh one's",
+    @Test("a database made by the last build before checksums (the checked-in dump) is upgraded: checksums backfilled, its night equals a fresh one's",
           .enabled(if: Harness.hasDatabase))
     func upgradeFromTheFixture() throws {
-        // From what 8f8d6a6 stored alone: with verification, the receipt it left unresolved would
+        // From what that build stored alone: with verification, the receipt it left unresolved would
         // be asked again once its wait (wall-clock minutes) is over, and count more attempts.
         let upgraded = try Self.night("mig_fixture", ["--no-verify"]) { t in
             try Self.restoreFixture(t)

@@ -5,7 +5,7 @@ import Reconciliation
 import Synchronization
 import Testing
 
-/// Issue 34, item 4: the night as one declared plan. The scheduler starts a step only once every
+/// The night as one declared plan. The scheduler starts a step only once every
 /// step before it that writes what it reads has ended, and `run --plan` prints what it runs.
 @Suite("The night's plan", .serialized)
 struct NightPlanTests {

@@ -2,7 +2,7 @@ import Foundation
 import Reconciliation
 import Testing
 
-/// Issue 3's acceptance: the whole night, end to end, with the built executables.
+/// The whole night, end to end, with the built executables.
 @Suite("The night end to end", .serialized, .enabled(if: Harness.hasDatabase))
 struct NightTests {
     static let asOf = "2026-11-21T03:00:00Z"

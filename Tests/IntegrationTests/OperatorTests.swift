@@ -2,7 +2,7 @@ import Foundation
 import Reconciliation
 import Testing
 
-/// Issue 12, for the operator and the audit trail: closed.csv, `--metrics-file` and
+/// For the operator and the audit trail: closed.csv, `--metrics-file` and
 /// `<out>/last-run.json`, on nights that succeed and on nights that fail.
 @Suite("What the operator sees", .serialized, .enabled(if: Harness.hasDatabase))
 struct OperatorTests {

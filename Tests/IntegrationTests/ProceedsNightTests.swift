@@ -1,4 +1,4 @@
-// Issue 36 item 3 end to end: Apple's proceeds beside the price in refunds.csv, from the days of
+// Proceeds end to end: Apple's proceeds beside the price in refunds.csv, from the days of
 // Apple's sales reports a night downloaded (a loopback App Store Connect), against refunded
 // transactions of the job's set row by row, so every rule of the contract's proceeds section has a
 // row that shows it; and the money totals are the sums of the printed cells.

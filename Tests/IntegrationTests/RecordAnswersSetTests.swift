@@ -3,7 +3,7 @@ import Postgres
 @testable import ReconcileJob
 import Testing
 
-/// Issue 33: `record_answers` applies a batch as sets (migration 11). Its merges must be the
+/// `record_answers` applies a batch as sets (migration 11). Its merges must be the
 /// per-answer function's (`record_answers_each`), several answers for one receipt or one
 /// transaction in a batch included: the same seeded batches applied both ways to two schemas
 /// leave the same rows.

@@ -2,7 +2,7 @@ import Foundation
 import Reconciliation
 import Testing
 
-/// Issue 36, item 5: the first 120 lines of reports/README.md hold a page for customer service and
+/// The first 120 lines of reports/README.md hold a page for customer service and
 /// one for finance, in English and in Chinese, each naming every file and sheet a person opens.
 /// The files and sheets come from `ReportFile.allCases`: a new report fails this test until the
 /// four guides name it. No database.

@@ -3,7 +3,7 @@ import Reconciliation
 import Testing
 import XLSXReading
 
-/// Issue 12, read as the people read it: the night's reconciliation.xlsx unzipped and parsed
+/// The reports for people, read as the people read them: the night's reconciliation.xlsx unzipped and parsed
 /// against its CSV files, and summary.html against summary.json.
 @Suite("Reports for people", .serialized, .enabled(if: Harness.hasDatabase))
 struct ReportsForPeopleTests {

@@ -4,7 +4,7 @@ import Postgres
 import Reconciliation
 import Testing
 
-/// Issue 35: `iap-reconcile respond` end to end, the built executable against a real Postgres
+/// `iap-reconcile respond` end to end, the built executable against a real Postgres
 /// and the simulator over real HTTP. Here the requests come from the shop's own
 /// `iap_notifications`, signed by the test PKI as Apple signs them, hostile rows among them.
 @Suite("respond: answering Apple's refund requests", .serialized, .enabled(if: Harness.hasDatabase))

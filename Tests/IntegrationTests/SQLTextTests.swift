@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// SQL that binds its values (issue 34 item 3): what the `SQL` type does, against a real Postgres,
+/// SQL that binds its values: what the `SQL` type does, against a real Postgres,
 /// and a look through the sources for the old pattern, values written into SQL text by hand.
 @Suite struct SQLTextTests {
     // MARK: The type
@@ -110,7 +110,7 @@ import Testing
     /// (their texts, `{S}` the quoted schema).
     static let unsafeAllowed: Set<String> = ["ReconcileJob/Migrations/Migrations.swift"]
 
-    /// This checkout's Sources, or `IAP_SQL_SOURCES` (another tree's Sources: pointed at 44a974c's,
+    /// This checkout's Sources, or `IAP_SQL_SOURCES` (another tree's Sources: pointed at a tree from before the `SQL` type,
     /// the test fails, listing each place).
     static var sourcesDirectory: URL {
         if let other = ProcessInfo.processInfo.environment["IAP_SQL_SOURCES"], !other.isEmpty {
@@ -137,7 +137,7 @@ import Testing
         #expect(found.isEmpty, "values spliced into SQL text:\n\(found.joined(separator: "\n"))")
     }
 
-    /// Lines of main before this change (44a974c), each one the old pattern: the look must find each.
+    /// Lines of the sources before the `SQL` type, each one the old pattern: the look must find each.
     static let oldLines: [(file: String, text: String)] = [
         ("ReconcileJob/Reports/ReportWriter.swift", #"""
             func q() -> String {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Summary Sales Report files as Apple's two column orders write them (/work/sales-design.md); the
+/// Summary Sales Report files as Apple's two column orders write them; the
 /// same as AppStoreTests' SalesReportTests, which this target cannot import.
 enum SalesFixtures {
     /// Order A (28 columns).

@@ -1,4 +1,4 @@
-// Issue 36 item 1 end to end: the built job downloads Apple's daily Summary Sales Report over real
+// Apple's sales reports end to end: the built job downloads Apple's daily Summary Sales Report over real
 // HTTP into the real Postgres. The simulator's /v1/salesReports is built in parallel (another
 // branch), so App Store Connect is played here by a loopback HTTP server serving fixed gzip files
 // (LoopbackHTTPServer); the rest of the night (verifyReceipt) is the simulator's.

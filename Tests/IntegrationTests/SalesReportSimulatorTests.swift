@@ -1,5 +1,5 @@
 // App Store Connect's daily Summary Sales Report as `iap-sim serve --connect-key` answers it
-// (issue 36 item 6), over real HTTP (the job's libcurl client) from a real `iap-sim serve`: the
+// over real HTTP (the job's libcurl client) from a real `iap-sim serve`: the
 // file is gzip (read back by gzip(1), not by the simulator's code) with Apple's header names in
 // order A on even days and order B on odd days; a day falls in America/Los_Angeles across the DST
 // change; refunds are rows on their revocation day; and the 400, 401, 403, 404 and 429 answers

@@ -2,7 +2,7 @@ import AppStoreSimulator
 import Foundation
 import Testing
 
-/// Issue 10: the App Store Server API end to end: the job and `lookup` against the simulator's
+/// The App Store Server API end to end: the job and `lookup` against the simulator's
 /// Server API over real HTTP, with a real `.p8` key, real JWTs and signed answers.
 @Suite("The App Store Server API end to end", .serialized, .enabled(if: Harness.hasDatabase))
 struct ServerAPINightTests {

@@ -4,7 +4,7 @@ import Postgres
 import Reconciliation
 import Testing
 
-/// Issue 11: the nightly sweeps of the App Store Server API (notification history, transaction
+/// The nightly sweeps of the App Store Server API (notification history, transaction
 /// history) against the simulator over real HTTP: killed mid-sweep and run again, the same
 /// reports; without credentials, the night says what it skipped; the money in summary.json is
 /// the sum of the report columns.

@@ -2,7 +2,7 @@ import AppStoreSimulator
 import Foundation
 import Testing
 
-/// Issue 10: StoreKit 2 signed transactions in a night, with the built executables against a
+/// StoreKit 2 signed transactions in a night, with the built executables against a
 /// real Postgres (no App Store is needed to verify them).
 @Suite("Signed transactions in a night", .serialized, .enabled(if: Harness.hasDatabase))
 struct SignedTransactionNightTests {

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// Issue 37, items 2 and 3: `SOURCE_DATABASE_URL`. The four source relations are read in another
+/// `SOURCE_DATABASE_URL`. The four source relations are read in another
 /// database (a hot standby, with a role that can only read), copied into the job's database by
 /// the night, and read there directly by lookup; nothing reaches the source but reads; a recovery
 /// conflict is read again once, then exit 75.

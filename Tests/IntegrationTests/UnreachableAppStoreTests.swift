@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// Issue 33, item 3 ("No failure path spins"): an App Store that gives no HTTP answer at all costs
+/// No failure path spins: an App Store that gives no HTTP answer at all costs
 /// the night seconds, not the night. The chaos scenarios `host-*` try every way a host can fail
 /// (docs/reliability.md); these two are the rule's ends: a host that never answered, and one that
 /// dies in the middle of the night.

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// Issue 2's acceptance: the verification stage against the real simulator over real HTTP and
+/// The verification stage against the real simulator over real HTTP and
 /// a real Postgres. Serialized: each test loads both cores.
 @Suite("Verification against the simulator", .serialized, .enabled(if: Harness.hasDatabase))
 struct VerificationTests {

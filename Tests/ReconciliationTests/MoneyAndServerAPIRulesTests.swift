@@ -1,4 +1,4 @@
-// Money (contract §6 amounts) and the rules issue 11 adds: transactions learned from the App
+// Money (contract §6 amounts) and the rules of the Server API's transactions: transactions learned from the App
 // Store Server API alone, family_revoked, unattributed purchases.
 
 import Testing

@@ -1,7 +1,7 @@
 import Reconciliation
 import Testing
 
-/// The rules that hold a night which looks wrong (issue 50; docs/contract.md, "Held nights"), each
+/// The rules that hold a night which looks wrong (docs/contract.md, "Held nights"), each
 /// at its edge: one row on the publishing side, one on the held side.
 @Suite("Held nights: the rules at their edges")
 struct NightHoldTests {

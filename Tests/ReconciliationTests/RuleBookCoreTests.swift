@@ -1,4 +1,4 @@
-// The rule book's decisions that the night's SQL also takes (issue "One rule book"): refunds and
+// The rule book's decisions that the night's SQL also takes: refunds and
 // reversals, the windows, whose purchase, why a finding closed, and the quiet-family predicate,
 // as the core takes them. IntegrationTests/RuleBookTests compares the SQL with these.
 

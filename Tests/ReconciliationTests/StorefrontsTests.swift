@@ -2,7 +2,7 @@ import Reconciliation
 import Testing
 
 /// A storefront (ISO 3166-1 alpha-3, as signed transactions give it) mapped to the sales report's
-/// country (alpha-2), for coverage (issue 36).
+/// country (alpha-2), for coverage.
 @Suite("Storefronts: alpha-3 to alpha-2")
 struct StorefrontsTests {
     @Test("the storefronts of the simulator and Apple's largest stores; Kosovo; anything else unknown")

@@ -1,5 +1,5 @@
-// The days of Apple's daily sales reports (issue 36 item 1; /work/sales-design.md, "Days and time
-// zone"): a report day is a calendar day in the report time zone (`--sales-report-timezone`,
+// The days of Apple's daily sales reports (docs/contract.md, "Apple's daily sales reports"): a
+// report day is a calendar day in the report time zone (`--sales-report-timezone`,
 // default America/Los_Angeles: Apple's older FAQ; its current help leaves the boundary open, see
 // docs/contract.md). Which days a night asks for, and when a 404 ("no sales") may be believed.
 

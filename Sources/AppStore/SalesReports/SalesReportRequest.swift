@@ -1,4 +1,4 @@
-// The request for one day's Summary Sales Report (`GET /v1/salesReports`, /work/sales-design.md)
+// The request for one day's Summary Sales Report (`GET /v1/salesReports`)
 // and how App Store Connect's error bodies are read: `{"errors":[{"status":"400","detail":"…"}]}`.
 // No I/O.
 

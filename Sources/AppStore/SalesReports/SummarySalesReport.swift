@@ -1,5 +1,5 @@
-// Apple's daily Summary Sales Report (issue 36 item 1; /work/sales-design.md; shared/apple/
-// consumption-and-reports.md Part 2): the text of the file once it is decompressed, read strictly.
+// Apple's daily Summary Sales Report (its columns as Apple documents them for App Store Connect's
+// sales reports): the text of the file once it is decompressed, read strictly.
 // Tab-separated, first line the header, columns found by their header name (their order varies
 // between copies of the file), every value checked. Any problem makes the whole day an error:
 // the job stores nothing of it and asks again the next night. No I/O.

@@ -96,7 +96,7 @@ public struct AppStoreRequest: Sendable, Equatable {
     public var bundleID: String?
 }
 
-/// The endpoints, one row each (shared/apple/server-api.md §3, consumption-and-reports.md).
+/// The endpoints, one row each, as Apple documents them.
 public enum AppStoreEndpoints {
     /// verifyReceipt: the body is read with the receipt's context (`VerifyReceipt.classify`),
     /// so the reader hands it over as it came.

@@ -6,8 +6,8 @@ import SwiftASN1
 import X509
 
 extension SignedDataVerifier {
-    /// Apple Root CA - G3 (P-384, valid 2014-04-30 to 2039-04-30), from
-    /// shared/apple/AppleRootCA-G3.pem. SHA-256 fingerprint
+    /// Apple Root CA - G3 (P-384, valid 2014-04-30 to 2039-04-30), as Apple
+    /// publishes it (www.apple.com/certificateauthority, AppleRootCA-G3.cer). SHA-256 fingerprint
     /// 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79,
     /// checked by a unit test (`SignedTransactionTests.embeddedAppleRoot`).
     static let appleRootCAG3PEM = """

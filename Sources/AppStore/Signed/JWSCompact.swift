@@ -164,7 +164,7 @@ struct CompactJWS {
 
     /// Whether `text` has the shape of a compact JWS: three non-empty base64url segments joined by
     /// two dots, nothing else: exactly the job schema's `is_jws(text)` (migration 5), whose
-    /// regular expression the candidate query no longer runs on every upload (issue 33; a test
+    /// regular expression the candidate query does not run on every upload (a test
     /// keeps the two equal on hostile texts). Its length is not limited here: `parse` refuses a
     /// JWS over `maxLength` as malformed. One branch-free pass over the bytes, and memchr for the
     /// dots; says nothing of the content.

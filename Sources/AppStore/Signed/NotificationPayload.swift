@@ -1,6 +1,6 @@
 // App Store Server Notifications V2 as Get Notification History returns them: a `signedPayload`
 // (responseBodyV2DecodedPayload) whose `data.signedTransactionInfo` is a second JWS, the
-// transaction as it was when Apple sent the notification (shared/apple/server-api.md §3).
+// transaction as it was when Apple sent the notification.
 // Both are verified, the outer one first; nothing in either is believed before both pass.
 
 import Crypto

@@ -1,5 +1,5 @@
 // Verifying a StoreKit 2 signed transaction (and any other JWS Apple signs) without the network,
-// as Apple's SignedDataVerifier does offline (shared/apple/server-api.md §5), with two
+// as Apple's SignedDataVerifier does offline, with two
 // differences: `Xcode` and `LocalTesting` transactions get every check (Apple's library skips
 // them), and every field is read strictly (TransactionPayload.swift).
 //

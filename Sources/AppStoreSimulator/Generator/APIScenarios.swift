@@ -1,4 +1,4 @@
-// Scenarios only the App Store Server API shows (issue 11): refunds that only the notification
+// Scenarios only the App Store Server API shows: refunds that only the notification
 // history tells (full, prorated, reversed), a purchase only the customer's transaction history
 // holds, and first purchases only a ONE_TIME_CHARGE notification reports (with and without an
 // appAccountToken). Apple's truth holds them always; the job sees them only when it sweeps the

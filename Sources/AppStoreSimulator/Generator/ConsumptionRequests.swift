@@ -1,4 +1,4 @@
-// Which Apple transactions get a CONSUMPTION_REQUEST (issue 35), and the shop's data a `respond`
+// Which Apple transactions get a CONSUMPTION_REQUEST, and the shop's data a `respond`
 // run answers from: `iap_consents`, `iap_consumption` and `iap_products.sample_content_provided`
 // (Seeder.swift writes them). Everything is a hash of the seed and the transaction (or user) id:
 // no scenario's random draws change, so no expected report does either.

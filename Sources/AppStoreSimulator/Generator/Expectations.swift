@@ -1,4 +1,4 @@
-// The report rows the job must write for each scenario (docs/rules.md, the issue 11 semantics).
+// The report rows the job must write for each scenario (docs/rules.md, Server API transactions included).
 // A scenario records what it built; the rows are rendered once the user's data is final, because
 // a StoreKit 2 client turns receipts into signed uploads afterwards, and that changes how the job
 // learns a transaction (`source`) and which storefront's price it was bought at.

@@ -1,5 +1,5 @@
-// Apple's proceeds in the expected compensate.csv, clawback.csv and refunds.csv (issue 36 item 3,
-// `iap-sim seed --expected DIR --expect-proceeds`), derived from the generator's truth, not from
+// Apple's proceeds in the expected compensate.csv, clawback.csv and refunds.csv
+// (`iap-sim seed --expected DIR --expect-proceeds`), derived from the generator's truth, not from
 // the job: the nights read the sales reports the simulator serves from that truth.
 //
 // A row's transaction has proceeds when the job learns it with a storefront and a signed price

@@ -1,4 +1,4 @@
-// coverage.csv as the generator knows it (issue 36 item 2, `iap-sim seed --expected DIR`): Apple's
+// coverage.csv as the generator knows it (`iap-sim seed --expected DIR`): Apple's
 // daily Summary Sales Reports of the job's window against the production purchases and refunds the
 // job learns, per report day (`--sales-report-timezone`), product, country and currency, after the
 // nights of a demo (a night, then a rerun at the same as-of: every receipt answered).

@@ -42,7 +42,7 @@ public enum Scenario: String, CaseIterable, Sendable {
     case signedOtherBundle = "signed_other_bundle"
     case signedUnknownRoot = "signed_unknown_root"
     case signedSandbox = "signed_sandbox_granted"
-    // Seen only through the App Store Server API (issue 11): expected rows only with
+    // Seen only through the App Store Server API: expected rows only with
     // `--apple-truth`, the generator's sign that the job sweeps notification and transaction history.
     case notificationRefund = "notification_refund_consumable"
     case notificationRefundProrated = "notification_refund_prorated"

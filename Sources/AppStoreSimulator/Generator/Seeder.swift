@@ -46,7 +46,7 @@ public enum Seeder {
         settings.unseenShare = options.unseenShare
         let plan = ScenarioPlan(settings: settings)
         let s = try ident(options.schema)
-        // The expected files include refunds.csv (the report) since issue 11: a refund list of that
+        // The expected files include refunds.csv (the report): a refund list of that
         // name in the same folder would be overwritten, and the simulator would then read the report
         // as its refund list. Refuse before writing anything.
         if let list = options.refundsPath, let dir = options.expectedDir,

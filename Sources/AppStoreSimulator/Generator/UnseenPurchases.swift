@@ -1,4 +1,4 @@
-// Purchases Apple sold that the shop never saw (issue 36 item 6, `iap-sim seed --unseen-share`):
+// Purchases Apple sold that the shop never saw (`iap-sim seed --unseen-share`):
 // no receipt, no upload, no order, no grant, no transaction history of a user of ours and no
 // notification (the truth's `notifications` column says `none`), so only Apple's sales report
 // shows them. Their buyers are customers unknown to the shop (`S` and nine digits; the shop's

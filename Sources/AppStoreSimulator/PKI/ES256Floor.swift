@@ -1,6 +1,6 @@
 // `iap-sim es256-floor`: how many ES256 (P-256 ECDSA with SHA-256) signatures swift-crypto, the
 // library the job verifies with, checks per second on every core of this machine: the floor of
-// `make bench-sk2` (issue 33). Distinct signatures by one key (a night's uploads are one app's
+// `make bench-sk2`. Distinct signatures by one key (a night's uploads are one app's
 // leaf key signing different transactions), each over a message the size of a signed
 // transaction's signing input (`header.payload`, about 3.6 KB with the three certificates of `x5c`;
 // the benchmark passes its uploads' mean), checked in turn on `threads` threads. One signature

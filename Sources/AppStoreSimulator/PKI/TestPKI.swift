@@ -1,7 +1,7 @@
 // A certificate authority of our own, shaped like Apple's StoreKit signing chain, so the simulator
 // can sign transactions the job verifies for real: root (P-384, self-signed CA), intermediate
 // (P-384 CA with Apple's WWDR marker OID), leaf (P-256 with the receipt-signing marker OID), as
-// the chain Apple sends (shared/apple/server-api.md §5). The job trusts it by pointing
+// the chain Apple sends. The job trusts it by pointing
 // `IAP_ROOT_CERTIFICATES` at `root.pem`. Built with swift-certificates; no hand-made DER.
 
 import AppStore

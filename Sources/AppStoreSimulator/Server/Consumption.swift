@@ -1,5 +1,5 @@
-// Send Consumption Information v2 of the simulated Server API (shared/apple/consumption-and-
-// reports.md §1.1–1.4, §1.7): `PUT /inApps/v2/transactions/consumption/{transactionId}` with a
+// Send Consumption Information v2 of the simulated Server API, as Apple
+// documents it: `PUT /inApps/v2/transactions/consumption/{transactionId}` with a
 // JSON `ConsumptionRequest`, 202 Accepted with an empty body. Its own rate (Apple's 50 a second
 // in production, a tenth in the sandbox: `ServerAPIConfig.consumptionRate`) and the bearer JWT
 // are checked by APIGate.swift like every endpoint's.

@@ -1,5 +1,5 @@
-// What the simulated App Store decides after a CONSUMPTION_REQUEST (issue 35; Apple's facts in
-// shared/apple/consumption-and-reports.md §1.5–1.6). Apple documents no model: this one is ours,
+// What the simulated App Store decides after a CONSUMPTION_REQUEST (Apple's facts: its
+// documentation of the notification and of refund outcomes). Apple documents no model: this one is ours,
 // chosen so that an answer visibly matters, and every number is here.
 //
 // When. A request's 12-hour window starts at its `signedDate` (the truth's

@@ -1,16 +1,16 @@
-// The bearer token check of the simulated App Store Server API (shared/apple/server-api.md §1):
+// The bearer token check of the simulated App Store Server API:
 // `Authorization: Bearer <jwt>`, header `alg` ES256 / `kid` / `typ` JWT, claims `iss`, `aud`
 // appstoreconnect-v1, `bid`, integer `iat` and `exp` with `exp` in the future and at most 60 min
 // after `iat`, and an ES256 signature (64-byte r‖s) made by the key of the `.p8` file. Any other
 // token is a 401; the reason goes to the call log, never to the client.
 //
-// Several apps (issue 37): `bid` must be one of the apps served (`iap-sim serve --api-bundle`,
+// Several apps: `bid` must be one of the apps served (`iap-sim serve --api-bundle`,
 // repeatable), and the token is checked against that app's key and key id (`--api-key-for`;
 // default: the one `--api-key` and `--api-key-id` for every app), as Apple refuses a token for
 // an app the key does not serve. An app whose key Apple refuses (`--refuse-app`) gets 401 for
 // every token, good or not. A good token is the app it names: every answer is scoped to it.
 //
-// App Store Connect's team key (sales reports, issue 36): the same check (`JWTCheck`) with its own
+// App Store Connect's team key (sales reports): the same check (`JWTCheck`) with its own
 // rules (`ConnectCredentials`): its one key id and issuer, no `bid` at all, at most 20 minutes.
 
 import Crypto
@@ -172,7 +172,7 @@ enum JWTCheck {
 
 /// An App Store Connect team key (sales reports, `iap-sim serve --connect-key`): its tokens carry
 /// its `kid` and `iss`, no `bid` (a token with one is an In-App Purchase key's: 401), and live at
-/// most 20 minutes (shared/apple/consumption-and-reports.md §2.4).
+/// most 20 minutes, as Apple documents a team key's tokens.
 public struct ConnectCredentials: Sendable {
     public var keyID: String
     public var issuerID: String

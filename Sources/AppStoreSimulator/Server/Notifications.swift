@@ -1,4 +1,4 @@
-// Get Notification History of the simulated Server API (shared/apple/server-api.md §3, §7): the
+// Get Notification History of the simulated Server API: the
 // version 2 notifications Apple sent for the truth: ONE_TIME_CHARGE for every consumable,
 // non-consumable and non-renewing purchase (a few seconds after it), REFUND for every refund
 // (REVOKE for a FAMILY_REVOKE), REFUND_REVERSED for every reversed refund (each a few seconds

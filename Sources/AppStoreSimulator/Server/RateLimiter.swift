@@ -1,6 +1,6 @@
 // Rate limits of the simulated App Store Server API: per endpoint, environment and app (the
 // token's `bid`: one app's requests never take another's room), over a sliding one-second window. Apple's production numbers by default, a tenth in the sandbox
-// (shared/apple/server-api.md §4). A request over the limit gets 429 and `Retry-After`: the UNIX
+// (Apple's published limits). A request over the limit gets 429 and `Retry-After`: the UNIX
 // time in milliseconds when the window has room again. Refused requests take no room.
 
 import AppStore

@@ -1,6 +1,5 @@
-// Apple's daily Summary Sales Report made from the truth (the design both sides build to:
-// /work/sales-design.md, "The simulator's truth -> the report"; Apple's facts:
-// shared/apple/consumption-and-reports.md §2.2).
+// Apple's daily Summary Sales Report made from the truth, as Apple writes it (its columns as Apple
+// documents them; the job reads it as docs/contract.md, "Apple's daily sales reports", says).
 //
 // A report day is a calendar day in the report time zone (`--sales-report-timezone`, default
 // America/Los_Angeles). Every production transaction of an app served is a sale of `quantity`

@@ -1,5 +1,5 @@
-// App Store Connect's `GET /v1/salesReports` (shared/apple/consumption-and-reports.md §2.1, the
-// design in /work/sales-design.md), served at the root of the simulator (the job's ASC_API_URL is
+// App Store Connect's `GET /v1/salesReports`, as Apple documents it, served at
+// the root of the simulator (the job's ASC_API_URL is
 // `http://127.0.0.1:PORT`) with `iap-sim serve --connect-key`. Only the daily Summary Sales
 // Report: DAILY / SALES / SUMMARY.
 //

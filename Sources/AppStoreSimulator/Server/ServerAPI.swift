@@ -1,4 +1,4 @@
-// The simulated App Store Server API (shared/apple/server-api.md §1–§4, §6, §7), served beside
+// The simulated App Store Server API, as Apple documents it, served beside
 // verifyReceipt under the same prefixes: `/production/inApps/…` and `/sandbox/inApps/…`.
 //
 //   GET  /inApps/v1/transactions/{transactionId}     transaction_info
@@ -13,7 +13,7 @@
 // ms), a seeded fault, then the answer from the Apple truth, with every transaction signed by
 // the test PKI at the time of the answer.
 //
-// Several apps (issue 37): the simulator serves every app of `APICredentials.bundleIDs`, and
+// Several apps: the simulator serves every app of `APICredentials.bundleIDs`, and
 // each answer is scoped to the app of the request's token (its `bid`), as Apple's are: another
 // app's transaction is one Apple does not know here (404 4040010 from Get Transaction Info, the
 // histories, Send Consumption Information; status 1 from Look Up Order ID), the notification

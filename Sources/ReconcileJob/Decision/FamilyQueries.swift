@@ -1,7 +1,7 @@
 // The decide stage's two family queries (DecideStage.decideFamilies streams them: FamilyStreams.swift):
 // `T`, every Apple transaction, and `G`, every clean grant, each sorted by family key, with
-// what the rules read joined in only where a rule reads it (issue "The night at Postgres's
-// floor"), and a window count over the family that marks the rows of quiet families
+// what the rules read joined in only where a rule reads it,
+// and a window count over the family that marks the rows of quiet families
 // (FamilyStream.isQuiet). Most quiet families are not sent at all: `crowdedKeysSQL`.
 
 import Postgres
@@ -18,8 +18,8 @@ extension DecideStage {
     /// quantity; unattributed.csv asks for the user only of a transaction with no grant. So they are
     /// looked up for the transactions `owed` holds: those without one active grant of their own
     /// that covers them alone (a superset of those the rules ask about; about a tenth of the
-    /// transactions on the benchmark's data), and left empty for the others (issue "The night at
-    /// Postgres's floor": the receipts' join and the orders' sorts over every transaction were
+    /// transactions on the benchmark's data), and left empty for the others (the
+    /// receipts' join and the orders' sorts over every transaction were
     /// most of the `T` query). The owed transactions' receipts (`owed_links`) are joined once for
     /// both the first receipt and the exact order by receipt: the second join of the receipts
     /// with their transactions was a parallel scan of every receipt.
@@ -61,8 +61,8 @@ extension DecideStage {
     /// quantity): a transaction Apple showed is in the grant's family. So they are counted for
     /// those grants alone, `unknown`, one row each (2.3% of the grants on the benchmark's data),
     /// and left at zero for the others: the two joins of every grant with every receipt, the
-    /// receipts' states and the orders' sort were most of the `G` query (issue "The night at
-    /// Postgres's floor"). "Apple showed it" is `known_to_apple`, in either environment.
+    /// receipts' states and the orders' sort were most of the `G` query.
+    /// "Apple showed it" is `known_to_apple`, in either environment.
     /// Those counts are made before the query (`unknownGrantsSQL`).
     var grantCTEs: SQL {
         """
@@ -144,7 +144,7 @@ extension DecideStage {
     /// and is not crowded, and whose only transaction is `settled` with the grant that covers it:
     /// a quiet family (FamilyStream.isQuiet) that Postgres proves quiet before its sort, so its two
     /// rows are neither sorted nor sent nor read (795,827 of 974,772 families on the benchmark's
-    /// data; issue "The night at Postgres's floor"). Such a family's key K is a production
+    /// data). Such a family's key K is a production
     /// transaction's id, and
     /// - another `T` row with the key K is either another transaction whose original id is K (the
     ///   first part) or the same id in another environment (the second);

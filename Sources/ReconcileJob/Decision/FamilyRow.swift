@@ -213,8 +213,8 @@ struct FamilyRow {
 
 /// The valid products (`p`: SourceRows.swift), read once per night. A family row carries its
 /// product id, and its type and list price are looked up here: joining `p` into each family
-/// query hashed the product id of every one of a million rows (issue "The night at Postgres's
-/// floor"), where only the rows a rule reads need them. A
+/// query hashed the product id of every one of a million rows,
+/// where only the rows a rule reads need them. A
 /// product that is not here (Apple's, unknown to the source) has no type and no price, as the
 /// LEFT JOIN gave.
 struct ProductCatalog: Sendable {

@@ -1,7 +1,7 @@
 // The two kinds of family rows, `T` (Apple transactions) and `G` (grants), each sorted by family
 // key and read on a session and a thread of its own, so Postgres builds and sorts both at once on
-// the machine's two cores and the rows are parsed beside the rules (issue "The night at
-// Postgres's floor": one query with a UNION ALL made one backend do all of it, then sort the
+// the machine's two cores and the rows are parsed beside the rules (one
+// query with a UNION ALL made one backend do all of it, then sort the
 // union). The decide stage merges the two streams by key into families.
 
 import Foundation
@@ -25,8 +25,8 @@ final class FamilyStream: @unchecked Sendable {
     /// grant. So: nothing to compensate (covered), no duplicate (one grant), nothing to claw back
     /// (the grant's transaction stands, Apple showed it, in production), nothing unattributed (a
     /// grant). Its grant is `kept` (Apple knows its transaction). Four in five families on the
-    /// benchmark's data: their rows are not read, and the rules do not run (issue "The night at
-    /// Postgres's floor"). `unreadTransactions`/`unreadGrants` are the family's rows of each kind
+    /// benchmark's data: their rows are not read, and the rules do not run.
+    /// `unreadTransactions`/`unreadGrants` are the family's rows of each kind
     /// with the flag set, `transactions`/`grants` the count of those without it.
     static func isQuiet(unreadTransactions: Int, unreadGrants: Int, transactions: Int, grants: Int) -> Bool {
         unreadTransactions == 1 && unreadGrants == 1 && transactions == 0 && grants == 0

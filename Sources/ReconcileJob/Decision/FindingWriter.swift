@@ -9,8 +9,8 @@ import Synchronization
 /// Writes what the rules found in a family (its rows to the sink, its compensation candidates to
 /// the spool) and counts its grants' tally buckets, on a thread of its own: the thread that merges
 /// the families and applies the rules was the one the family streams waited for (both Postgres
-/// backends in `ClientWrite`), and writing the rows was over half its work (issue "The night at
-/// Postgres's floor"). Families arrive in batches, in order; one thread writes them, so the sink
+/// backends in `ClientWrite`), and writing the rows was over half its work.
+/// Families arrive in batches, in order; one thread writes them, so the sink
 /// and the spool are used by one thread at a time (the stage's again after `finish`).
 final class FindingWriter: @unchecked Sendable {
     struct Family: Sendable {

@@ -1,5 +1,5 @@
-// The decide stage's copies of the source relations, in one pass over each (issue "The night at
-// Postgres's floor"). Each copy holds the first row of every key with the columns the night
+// The decide stage's copies of the source relations, in one pass over each.
+// Each copy holds the first row of every key with the columns the night
 // reads and the problems the row has (contract §1, said once in SourceRows.swift); the rows
 // with a problem then move to a small `bad_` table. So one scan of a relation gives the clean
 // rows the rules decide from (`o`, `r`, `g`), the input errors, the conservation tally's

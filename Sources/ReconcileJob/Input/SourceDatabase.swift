@@ -4,7 +4,7 @@ import Logging
 import Postgres
 
 /// `SOURCE_DATABASE_URL`: the four source relations read from a database of their own (a read
-/// replica, a hot standby), the job's state kept in `DATABASE_URL`'s (issue 37).
+/// replica, a hot standby), the job's state kept in `DATABASE_URL`'s.
 ///
 /// Nothing is ever written there: every session opens one `REPEATABLE READ READ ONLY`
 /// transaction, and its statements are `SET` and `RESET` (the session's date style and encoding,

@@ -122,7 +122,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// clients send it) or a JWS in compact form (a StoreKit 2 signed transaction). The two forms
     /// are disjoint: base64 has no dot, a JWS has two. So a text with a dot is asked the JWS
     /// question alone, one without the base64 one: `is_base64` of a JWS missed its fast pattern
-    /// and translated the whole text twice (issue 33).
+    /// and translated the whole text twice.
     static func decodable(_ column: SQL, schema: JobSchema) -> SQL {
         "(CASE WHEN \(hasDot(column)) THEN \(schema.sql).is_jws(\(column)) "
             + "ELSE coalesce(\(schema.sql).is_base64(\(column)), false) END)"
@@ -143,7 +143,7 @@ enum SourceRelation: String, CaseIterable, Sendable {
     /// row by `firstRowOrder` (contract: a duplicated key is an input error, and one row is used).
     /// The duplicated keys are found once (a materialized CTE both branches read): written twice,
     /// the second branch hashed every row of the relation to find none, before the verify
-    /// stage's first candidate could leave (issue 33: 90 ms of 300 at 57,652 receipts).
+    /// stage's first candidate could leave (90 ms of 300 at 57,652 receipts).
     func firstRowPerKey(_ relation: SQL) -> SQL {
         let key = keySQL
         return """

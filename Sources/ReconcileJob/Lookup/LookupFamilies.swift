@@ -4,8 +4,8 @@ import Logging
 import Postgres
 import Reconciliation
 
-/// `lookup` decides as the night does, through the night's own SQL and rules (issue "One rule
-/// book"): for the families of the transactions Apple returned, it copies the source rows those
+/// `lookup` decides as the night does, through the night's own SQL and
+/// rules: for the families of the transactions Apple returned, it copies the source rows those
 /// families read into temporary tables, runs the decide stage's statements over them in the
 /// `lookup` scope (`DecideStage.Scope`: temporary tables, the families' Apple transactions in
 /// `pg_temp.lk_apple`), reads the same `T` and `G` rows and hands each family to `Decide.family`.

@@ -4,7 +4,7 @@ import Reconciliation
 import SummaryPage
 import Workbook
 
-/// The reports for people (issue 12), written beside the CSVs into the same temporary folder, so
+/// The reports for people, written beside the CSVs into the same temporary folder, so
 /// they are swapped into place together: `reconciliation.xlsx` (the CSVs as a workbook, ids as
 /// text, times in `--report-timezone`) and `summary.html` (one self-contained page: counts, money,
 /// the oldest open finding, 30 nights of history from `{S}.runs` and `{S}.findings`).

@@ -1,7 +1,7 @@
 import Foundation
 import Reconciliation
 
-/// What the operator sees from outside, on every exit, failed runs included (issue 12): the
+/// What the operator sees from outside, on every exit, failed runs included: the
 /// `<out>/last-run.json` of a `run`, and the node_exporter textfile of `--metrics-file`. Both are
 /// written to a temporary file in the same folder and renamed, so a reader (the textfile
 /// collector, a monitoring check) never reads half a file.

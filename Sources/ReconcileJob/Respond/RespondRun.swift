@@ -61,7 +61,7 @@ public struct RespondResult: Sendable, Encodable {
     }
 }
 
-/// Answers Apple's refund requests (issue 35, contract "Answering Apple's refund requests"): finds
+/// Answers Apple's refund requests (contract "Answering Apple's refund requests"): finds
 /// new CONSUMPTION_REQUEST notifications (`RequestSources`), decides each open request by the rule
 /// book (`LookupFamilies` → `Lookup.verdict` → `RefundDefense.decide`, the night's own rules),
 /// and, with `--send`, sends the answers through the App Store transport. Runs under its own lock

@@ -3,7 +3,7 @@ import Foundation
 import Postgres
 import Reconciliation
 
-/// Issue 36 item 2: what Apple's daily Summary Sales Reports say it sold and refunded against the
+/// What Apple's daily Summary Sales Reports say it sold and refunded against the
 /// production purchases and refunds the job has learned (receipts, signed uploads, transaction
 /// histories, notifications: `apple_transactions`), per report day (`--sales-report-timezone`),
 /// product, country and currency, over the days the job holds a report for (held or empty).

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Reconciliation
 
-/// Issue 36 item 3: Apple's proceeds beside the player's price. `compensate.csv`, `clawback.csv`
+/// Apple's proceeds beside the player's price. `compensate.csv`, `clawback.csv`
 /// and `refunds.csv` carry `proceeds` and `proceeds_currency`: what Apple pays the developer for
 /// the row's units, from the daily Summary Sales Reports the job holds for tonight's window
 /// (Coverage.window). Filled when the CSV is written (`ReportLayout.filledAtWrite`), never part of a

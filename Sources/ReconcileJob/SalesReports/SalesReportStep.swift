@@ -34,7 +34,7 @@ public struct SalesReportCounts: Sendable, Equatable {
     public var skipped: String?
 }
 
-/// Issue 36 item 1: Apple's daily Summary Sales Report, downloaded and kept. For every report day
+/// Apple's daily Summary Sales Report, downloaded and kept. For every report day
 /// of the window (`ReportDays.window`) not held yet, `GET /v1/salesReports` through the one App
 /// Store transport; a file is decompressed, read (`SummarySalesReport.parse`) and its in-app
 /// purchase rows of products of ours stored with the day in one transaction; a 404 is an empty

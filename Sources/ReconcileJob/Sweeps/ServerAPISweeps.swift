@@ -25,9 +25,9 @@ public struct SweepCounts: Sendable, Equatable {
     }
 }
 
-/// Contract §3b's nightly sweeps (issue 11): Get Notification History for REFUND,
+/// Contract §3b's nightly sweeps: Get Notification History for REFUND,
 /// REFUND_REVERSED, ONE_TIME_CHARGE and REFUND_DECLINED in each environment, for each app of
-/// IAP_BUNDLE_IDS (Apple keeps a history per app: issue 37), from where that app's last finished
+/// IAP_BUNDLE_IDS (Apple keeps a history per app), from where that app's last finished
 /// sweep reached to `--as-of`; then Get Transaction History v2 for the customers with open orders
 /// in the window, in each app they bought in. Every signed object is verified before it is stored; each page is stored in one
 /// transaction with the position it reached, so a run killed at any moment resumes without losing

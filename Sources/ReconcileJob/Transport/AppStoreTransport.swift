@@ -90,7 +90,7 @@ struct AppStoreTransport {
         /// App Store Connect refused the team key (a 401 confirmed with a fresh token a second
         /// later, or a 403): nothing more goes to it in this run, and the run goes on (its
         /// exchanges were told; those not sent yet are dropped unasked). Only the step that asked
-        /// ends; the exit code is not the team key's to change (issue 36).
+        /// ends; the exit code is not the team key's to change.
         var connectRefused = false
         var waiting = Heap<Waiting<E>>()
         var nextTag = 0

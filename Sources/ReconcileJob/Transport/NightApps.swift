@@ -2,7 +2,7 @@ import Foundation
 
 /// The apps of a night (`IAP_BUNDLE_IDS`) as the App Store transport meets them: the requests sent
 /// to each (summary.json `apps`, the line per app at the end of a run), and the apps whose
-/// In-App Purchase key Apple refused (a 401 confirmed with a fresh token, issue 37). A refused app
+/// In-App Purchase key Apple refused (a 401 confirmed with a fresh token). A refused app
 /// is asked nothing more this night; its work is left for the next, nothing of it is blamed. Every
 /// transport run of the night shares one (the stages run on several threads: a lock).
 public final class NightApps: @unchecked Sendable {
@@ -43,7 +43,7 @@ public final class NightApps: @unchecked Sendable {
     public var requestCounts: [String: [String: Int]] { lock.withLock { requests } }
 }
 
-/// One transport run's apps whose last answer was a 401 (issue 37): Apple answers an occasional
+/// One transport run's apps whose last answer was a 401: Apple answers an occasional
 /// stray 401, so nothing goes to such an app for a second, then the request goes again with a
 /// freshly signed token; a 401 to a request sent after the doubt began confirms the refusal, and
 /// any other answer to one clears the doubt. Times are monotonic nanoseconds.

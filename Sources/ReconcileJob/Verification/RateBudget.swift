@@ -9,7 +9,7 @@ import Reconciliation
 ///
 /// Apple counts a request when it arrives, somewhere between our send and its answer, so a budget
 /// paced at send time alone let the network bunch requests into Apple's window (`make bench-api`
-/// saw more in a second than the limit: issue 34). A request therefore counts from the moment it is
+/// saw more in a second than the limit). A request therefore counts from the moment it is
 /// sent until a window after its answer: a new one goes only while fewer than `limit` are in
 /// flight or answered within the last window. Whatever moment Apple counts each at, no window of
 /// Apple's can then hold more than `limit`. Apple's published limits are kept at 90% by default

@@ -65,7 +65,7 @@ struct ReceiptSelection {
     /// holds a few bytes a row, so the first row goes out soon); each receipt's data leaves TOAST
     /// once, as COPY sends it. The data's form is the reader's to check (`kind(ofCandidate:)`: an app
     /// receipt must be base64, a text with a dot a JWS in form, equal to `is_base64` and `is_jws`);
-    /// in SQL the check copied every upload twice more (issue 33). The same rows as
+    /// in SQL the check would copy every upload twice more. The same rows as
     /// `unresolvedReceiptsSQL` once the reader has dropped the rest (a test compares them).
     /// `OFFSET 0` keeps the sorted subquery whole, so the data is read after the sort.
     var candidateSQL: SQL {

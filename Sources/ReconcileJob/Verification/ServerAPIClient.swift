@@ -25,7 +25,7 @@ public struct ServerAPISettings: Sendable {
     }
 }
 
-/// What the job needs to download Apple's sales reports from the App Store Connect API (issue 36):
+/// What the job needs to download Apple's sales reports from the App Store Connect API:
 /// `ASC_ISSUER_ID`, `ASC_KEY_ID`, `ASC_PRIVATE_KEY_FILE` (a *team* key, not the In-App Purchase
 /// key: either may be set without the other), `ASC_VENDOR_NUMBER` and `ASC_API_URL`.
 public struct AppStoreConnectSettings: Sendable {

@@ -4,7 +4,7 @@ import Reconciliation
 /// How the answer writer stores a group of answer records (migration 12): COPY into two temporary
 /// tables, then one set-based merge per target table (`record_staged_answers()`), in one
 /// transaction and one script. The merge rules are `record_answers`' (migrations 1-11), said over
-/// columns; no JSON is built or parsed (what that cost: docs/benchmarks.md, issue 33). Fresh
+/// columns; no JSON is built or parsed (what that cost: docs/benchmarks.md). Fresh
 /// StoreKit 2 uploads skip the staging for their state and link (migration 17, `record`).
 ///
 /// A group never holds two answers for one receipt, nor two naming one transaction in one

@@ -1,8 +1,8 @@
-// Refund defense (issue 35, contract "Answering Apple's refund requests"): what the job tells
+// Refund defense (contract "Answering Apple's refund requests"): what the job tells
 // Apple when a player asks it for a refund (a CONSUMPTION_REQUEST), decided from the night's own
 // verdict on the purchase (`Lookup.verdict` over `Decide.family`: the same rules as the night and
-// `lookup`) and the shop's optional facts. No I/O. Apple's fields and rules:
-// shared/apple/consumption-and-reports.md Part 1.
+// `lookup`) and the shop's optional facts. No I/O. Apple's fields and rules: those
+// Apple documents for Send Consumption Information v2 and the CONSUMPTION_REQUEST notification.
 
 /// Apple's `deliveryStatus`.
 public enum DeliveryStatus: String, Sendable, CaseIterable {
