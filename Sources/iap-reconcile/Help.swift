@@ -95,8 +95,9 @@ let environmentHelp = """
           SOURCE_DATABASE_URL cancelled the read twice (recovery conflict:
           max_standby_streaming_delay, hot_standby_feedback); run again later
       78  configuration: App Store status 21004 (shared secret) or 21000,
-          DATABASE_URL or SOURCE_DATABASE_URL malformed, the database refused the user, password
-          or database name, a privilege is missing, or no signed transaction
+          DATABASE_URL or SOURCE_DATABASE_URL malformed, the database refused
+          the user, password or database name, a privilege is missing, or no
+          signed transaction
           verifies against the roots (IAP_ROOT_CERTIFICATES), or the job schema
           was migrated by a different build (migrate --status shows which),
           or the ASC_* variables incomplete or their key unreadable (App Store
