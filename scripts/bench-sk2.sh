@@ -93,8 +93,8 @@ for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattribut
   cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFER from the generator's truth: $f"
 done
 
-python3 - "$signed" "$(getconf CLK_TCK)" "$(nproc)" "$work/rounds.txt" "$(cat "$work/openssl.txt")" "$(cat "$work/one-signature.txt")" <<'PY' | tee "$work/result.txt"
-import sys, statistics
+FIGURES_JSON="$work/figures.json" python3 - "$signed" "$(getconf CLK_TCK)" "$(nproc)" "$work/rounds.txt" "$(cat "$work/openssl.txt")" "$(cat "$work/one-signature.txt")" <<'PY' | tee "$work/result.txt"
+import json, os, sys, statistics
 signed, tck, cores = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 openssl = sys.argv[5].strip()
 one = sys.argv[6].split()  # es256 verifications/s R cpu_per_1000 C threads T signatures 1
@@ -127,5 +127,13 @@ print(f"job CPU per 1,000        {med('job'):.3f} s (median); the floor's own {m
       f"job / floor {med('jobratio'):.2f} (each round: {each('jobratio', '{:.2f}')}; target <= 1.3)")
 print(f"Postgres CPU per 1,000   {med('pg'):.3f} s (median; each round: {each('pg', '{:.3f}')})")
 print(f"peak RSS                 {max(r['rss'] for r in rounds) / 1024:.1f} MB")
+json.dump([
+    {"figure": f"signed uploads verified offline, {signed:,} uploads, {len(rounds)} round(s)", "value": f"{med('rate'):,.0f} uploads/s",
+     "floor": f"{med('ratio') * 100:.0f}% of the ES256 floor ({med('floor'):,.0f}/s on {cores} cores); target ≥ 50%"},
+    {"figure": "signed uploads, job CPU per 1,000", "value": f"{med('job'):.3f} CPU s",
+     "floor": f"{med('jobratio'):.2f} × the floor's own; target ≤ 1.3"},
+    {"figure": "signed uploads, peak RSS", "value": f"{max(r['rss'] for r in rounds) / 1024:.1f} MB", "floor": ""},
+], open(os.environ["FIGURES_JSON"], "w"))
 PY
 echo "verdicts                 $verdict" | tee -a "$work/result.txt"
+python3 "$(dirname "$0")/figures.py" "make bench-sk2" "$work/figures.json"

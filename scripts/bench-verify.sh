@@ -34,8 +34,8 @@ requests=$(wc -l < "$work/calls.tsv")
 # the request loop's own span: first answer stored to last answer stored, and the latency the job saw
 psql -AtX -F' ' -c "SELECT extract(epoch FROM max(at) - min(at)), avg(elapsed_ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY elapsed_ms) FROM recon.verify_attempts" > "$work/span"
 read -r span latency p99 < "$work/span"
-python3 - "$verified" "$requests" "$wall" "$user" "$sys" "$rss" "$span" "$latency" "$p99" <<'PY' | tee "$work/result.txt"
-import sys
+FIGURES_JSON="$work/figures.json" python3 - "$verified" "$requests" "$wall" "$user" "$sys" "$rss" "$span" "$latency" "$p99" <<'PY' | tee "$work/result.txt"
+import json, os, sys
 verified, requests = int(sys.argv[1]), int(sys.argv[2])
 wall, user, sys_, rss = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 span, latency, p99 = float(sys.argv[7]), float(sys.argv[8]), float(sys.argv[9])
@@ -49,4 +49,11 @@ print(f"                         {rate:.0f} over the whole command ({wall:.2f} s
 print(f"CPU seconds per 1,000    {cpu / verified * 1000:.3f}  (user {user:.2f} s + sys {sys_:.2f} s)")
 print(f"cores used               {cpu / wall:.2f}  (target < 1)")
 print(f"peak RSS                 {rss / 1024:.1f} MB")
+json.dump([
+    {"figure": f"verifyReceipt, {verified:,} receipts, 64 in flight, 50 ms latency", "value": f"{steady:.0f} receipts/s",
+     "floor": f"{steady / 1280 * 100:.0f}% of the 1,280/s the latency allows; target ≥ 90%"},
+    {"figure": "verifyReceipt, CPU per 1,000 receipts", "value": f"{cpu / verified * 1000:.3f} CPU s", "floor": ""},
+    {"figure": "verifyReceipt, peak RSS", "value": f"{rss / 1024:.1f} MB", "floor": ""},
+], open(os.environ["FIGURES_JSON"], "w"))
 PY
+python3 "$(dirname "$0")/figures.py" "make bench-verify" "$work/figures.json"
