@@ -11,6 +11,7 @@
 #   make fuzz-build    the answer parser's libFuzzer target (.build-fuzz/release/iap-fuzz)
 #   make screenshot    summary.html of the latest reports (make demo first) as a PNG, by headless Chromium (optional)
 #   make check-workbook  the latest reconciliation.xlsx opened by LibreOffice Calc: ids digit for digit, times in the zone (optional)
+#   make check-page    the latest summary.html by headless Chromium at 390 and 1280 px: fails on anything wider than its box (optional; PAGE=file)
 #   make build         debug build;  make release  optimized build
 #   make deps          install what is missing (apt, as root) or say what to install
 #   make pg-start / pg-stop   the throwaway Postgres cluster (.pg/)
@@ -99,6 +100,13 @@ check-workbook:
 	  || { echo "install LibreOffice Calc (sudo apt-get install -y libreoffice-calc)"; exit 1; }
 	@day=$$(ls -1d reports/20*/ 2>/dev/null | tail -1); [ -n "$$day" ] || { echo "no reports yet: run make demo first"; exit 1; }; \
 	  python3 scripts/check-workbook.py "$$day"
+
+# PAGE=path/summary.html checks that page instead of the latest reports'.
+.PHONY: check-page
+check-page:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/tmp/iap-reconcile-apt.log 2>&1; } \
+	  || { echo "install chromium (sudo apt-get install -y chromium)"; exit 1; }
+	@scripts/check-page.sh $(PAGE)
 
 clean:
 	scripts/pg.sh stop || true

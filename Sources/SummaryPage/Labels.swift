@@ -10,7 +10,8 @@ struct Labels {
     let tonight: String
     let byReason: String
     let money: String
-    let currency: String
+    /// The money table's corner: the measures down, the currencies across.
+    let measure: String
     let oldest: String
     let noneOpen: String
     let daysOpen: String
@@ -40,7 +41,7 @@ struct Labels {
 
     /// The order reports are shown in: the work first, then what needs a look, then the rest.
     static let reportOrder = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
-                              "input_errors", "closed", "consumption_requests"]
+                              "input_errors", "closed", "consumption_requests", "coverage"]
     static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted", "refund_declined", "proceeds_owed",
                             "proceeds_claw_back", "proceeds_refunded", "proceeds_refunded_still_granted"]
     static let funnelOrder = ["requests", "answered_in_time", "refunded", "declined", "pending", "no_outcome",
@@ -52,7 +53,7 @@ struct Labels {
             return Labels(
                 lang: "en", title: "Reconciliation summary", run: "Run", asOf: "As of (UTC)",
                 tonight: "Findings tonight", byReason: "By reason or kind", money: "Money by currency",
-                currency: "Currency", oldest: "Oldest open finding", noneOpen: "No finding is open.",
+                measure: "Measure", oldest: "Oldest open finding", noneOpen: "No finding is open.",
                 daysOpen: "days open", report: "Report", key: "Key", firstSeen: "First seen (UTC)",
                 history: "Findings per night", historyNone: "No history yet: this is the first night.",
                 opened: "opened", closed: "closed", stillOpen: "still open", night: "Night", numbers: "Numbers",
@@ -63,6 +64,7 @@ struct Labels {
                     "clawback": "Claw back", "refunds": "Refunds", "unattributed": "Unattributed purchases",
                     "unresolved": "Unresolved receipts", "input_errors": "Input errors", "closed": "Closed",
                     "consumption_requests": "Apple's refund requests",
+                    "coverage": "Differences from Apple's sales reports (day, product, country, currency)",
                 ],
                 kinds: [
                     "owed": "Owed (compensate)", "claw_back": "To claw back", "refunded": "Refunded",
@@ -83,7 +85,7 @@ struct Labels {
             return Labels(
                 lang: "zh-CN", title: "对账摘要", run: "运行", asOf: "截至（UTC）",
                 tonight: "今晚的问题", byReason: "按原因或类型", money: "按币种的金额",
-                currency: "币种", oldest: "最早未关闭的问题", noneOpen: "没有未关闭的问题。",
+                measure: "项目", oldest: "最早未关闭的问题", noneOpen: "没有未关闭的问题。",
                 daysOpen: "天未关闭", report: "报表", key: "键", firstSeen: "首次发现（UTC）",
                 history: "每晚的问题", historyNone: "还没有历史：这是第一晚。",
                 opened: "新增", closed: "关闭", stillOpen: "仍未关闭", night: "日期", numbers: "数字",
@@ -93,6 +95,7 @@ struct Labels {
                     "compensate": "补发（已付款未发放）", "duplicate_grants": "重复发放", "clawback": "追回",
                     "refunds": "退款", "unattributed": "无法归属的购买", "unresolved": "未能核实的收据",
                     "input_errors": "输入错误", "closed": "已关闭", "consumption_requests": "苹果的退款请求",
+                    "coverage": "与苹果销售报告不一致之处（按日、产品、国家、币种）",
                 ],
                 kinds: [
                     "owed": "应补发", "claw_back": "应追回", "refunded": "已退款", "refunded_still_granted": "已退款但仍在发放",

@@ -17,7 +17,8 @@ public enum SummaryPage {
         html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         // Ids are long digit strings: without this, phones turn them into telephone links.
         html += "<meta name=\"format-detection\" content=\"telephone=no\">"
-        html += "<title>\(input.held.isEmpty ? "" : "HELD · ")\(e(l.title)) \(e(input.asOf))</title><style>\(style)</style></head><body><main>"
+        html += "<title>\(input.held.isEmpty ? "" : "HELD · ")\(e(l.title)) \(e(input.asOf))</title>"
+            + "<style>\(style)\(moneyStyle(input))</style></head><body><main>"
         html += held(input, language)
         // The team's own clock beside UTC (`--report-timezone`), when it is another zone.
         let local = input.asOfInZone.map { " · \(e($0.zone)) <strong>\(e($0.time))</strong>" } ?? ""
@@ -77,20 +78,67 @@ public enum SummaryPage {
         return html + "</div></section>"
     }
 
-    /// Currencies as rows, kinds as columns; amounts exactly as summary.json has them.
+    /// A row per measure (kind), a column per currency; amounts exactly as summary.json has them.
+    /// Where the table does not fit (a phone), each measure is a block of its amounts, each
+    /// labelled with its currency (`moneyStyle`), so no figure needs a sideways scroll.
     private static func money(_ input: Input, _ l: Labels) -> String {
-        let currencies = input.money.filter { !$0.value.isEmpty }.keys.sorted()
+        let currencies = moneyCurrencies(input)
         guard !currencies.isEmpty else { return "" }
         let kinds = Labels.ordered(currencies.flatMap { input.money[$0]!.keys }, by: Labels.kindOrder)
-        var html = "<section><h2>\(e(l.money))</h2><div class=\"scroll\"><table><thead><tr><th>\(e(l.currency))</th>"
-        for kind in kinds { html += "<th class=\"num\">\(e(l.kind(kind)))</th>" }
+        var html = "<section data-section=\"money\"><h2>\(e(l.money))</h2><table class=\"money\"><thead><tr>"
+            + "<th>\(e(l.measure))</th>"
+        for currency in currencies { html += "<th scope=\"col\" class=\"num\">\(e(currency))</th>" }
         html += "</tr></thead><tbody>"
-        for currency in currencies {
-            html += "<tr><th scope=\"row\">\(e(currency))</th>"
-            for kind in kinds { html += "<td class=\"num\">\(e(input.money[currency]?[kind] ?? "–"))</td>" }
+        for kind in kinds {
+            html += "<tr data-kind=\"\(e(kind))\"><th scope=\"row\">\(e(l.kind(kind)))</th>"
+            for currency in currencies {
+                if let amount = input.money[currency]?[kind] {
+                    html += "<td class=\"num\" data-currency=\"\(e(currency))\">\(e(amount))</td>"
+                } else {
+                    html += "<td class=\"num none\" data-currency=\"\(e(currency))\">–</td>"
+                }
+            }
             html += "</tr>"
         }
-        return html + "</tbody></table></div></section>"
+        return html + "</tbody></table></section>"
+    }
+
+    private static func moneyCurrencies(_ input: Input) -> [String] {
+        input.money.filter { !$0.value.isEmpty }.keys.sorted()
+    }
+
+    /// The widest the page's content gets: `main`'s 980 px less its padding, in rem (16 px).
+    static let contentRem = 59.5
+
+    /// The width (rem) the money table needs as a table: the measures' column (its words wrap)
+    /// and, per currency, its longest amount or code on one line, with the cells' padding. A
+    /// generous estimate: digits of the system fonts are about 0.55rem wide.
+    static func moneyTableRem(_ input: Input) -> Double {
+        moneyCurrencies(input).reduce(12.0) { width, currency in
+            let longest = ([currency] + (input.money[currency] ?? [:]).values).map(\.count).max() ?? 0
+            return width + Double(longest) * 0.62 + 1.25
+        }
+    }
+
+    /// The money table as blocks (a measure, then its amounts, each after its currency code) on
+    /// screens narrower than the table needs, and always when the table would not fit even the
+    /// widest page (many currencies).
+    static func moneyStyle(_ input: Input) -> String {
+        guard !moneyCurrencies(input).isEmpty else { return "" }
+        let stacked = """
+            table.money,table.money tbody,table.money tr{display:block}table.money thead{display:none}\
+            table.money tr{border-bottom:1px solid var(--line);padding:6px 0}\
+            table.money th{display:block;border:0;padding:0 0 2px}\
+            table.money td{display:inline-block;border:0;padding:0 1.1em 0 0;text-align:left;white-space:normal;\
+            overflow-wrap:anywhere}\
+            table.money td::before{content:attr(data-currency) "\\a0";color:var(--muted);font-size:.85em}\
+            table.money td.none{display:none}
+            """
+        let needed = moneyTableRem(input)
+        // The page's padding (28 px) on top of the table; a table wider than the page never fits.
+        if needed > contentRem { return stacked }
+        let breakpoint = Int((needed + 1.75).rounded(.up))
+        return "@media (max-width:\(breakpoint)rem){\(stacked)}"
     }
 
     /// Apple's refund requests: how many, answered in time, and what Apple did (a lower bound
@@ -118,28 +166,33 @@ public enum SummaryPage {
         return html + "</tbody></table></div></section>"
     }
 
-    /// One row per app (from two apps on): rows of each findings report, money owed and to claw
-    /// back per currency, the requests sent; a refused key is said in the row.
+    /// One block per app (from two apps on): rows of each findings report, money owed and to claw
+    /// back per currency (an amount per line where the cell is narrow), the requests sent, each
+    /// figure under its words, as many side by side as the screen holds; a refused key is said in
+    /// the app's heading.
     private static func perApp(_ input: Input, _ l: Labels) -> String {
         guard input.apps.count >= 2 else { return "" }
         let reports = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed"]
-        var html = "<section data-section=\"apps\"><h2>\(e(l.perApp))</h2><div class=\"scroll\"><table><thead><tr>"
-            + "<th>\(e(l.app))</th>"
-        for r in reports { html += "<th class=\"num\">\(e(l.report(r)))</th>" }
-        html += "<th class=\"num\">\(e(l.kind("owed")))</th><th class=\"num\">\(e(l.kind("claw_back")))</th>"
-            + "<th class=\"num\">\(e(l.requests))</th></tr></thead><tbody>"
+        func figure(_ label: String, _ value: String) -> String {
+            "<div><dt>\(e(label))</dt><dd>\(value)</dd></div>"
+        }
         func amounts(_ app: App, _ kind: String) -> String {
-            let parts = app.money.keys.sorted().compactMap { c in app.money[c]?[kind].map { "\($0) \(c)" } }
+            let parts = app.money.keys.sorted().compactMap { c in
+                app.money[c]?[kind].map { "<span class=\"amount\">\(e($0)) \(e(c))</span>" }
+            }
             return parts.isEmpty ? "–" : parts.joined(separator: "; ")
         }
+        var html = "<section data-section=\"apps\"><h2>\(e(l.perApp))</h2>"
         for app in input.apps {
-            html += "<tr data-app=\"\(e(app.bundleID))\"><th scope=\"row\"><code>\(e(app.bundleID))</code>"
-                + (app.refused ? " <small>(\(e(l.keyRefused)))</small>" : "") + "</th>"
-            for r in reports { html += "<td class=\"num\">\(app.counts[r] ?? 0)</td>" }
-            html += "<td class=\"num\">\(e(amounts(app, "owed")))</td><td class=\"num\">\(e(amounts(app, "claw_back")))</td>"
-                + "<td class=\"num\">\(app.requests)</td></tr>"
+            html += "<div class=\"app\" data-app=\"\(e(app.bundleID))\"><h3><code>\(e(app.bundleID))</code>"
+                + (app.refused ? " <small>(\(e(l.keyRefused)))</small>" : "") + "</h3><dl class=\"figures\">"
+            for r in reports { html += figure(l.report(r), String(app.counts[r] ?? 0)) }
+            html += figure(l.kind("owed"), amounts(app, "owed"))
+                + figure(l.kind("claw_back"), amounts(app, "claw_back"))
+                + figure(l.requests, String(app.requests))
+            html += "</dl></div>"
         }
-        return html + "</tbody></table></div></section>"
+        return html + "</section>"
     }
 
     private static func oldest(_ input: Input, _ l: Labels) -> String {
@@ -199,7 +252,8 @@ public enum SummaryPage {
     }
 
     /// Phone first: one column of cards and charts at full width, more columns as room allows;
-    /// system fonts only (no font is loaded); colours follow the reader's dark mode.
+    /// nothing set wider than a phone (390 px less the page's padding), so no figure needs a
+    /// sideways scroll; system fonts only (no font is loaded); colours follow the reader's dark mode.
     static let style = """
         :root{color-scheme:light dark;--fg:#1b1f23;--muted:#5f6b76;--bg:#fff;--card:#f4f6f8;--line:#d6dbe0;\
         --opened:#2e7d32;--closed:#1565c0;--open:#e65100}
@@ -218,6 +272,11 @@ public enum SummaryPage {
         .card.zero .n{color:var(--muted)}.card .code{font-size:.75rem;overflow-wrap:anywhere}
         .tables{display:grid;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr));gap:12px}
         .scroll{overflow-x:auto}
+        .app{border-bottom:1px solid var(--line);padding:2px 0 10px}.app h3{font-size:1rem;margin:.6em 0 .3em}
+        dl.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr));gap:6px 14px;margin:0}
+        dl.figures dt{color:var(--muted);font-size:.85rem}dl.figures dd{margin:0;font-weight:600;\
+        font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
+        .amount{display:inline-block}
         table{border-collapse:collapse;width:100%}caption{text-align:left;font-weight:600;padding:4px 0}
         th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
         .num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}

@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 import Testing
 @testable import SummaryPage
 
@@ -51,16 +52,88 @@ import Testing
         }
         #expect(page.contains("<code>paid_not_granted</code></th><td class=\"num\">1200</td>"))
         #expect(page.contains("<code>same_transaction</code></th><td class=\"num\">56</td>"))
+        // A column per currency, a row per measure, each amount in its row under its currency.
         for (currency, kinds) in input.money {
-            #expect(page.contains("<th scope=\"row\">\(currency)</th>"))
-            for amount in kinds.values { #expect(page.contains("<td class=\"num\">\(amount)</td>")) }
+            #expect(page.contains("<th scope=\"col\" class=\"num\">\(currency)</th>"))
+            for (kind, amount) in kinds {
+                let row = Self.row(page, "<tr data-kind=\"\(kind)\">")
+                #expect(row.contains("<td class=\"num\" data-currency=\"\(currency)\">\(amount)</td>"), "\(kind) \(currency)")
+            }
         }
+        // A measure a currency lacks: a dash, hidden where the table is stacked.
+        #expect(Self.row(page, "<tr data-kind=\"owed\">").contains("<td class=\"num none\" data-currency=\"USD\">–</td>"))
         #expect(page.contains("2000000847061981") && page.contains("2026-10-01") && page.contains("(51 days open)"))
         #expect(page.contains("4711") && page.contains("2026-11-21T03:00:00Z"))
         // The history table under the compensate chart: night, opened, closed, still open.
         #expect(page.contains("<th scope=\"row\">2026-11-20</th><td class=\"num\">1</td><td class=\"num\">1</td><td class=\"num\">1</td>"))
         #expect(page.contains("<figure data-report=\"compensate\">") && page.contains("<figure data-report=\"clawback\">"))
         #expect(!page.contains("<figure data-report=\"refunds\">")) // nothing in its history
+    }
+
+    /// The text from `start` to the end of its table row.
+    static func row(_ page: String, _ start: String) -> String {
+        guard let from = page.range(of: start) else { return "" }
+        let rest = page[from.lowerBound...]
+        return String(rest[..<(rest.range(of: "</tr>")?.upperBound ?? rest.endIndex)])
+    }
+
+    @Test("the money table: measures in the order of the kinds, each labelled; on a phone, blocks of amounts by currency")
+    func moneyTable() {
+        let page = SummaryPage.render(Self.input(), language: .en)
+        let rows = ["owed", "claw_back", "refunded", "refunded_still_granted"].map { page.range(of: "<tr data-kind=\"\($0)\">")?.lowerBound }
+        #expect(rows.allSatisfy { $0 != nil } && rows.map { $0! } == rows.map { $0! }.sorted())
+        #expect(page.contains("<th scope=\"row\">Owed (compensate)</th>") && page.contains("<th>Measure</th>"))
+        #expect(SummaryPage.render(Self.input(), language: .zh).contains("<th scope=\"row\">应补发</th>"))
+        // Two short currencies fit a table from about 400 px on (25rem); below it, the stacked form.
+        let style = SummaryPage.moneyStyle(Self.input())
+        #expect(style.hasPrefix("@media (max-width:") && style.contains("content:attr(data-currency)"))
+        let breakpoint = Int(style.dropFirst("@media (max-width:".count).prefix { $0.isNumber })!
+        #expect((25...40).contains(breakpoint), "breakpoint \(breakpoint)rem")
+        #expect(page.contains(style))
+        // Forty currencies never fit a table: stacked at every width.
+        var many = Self.input()
+        many.money = Dictionary(uniqueKeysWithValues: (0..<40).map { ("C\($0 < 10 ? "0" : "")\($0)", ["owed": "12345.67"]) })
+        #expect(SummaryPage.moneyStyle(many).hasPrefix("table.money,"))
+        // No money, no table and no rule for it.
+        #expect(!SummaryPage.render(.init(asOf: "x", runID: 1, counts: [:]), language: .en).contains("table.money"))
+    }
+
+    @Test("every card says in words, in both languages, what it counts")
+    func everyCardIsLabelledInBothLanguages() {
+        var input = Self.input()
+        input.counts = Dictionary(uniqueKeysWithValues: ReportFile.allCases.map { ($0.name, 1) })
+        let en = Labels.of(.en), zh = Labels.of(.zh)
+        func isChinese(_ s: String) -> Bool { s.unicodeScalars.contains { (0x4E00...0x9FFF).contains($0.value) } }
+        for file in ReportFile.allCases {
+            let name = file.name
+            #expect(en.reports[name] != nil && zh.reports[name] != nil, "\(name) has no label")
+            let english = en.report(name), chinese = zh.report(name)
+            #expect(english != name && english.first!.isUppercase, "\(name): \(english) is not words")
+            #expect(!isChinese(english) && isChinese(chinese), "\(name): \(english) / \(chinese)")
+            for (language, label) in [(Language.en, english), (.zh, chinese)] {
+                let page = SummaryPage.render(input, language: language)
+                #expect(page.contains("data-report=\"\(name)\"><span class=\"n\">1</span><span class=\"label\">\(HTML.escape(label))</span>"),
+                        "\(name) in \(language)")
+            }
+        }
+        #expect(en.report("coverage").contains("Apple's sales reports") && zh.report("coverage").contains("苹果销售报告"))
+    }
+
+    @Test("nothing in the style is set wider than a phone's page (390 px less its 28 px of padding)")
+    func noFixedWidthWiderThanAPhone() {
+        let style = SummaryPage.style + SummaryPage.moneyStyle(Self.input())
+        // A least width (min-width, width, flex-basis, a grid track's minimum) is at most a phone's
+        // page; a maximum (max-width, a media query's) may be anything.
+        var least: [String] = []
+        for m in style.matches(of: /[^-a-z](min-width|width|flex-basis):([^;}]*)/) { least.append(String(m.output.2)) }
+        for m in style.matches(of: /minmax\(([^,]*),/) { least.append(String(m.output.1)) }
+        #expect(least.count >= 4)
+        for value in least {
+            for n in value.matches(of: /([0-9.]+)(rem|px|em)/) {
+                let px = Double(n.output.1)! * (n.output.2 == "px" ? 1 : 16)
+                #expect(px <= 362, "\(value): \(px) px")
+            }
+        }
     }
 
     @Test func bothLanguagesRender() {
@@ -134,6 +207,28 @@ import Testing
                 "clawback": .init(opened: day % 3, closed: day % 2, stillOpen: 5 + day % 4),
             ])
         }
+        // The rest as a night of the demo has it: three currencies with every kind, two apps, the
+        // refund request funnel and Apple's sales reports.
+        let kinds = ["owed", "claw_back", "refunded", "refunded_still_granted", "refund_declined", "proceeds_owed",
+                     "proceeds_claw_back", "proceeds_refunded", "proceeds_refunded_still_granted"]
+        input.money = ["EUR": Dictionary(uniqueKeysWithValues: kinds.map { ($0, "215.40") }),
+                       "JPY": Dictionary(uniqueKeysWithValues: kinds.map { ($0, "28240") }),
+                       "USD": Dictionary(uniqueKeysWithValues: kinds.map { ($0, "1844.79") })]
+        input.counts["consumption_requests"] = 468
+        input.counts["coverage"] = 136
+        input.refundRequests = ["requests": "468", "answered_in_time": "219", "refunded": "0", "declined": "105",
+                                "pending": "363", "no_outcome": "0", "refund_rate_unanswered": "0.0"]
+        input.apps = [
+            .init(bundleID: "com.example.game", counts: ["compensate": 384, "duplicate_grants": 172, "clawback": 202],
+                  money: ["EUR": ["owed": "116.49", "claw_back": "36.17"], "JPY": ["owed": "12240", "claw_back": "4480"],
+                          "USD": ["owed": "1035.60", "claw_back": "598.21"]], requests: 266, refused: false),
+            .init(bundleID: "(other)", counts: ["compensate": 96, "clawback": 75],
+                  money: ["USD": ["owed": "809.19", "claw_back": "669.33"]], requests: 0, refused: true),
+        ]
+        input.coverage = SalesCoverage(timeZone: "America/Los_Angeles", from: "2026-11-05", to: "2026-12-04", daysHeld: 30,
+                                       products: [.init(productID: "com.example.game.coins100", appleSold: 1271, jobSold: 1245,
+                                                        appleRefunded: 17, jobRefunded: 17,
+                                                        daysDiffering: ["2026-11-07", "2026-11-10", "2026-11-12", "2026-11-14"])])
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for language in Language.allCases {
             try SummaryPage.render(input, language: language)
@@ -161,7 +256,11 @@ import Testing
         let page = SummaryPage.render(Self.apps([Self.game, hostile]), language: language)
         #expect(page.contains("data-section=\"apps\""))
         // Amounts per currency as summary.json has them; the refused key said in its row; the id escaped.
-        #expect(page.contains("1600 JPY; 4.99 USD") && page.contains("120 JPY"))
+        #expect(page.contains("<span class=\"amount\">1600 JPY</span>; <span class=\"amount\">4.99 USD</span>"))
+        #expect(page.contains("<span class=\"amount\">120 JPY</span>"))
+        // Each figure under its words.
+        let gameBlock = page.components(separatedBy: "data-app=").dropFirst().first ?? ""
+        #expect(gameBlock.contains("<dd>3</dd>") && gameBlock.contains("<dd>42</dd>"))
         #expect(page.contains("com.evil.&lt;script&gt;alert(1)&lt;/script&gt;") && !page.contains("<script>"))
         let refusedRow = page.components(separatedBy: "data-app=").last ?? ""
         #expect(refusedRow.contains("401"), "the refused key is not said in its row")
