@@ -72,6 +72,17 @@ public struct Check: Sendable {
         public var median: [String: Double]
     }
 
+    /// What tonight would list from what the job already knows (`CheckTonight`): rows per report
+    /// by the night's rules, over every family (`exact`) or a sample of them scaled up.
+    public struct Tonight: Sendable, Encodable {
+        public var exact: Bool
+        /// Apple original transaction ids and grants' transaction ids: about how many families there are.
+        public var family_keys_about: Int
+        public var keys_decided: Int
+        public var families: Int
+        public var reports: [String: Int]
+    }
+
     public struct Outcome: Sendable, Encodable {
         public var as_of: String
         public var window: String
@@ -80,6 +91,8 @@ public struct Check: Sendable {
         public var grants_without_transaction_id: GrantsWithoutTransaction
         public var receipts: Receipts
         public var history: History
+        /// Without a job schema at this build's version: nil (nothing known to decide from).
+        public var tonight: Tonight?
         /// The expectations that failed (empty: exit 0).
         public var failed: [HoldReason]
         public var notes: [String]
@@ -88,10 +101,13 @@ public struct Check: Sendable {
     let settings: JobSettings
     /// Source columns to count grants without a transaction id by (`--by`).
     let by: [String]
+    /// `--estimate-families`: about how many families to decide for what tonight would list.
+    let estimateFamilies: Int
 
-    public init(settings: JobSettings, by: [String]) {
+    public init(settings: JobSettings, by: [String], estimateFamilies: Int = 2000) {
         self.settings = settings
         self.by = by
+        self.estimateFamilies = estimateFamilies
     }
 
     var S: SQL { settings.jobSchema.sql }
@@ -111,15 +127,46 @@ public struct Check: Sendable {
         let db: PGConnection
         do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
         defer { db.close() }
+        var outcome: Outcome
         do {
             try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             defer { try? db.execute("ROLLBACK") }
-            return try SourceDatabase.reading(settings, job: db, retry: true, logger: .init(label: "iap-reconcile check")) { source in
+            outcome = try SourceDatabase.reading(settings, job: db, retry: true, logger: .init(label: "iap-reconcile check")) { source in
                 if source !== db { try source.execute("SET TRANSACTION READ ONLY") }
                 return try check(db: db, source: source)
             }
         } catch {
             throw JobError.from(error, doing: "check")
+        }
+        // What tonight would list: decided in temporary tables (not possible in a read-only
+        // transaction), in a transaction of their own that is rolled back.
+        guard outcome.history.available else { return outcome }
+        do {
+            try tonight(&outcome, db: db)
+        } catch {
+            throw JobError.from(error, doing: "check: deciding what tonight would list")
+        }
+        return outcome
+    }
+
+    /// `outcome.tonight`, and the night's hold rules on its lists (`findings_share`, `findings_median`).
+    func tonight(_ outcome: inout Outcome, db: PGConnection) throws {
+        let tonight = try SourceDatabase.reading(settings, job: db, retry: true, logger: .init(label: "iap-reconcile check")) { source in
+            try CheckTonight(settings: settings, db: db, source: source, families: estimateFamilies).run()
+        }
+        outcome.tonight = tonight
+        var figures: [String: NightFigures.Relation] = [:]
+        for r in outcome.relations {
+            figures[r.relation] = NightFigures.Relation(rows: r.rows, inputErrors: r.input_errors, inWindow: r.in_window,
+                                                        keysCompared: r.keys_compared, keysChanged: r.keys_changed)
+        }
+        let published = try HeldNight(settings: settings, runID: 0).published(db)
+        let how = tonight.exact ? "every family decided" : "estimated from \(tonight.keys_decided) sampled family keys"
+        for var reason in NightHold.reasons(tonight: NightFigures(relations: figures, reports: tonight.reports), published: published,
+                                            thresholds: settings.hold)
+        where reason.check == "findings_share" || reason.check == "findings_median" {
+            reason.text = "tonight, from what the job already knows (\(how)): " + reason.text
+            outcome.failed.append(reason)
         }
     }
 
@@ -207,7 +254,7 @@ public struct Check: Sendable {
         return Outcome(as_of: UTC.timestamp(settings.asOf), window: window, source_schema: settings.sourceSchema,
                        relations: relations, grants_without_transaction_id: grants,
                        receipts: try receipts(db: db, source: source, jobSchema: current, exactForms: exactForms),
-                       history: history, failed: failed, notes: notes)
+                       history: history, tonight: nil, failed: failed, notes: notes)
     }
 
     var window: String { UTC.timestamp(settings.windowStart) + " to " + UTC.timestamp(settings.asOf) }
@@ -423,6 +470,15 @@ extension Check.Outcome {
                 let last = history.last_counts[report].map(String.init) ?? "-"
                 let median = history.median[report].map { NightHold.oneDecimal($0) } ?? "-"
                 out.append("  \(report): \(last) rows on the last published night, median \(median)")
+            }
+        }
+        if let t = tonight {
+            out.append("tonight, from what the job already knows, by the night's rules ("
+                + (t.exact ? "every family, \(t.families) with a finding or not" : "about, from \(t.keys_decided) of about \(t.family_keys_about) family keys")
+                + "; refunds.csv not estimated):")
+            for report in CheckTonight.reports {
+                let median = history.median[report].map { ", median \(NightHold.oneDecimal($0))" } ?? ""
+                out.append("  \(report): \(t.exact ? "" : "~")\(t.reports[report] ?? 0) rows\(median)")
             }
         }
         for note in notes { out.append("note: \(note)") }

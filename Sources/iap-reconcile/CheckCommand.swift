@@ -15,11 +15,14 @@ struct CheckCommand: ParsableCommand {
         published night kept that now hold other content (ids made by row_number()); grants without \
         Apple's transaction id, by product and by each --by column; the receipts settled at upload, \
         signed, and to verify with Apple, with the requests and time that implies at the last night's \
-        rate; and the last published night's rows per report with their median. Without a job schema \
-        at this build's version the checks against the last published night are skipped, and it says so.
+        rate; the last published night's rows per report with their median; and what tonight would list \
+        per report, decided by the night's rules from what the job already knows (the answers the nights \
+        stored; nothing is asked of Apple), in temporary tables rolled back: every family, or a sample of \
+        --estimate-families scaled up. Without a job schema at this build's version the checks against the \
+        last published night are skipped, and it says so.
 
         It fails (exit 65) on every expectation the night would hold on (the thresholds are run's \
-        --hold-* options), on a relation of rows with none inside the window, and on any grant \
+        --hold-* options, tonight's lists included), on a relation of rows with none inside the window, and on any grant \
         without a transaction_id, naming each.
 
         Exit codes: 0 every expectation holds; 64 a bad option or --by column; 65 an expectation \
@@ -32,6 +35,12 @@ struct CheckCommand: ParsableCommand {
         valueName: "source_column"))
     var by: [String] = []
 
+    @Option(name: .customLong("estimate-families"), help: ArgumentHelp(
+        "About how many families (Apple's original transactions, grants' transactions) to decide for what tonight would "
+            + "list; with no more than this many every family is decided and the counts are exact. (default: 2000)",
+        valueName: "n"))
+    var estimateFamilies: Int = 2000
+
     @Flag(help: "Print the answer as JSON (for tools) instead of lines.")
     var json = false
 
@@ -41,6 +50,9 @@ struct CheckCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
+        guard (1...1_000_000).contains(estimateFamilies) else {
+            throw ValidationError("--estimate-families must be a whole number from 1 to 1000000")
+        }
         for column in by where column.isEmpty || column.utf8.count > 63 || column.contains("\u{0}") {
             throw ValidationError("--by must name a column of iap_grants")
         }
@@ -50,7 +62,7 @@ struct CheckCommand: ParsableCommand {
         do {
             var settings = try common.settings()
             settings.hold = try hold.thresholds()
-            let outcome = try Check(settings: settings, by: by).run()
+            let outcome = try Check(settings: settings, by: by, estimateFamilies: estimateFamilies).run()
             try printAnswer(outcome, json: json, lines: outcome.lines)
             if !outcome.failed.isEmpty {
                 FileHandle.standardError.write(Data(("iap-reconcile: check failed: "

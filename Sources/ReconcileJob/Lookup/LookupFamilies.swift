@@ -116,6 +116,15 @@ struct LookupFamilies {
         return decided
     }
 
+    /// The families of `keys`, decided in one pass, for `check`'s counts of what tonight would list:
+    /// without the inferred match, which names an order for a compensation and adds no row.
+    func decideOnce(keys: Set<String>) throws -> Decided {
+        guard !keys.isEmpty else { return Decided() }
+        try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL search_path = pg_temp; SET LOCAL jit = off")
+        defer { try? db.execute("ROLLBACK") }
+        return try pass(keys: keys, fresh: [], userProducts: [], settings: settings.decisionSettings)
+    }
+
     struct UserProduct: Hashable {
         var user: String
         var product: String
