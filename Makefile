@@ -108,6 +108,12 @@ check-page:
 	  || { echo "install chromium (sudo apt-get install -y chromium)"; exit 1; }
 	@scripts/check-page.sh $(PAGE)
 
+# The rollback of docs/own-database.md with the previous release's own binary, built apart in
+# .build-previous/ (PREVIOUS=vX.Y.Z to choose the tag); optional, not part of make test.
+.PHONY: test-rollback
+test-rollback: build
+	@scripts/test-rollback.sh
+
 clean:
 	scripts/pg.sh stop || true
-	rm -rf .build .build-fuzz .run reports/20*
+	rm -rf .build .build-fuzz .build-previous .run reports/20*

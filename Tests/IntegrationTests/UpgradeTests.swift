@@ -228,3 +228,67 @@ extension UpgradeTests {
         #expect(try t.int("SELECT max(version) FROM recon.schema_migrations") == 18)
     }
 }
+
+extension UpgradeTests {
+    /// The previous release's binaries (`make test-rollback` builds them apart and sets this).
+    static let previousBinDir = ProcessInfo.processInfo.environment["IAP_PREVIOUS_BIN_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+
+    static func runPrevious(_ arguments: [String], environment: [String: String]) throws -> ProcessResult {
+        let dir = try Harness.scratchDirectory("previous-build")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: previousBinDir! + "/iap-reconcile")
+        p.arguments = arguments
+        p.environment = environment
+        let out = dir.appendingPathComponent("out"), err = dir.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        p.standardOutput = try FileHandle(forWritingTo: out)
+        p.standardError = try FileHandle(forWritingTo: err)
+        try p.run()
+        p.waitUntilExit()
+        return ProcessResult(status: p.terminationStatus, stdout: N.read(out), stderr: N.read(err), killedBySignal: false)
+    }
+
+    @Test("rolled back for real: the previous release's binary on the restored schema finds its own migrations, runs its night and respond, and answers nothing twice",
+          .enabled(if: previousBinDir != nil, "make test-rollback builds the previous release and runs this"))
+    func previousReleaseOnTheRestoredSchema() throws {
+        try #require(Migrations.latest == 18)
+        let dir = try Harness.scratchDirectory("rollback-previous")
+        let log = dir.appendingPathComponent("consumption.jsonl")
+        let w = try ServerAPINightTests.world("rollback_previous", share: "0.25", simArguments: ["--consumption-log", log.path])
+        defer { w.stop() }
+        var env = w.env
+        env["DATABASE_URL"] = "dbname=\(w.t.name)"
+        env["PATH"] = [ScratchCluster.bindir ?? "", env["PATH"] ?? "/usr/bin:/bin"].joined(separator: ":")
+        let asOf = try #require(UTC.parse(N.asOf))
+        func respond(_ hoursBefore: Int) throws -> ProcessResult {
+            try runTool("iap-reconcile", ["respond", "--now", UTC.timestamp(asOf - Int64(hoursBefore) * 3_600_000), "--send",
+                                          "--no-progress", "--share-percent", "100"], environment: env)
+        }
+        // The previous release's schema with a night and answers in it; backed up; upgraded; answering.
+        #expect(try w.night().status == 0)
+        #expect(try respond(6).status == 0)
+        try Self.undoMigration18(w.t.db)
+        let status = try Self.runPrevious(["migrate", "--status"], environment: env)
+        #expect(status.status == 0 && status.stdout.contains("0 pending"), "the previous release does not take the schema as its own: \(status.stdout)\(status.stderr)")
+        #expect(try Self.runBlock("backup", in: dir, environment: env).status == 0)
+        #expect(try Self.runBlock("upgrade", in: dir, environment: env).status == 0)
+        #expect(try respond(2).status == 0)
+        let answered = Self.answersPerTransaction(log)
+        #expect(!answered.isEmpty)
+        // Rolled back as the guide writes it, then the previous release takes over.
+        #expect(try Self.runBlock("rollback", in: dir, environment: env).status == 0)
+        let again = try Self.runPrevious(["migrate", "--status"], environment: env)
+        #expect(again.status == 0 && again.stdout.contains("0 pending") && !again.stdout.contains("DIFFERENT"), "\(again.stdout)")
+        let out = try Harness.scratchDirectory("rollback-previous-reports")
+        let night = try Self.runPrevious(["run", "--as-of", N.asOf, "--out", out.path, "--no-progress", "--timeout-ms", "3000",
+                                          "--retry-base-ms", "20"], environment: env)
+        #expect(night.status == 0, "the previous release's night on the restored schema: \(night.stderr)")
+        let previousRespond = try Self.runPrevious(["respond", "--now", N.asOf, "--send", "--no-progress", "--share-percent", "100"],
+                                                   environment: env)
+        #expect(previousRespond.status == 0, "\(previousRespond.stderr)")
+        let after = Self.answersPerTransaction(log)
+        #expect(after.values.allSatisfy { $0 == 1 }, "answered twice after the rollback: \(after.filter { $0.value > 1 })")
+        #expect(Set(answered.keys).isSubset(of: Set(after.keys)))
+    }
+}
