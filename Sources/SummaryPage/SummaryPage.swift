@@ -131,7 +131,7 @@ public enum SummaryPage {
             table.money th{display:block;border:0;padding:0 0 2px}\
             table.money td{display:inline-block;border:0;padding:0 1.1em 0 0;text-align:left;white-space:normal;\
             overflow-wrap:anywhere}\
-            table.money td::before{content:attr(data-currency) "\\a0";color:var(--muted);font-size:.85em}\
+            table.money td:before{content:attr(data-currency) "\\a0";color:var(--muted);font-size:.85em}\
             table.money td.none{display:none}
             """
         let needed = moneyTableRem(input)
