@@ -31,23 +31,30 @@ struct CheckTonight {
             """).value(0, 0) ?? "") ?? 0
         // Keys per 1,000 in the sample (1,000: all of them).
         let total = apple + grants
-        let share = total <= families ? 1000 : max(1, min(1000, Int((Double(families) * 1000 / Double(max(total, 1))).rounded(.up))))
+        let share = total <= families ? 1000
+            : max(1, min(1000, Int((Double(families) * 1000 / Double(max(total, 1))).rounded(.up))))
         let sampled: (SQL) -> SQL = { key in
             share >= 1000 ? "true" : "abs(hashtext(\(key))::bigint) % 1000 < \(literal: .int(share))"
         }
         var keys = Set(try column(db, """
-            SELECT DISTINCT original_transaction_id FROM \(S).apple_transactions WHERE \(sampled("original_transaction_id"))
+            SELECT DISTINCT original_transaction_id FROM \(S).apple_transactions
+            WHERE \(sampled("original_transaction_id"))
             """))
         let grantKeys = try column(source, """
-            SELECT DISTINCT transaction_id FROM \(src).iap_grants WHERE transaction_id IS NOT NULL AND \(sampled("transaction_id"))
+            SELECT DISTINCT transaction_id FROM \(src).iap_grants
+            WHERE transaction_id IS NOT NULL AND \(sampled("transaction_id"))
             """)
-        // A grant's transaction Apple showed the job is decided in its Apple family, with that family's key.
-        let known = Set(try column(db, "SELECT transaction_id FROM \(S).apple_transactions WHERE transaction_id = ANY(\(grantKeys)::text[])"))
+        // A grant's transaction Apple showed the job is decided in its Apple family, with that
+        // family's key.
+        let known = Set(try column(db, """
+            SELECT transaction_id FROM \(S).apple_transactions WHERE transaction_id = ANY(\(grantKeys)::text[])
+            """))
         keys.formUnion(grantKeys.filter { !known.contains($0) })
 
         var settings = self.settings
         settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
-        let decided = try LookupFamilies(db: db, source: source === db ? nil : source, settings: settings).decideOnce(keys: keys)
+        let families = LookupFamilies(db: db, source: source === db ? nil : source, settings: settings)
+        let decided = try families.decideOnce(keys: keys)
         var rows = Dictionary(uniqueKeysWithValues: Self.reports.map { ($0, 0) })
         for d in decided.decisions.values {
             rows["compensate", default: 0] += d.compensations.count

@@ -22,8 +22,8 @@ struct CheckCommand: ParsableCommand {
         last published night are skipped, and it says so.
 
         It fails (exit 65) on every expectation the night would hold on (the thresholds are run's \
-        --hold-* options, tonight's lists included), on a relation of rows with none inside the window, and on any grant \
-        without a transaction_id, naming each.
+        --hold-* options, tonight's lists included), on a relation of rows with none inside the \
+        window, and on any grant without a transaction_id, naming each.
 
         Exit codes: 0 every expectation holds; 64 a bad option or --by column; 65 an expectation \
         failed, or the source relations do not match the contract; 75 the database unreachable; 78 \

@@ -40,14 +40,7 @@ struct FiguresInDocsTests {
         }
     }
 
-    /// One line that carries a measured figure, and the figure.
-    struct Hit: Hashable, Sendable, CustomStringConvertible {
-        var file: String
-        var line: Int
-        var rule: Rule
-        var match: String
-        var description: String { "\(file):\(line): \(rule.rawValue): \(match)" }
-    }
+    typealias Hit = DocsHit<Rule>
 
     static func rules() -> [(Rule, NSRegularExpression)] {
         // The patterns are literals of this file: one that does not compile is this file's bug.

@@ -125,10 +125,18 @@ final class RunningTool {
 }
 
 func startTool(_ tool: String, _ arguments: [String], environment: [String: String]) throws -> RunningTool {
+    try startProcess(Harness.binDir.appendingPathComponent(tool), arguments, environment: environment)
+}
+
+/// Any program (`bash`, another build's binary), its output collected as `startTool`'s; `directory`:
+/// its working directory (else the test's).
+func startProcess(_ executable: URL, _ arguments: [String], environment: [String: String], directory: URL? = nil)
+    throws -> RunningTool {
     let p = Process()
-    p.executableURL = Harness.binDir.appendingPathComponent(tool)
+    p.executableURL = executable
     p.arguments = arguments
     p.environment = environment
+    if let directory { p.currentDirectoryURL = directory }
     let dir = try Harness.scratchDirectory("proc")
     let out = dir.appendingPathComponent("stdout")
     let err = dir.appendingPathComponent("stderr")

@@ -40,20 +40,10 @@ struct UpgradeTests {
     static func runBlock(_ name: String, in dir: URL, environment: [String: String]) throws -> ProcessResult {
         let text = try #require(try blocks()[name], "docs/own-database.md has no `<!-- run: \(name) -->` block")
         var env = environment
-        env["PATH"] = [Harness.binDir.path, ScratchCluster.bindir ?? "", env["PATH"] ?? "/usr/bin:/bin"].joined(separator: ":")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-e", "-o", "pipefail", "-c", text]
-        p.currentDirectoryURL = dir
-        p.environment = env
-        let out = dir.appendingPathComponent("\(name).out"), err = dir.appendingPathComponent("\(name).err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        p.standardOutput = try FileHandle(forWritingTo: out)
-        p.standardError = try FileHandle(forWritingTo: err)
-        try p.run()
-        p.waitUntilExit()
-        return ProcessResult(status: p.terminationStatus, stdout: N.read(out), stderr: N.read(err), killedBySignal: false)
+        env["PATH"] = [Harness.binDir.path, ScratchCluster.bindir ?? "", env["PATH"] ?? "/usr/bin:/bin"]
+            .joined(separator: ":")
+        return try startProcess(URL(fileURLWithPath: "/bin/bash"), ["-e", "-o", "pipefail", "-c", text], environment: env,
+                                directory: dir).wait(timeout: 300)
     }
 
     /// What a build of the job requires of a job schema, with the schema's name taken out: its
@@ -234,19 +224,8 @@ extension UpgradeTests {
     static let previousBinDir = ProcessInfo.processInfo.environment["IAP_PREVIOUS_BIN_DIR"].flatMap { $0.isEmpty ? nil : $0 }
 
     static func runPrevious(_ arguments: [String], environment: [String: String]) throws -> ProcessResult {
-        let dir = try Harness.scratchDirectory("previous-build")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: previousBinDir! + "/iap-reconcile")
-        p.arguments = arguments
-        p.environment = environment
-        let out = dir.appendingPathComponent("out"), err = dir.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        p.standardOutput = try FileHandle(forWritingTo: out)
-        p.standardError = try FileHandle(forWritingTo: err)
-        try p.run()
-        p.waitUntilExit()
-        return ProcessResult(status: p.terminationStatus, stdout: N.read(out), stderr: N.read(err), killedBySignal: false)
+        try startProcess(URL(fileURLWithPath: previousBinDir! + "/iap-reconcile"), arguments, environment: environment)
+            .wait(timeout: 300)
     }
 
     @Test("rolled back for real: the previous release's binary on the restored schema finds its own migrations, runs its night and respond, and answers nothing twice",

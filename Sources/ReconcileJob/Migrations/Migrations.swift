@@ -86,7 +86,9 @@ enum Migrations {
                         // needs a table they read waits for it at most lockWaitMs, then steps back
                         // (their statements queue behind a waiting ALTER TABLE) and tries again.
                         try db.query("SELECT set_config('lock_timeout', \(String(lockWaitMs)), true)")
-                        let present = try db.query("SELECT 1 FROM \(schema.sql).schema_migrations WHERE version = \(migration.version)")
+                        let present = try db.query("""
+                            SELECT 1 FROM \(schema.sql).schema_migrations WHERE version = \(migration.version)
+                            """)
                         guard present.rowCount == 0 else { return false }
                         try db.execute(migration.sql.replacingSchema(schema))
                         try db.query("""
@@ -101,9 +103,10 @@ enum Migrations {
                     // lock_not_available (our timeout) or a deadlock the server broke: nothing of
                     // this migration was kept; try it again after a pause.
                     guard waited < lockTries else {
-                        throw JobError(.temporary, "migration \(migration.version) waited for a table another session holds "
-                            + "\(lockTries + 1) times (\(error.message)); nothing of it was applied: run `iap-reconcile migrate` "
-                            + "again once the long transaction on the job schema has ended (pg_stat_activity shows it)")
+                        throw JobError(.temporary, "migration \(migration.version) waited for a table another session "
+                            + "holds \(lockTries + 1) times (\(error.message)); nothing of it was applied: run "
+                            + "`iap-reconcile migrate` again once the long transaction on the job schema has ended "
+                            + "(pg_stat_activity shows it)")
                     }
                     waited += 1
                     onWait?(migration.version, waited)
