@@ -115,11 +115,6 @@ enum Base64 {
         encode(bytes, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", padded: false)
     }
 
-    /// Standard base64 with padding.
-    static func encodeStandard<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-        encode(bytes, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", padded: true)
-    }
-
     private static func encode<C: Collection>(_ bytes: C, alphabet: StaticString, padded: Bool) -> String
     where C.Element == UInt8 {
         let a = alphabet.utf8Start

@@ -91,20 +91,6 @@ struct FamilyFacts {
         knownIndex(transactionID).map { transactions[$0].transaction.environment } == .sandbox
     }
 
-    /// The Apple transactions, one per id, production preferred, in the order of their ids.
-    /// (`transactions` is sorted by id, so an id's two environments are next to each other.)
-    var appleTransactions: [AppleTransaction] {
-        var out: [KnownTransaction] = []
-        for known in transactions {
-            if let last = out.last, last.transaction.transactionID == known.transaction.transactionID {
-                if known.transaction.environment == .production { out[out.count - 1] = known }
-            } else {
-                out.append(known)
-            }
-        }
-        return out.map(\.transaction)
-    }
-
     /// Every grant (active or revoked) of a transaction.
     func grants(of transactionID: String) -> [Grant] {
         grants.lazy.map(\.grant).filter { $0.transactionID == transactionID }
