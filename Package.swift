@@ -1,13 +1,15 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layout (see README "Project structure"):
+// Layout (ARCHITECTURE.md draws it):
 //   CLibPQ, CCurl            system libraries (libpq, libcurl) with tiny shims
 //   Postgres, HTTP           thin, domain-free Swift wrappers that own the C resources
 //   Reconciliation           the functional core: domain types, decision rules, report rows
 //   AppStore                 the verifyReceipt protocol: request, answer classes, parsing;
 //                            StoreKit 2 signed transactions (Signed/: JWS, x5c chain, ES256)
-//   ReconcileJob             the night's stages wired to Postgres and the App Store
+//   JobStore, StoreIO        the job's schema; the transport to a store's endpoints
+//   NightLearn, NightDecide  the night: what it learns from Apple; what it decides and writes
+//   Desk                     lookup and respond, between nights
 //   iap-reconcile            the command
 //   AppStoreSimulator, iap-sim  the App Store test double (a real HTTP server) and data generator
 let v6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -58,16 +60,57 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
+        // The job, one target per seam; each uses only those listed after it in ARCHITECTURE.md
+        // (Desk → NightDecide → NightLearn → StoreIO → JobStore).
+        // JobStore: the job's own schema (migrations, checksums, Apple's transaction columns).
         .target(
-            name: "ReconcileJob",
+            name: "JobStore",
             dependencies: [
-                "Reconciliation", "AppStore", "Postgres", "HTTP", "Workbook", "SummaryPage",
+                "Postgres",
+                // The migrations' checksums (schema_migrations.checksum).
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: v6
+        ),
+        // StoreIO: the one transport to a store's endpoints (budgets, retries, tokens, 401 doubts).
+        .target(
+            name: "StoreIO",
+            dependencies: [
+                "JobStore", "AppStore", "HTTP", "Reconciliation",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            swiftSettings: v6
+        ),
+        // NightLearn: what the night learns from outside (verification, sweeps, sales reports),
+        // the run's settings and the source rows' checks.
+        .target(
+            name: "NightLearn",
+            dependencies: [
+                "StoreIO", "JobStore", "AppStore", "Reconciliation", "Postgres", "HTTP",
                 // Apple's sales reports come gzip-compressed (SalesReports/Gzip.swift).
                 "CLibZ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "HeapModule", package: "swift-collections"),
-                // The migrations' checksums (schema_migrations.checksum).
+            ],
+            swiftSettings: v6
+        ),
+        // NightDecide: the night as a plan, its copies, decisions and reports; check and release.
+        .target(
+            name: "NightDecide",
+            dependencies: [
+                "NightLearn", "StoreIO", "JobStore", "AppStore", "Reconciliation", "Postgres",
+                "Workbook", "SummaryPage",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: v6
+        ),
+        // Desk: the commands that answer people and Apple between nights (lookup, respond).
+        .target(
+            name: "Desk",
+            dependencies: [
+                "NightDecide", "NightLearn", "StoreIO", "JobStore", "AppStore", "HTTP", "Reconciliation", "Postgres",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: v6
@@ -75,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "iap-reconcile",
             dependencies: [
-                "ReconcileJob", "HTTP", "AppStore",
+                "Desk", "NightDecide", "NightLearn", "StoreIO", "JobStore", "HTTP", "AppStore", "Reconciliation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -132,7 +175,10 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReconcileJob", "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore", "XLSXReading"],
+            dependencies: [
+                "Desk", "NightDecide", "NightLearn", "StoreIO", "JobStore",
+                "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore", "XLSXReading",
+            ],
             resources: [.copy("Fixtures")], swiftSettings: v6
         ),
     ]

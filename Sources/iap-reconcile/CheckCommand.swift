@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import ReconcileJob
+import JobStore
+import NightDecide
 
 /// `iap-reconcile check`: what tonight would read, before a night runs; read-only.
 struct CheckCommand: ParsableCommand {

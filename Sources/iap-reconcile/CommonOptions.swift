@@ -1,10 +1,12 @@
-import ArgumentParser
 import AppStore
+import ArgumentParser
 import Foundation
 import HTTP
+import JobStore
 import Logging
-import ReconcileJob
+import NightLearn
 import Reconciliation
+import StoreIO
 
 /// Options shared by every stage. Options come from the command line only; the environment
 /// variables listed in `environmentHelp` carry connection, App Store and secret settings.
@@ -15,17 +17,17 @@ struct CommonOptions: ParsableArguments {
     var asOf: String?
 
     @Option(help: "Days back from --as-of: receipts submitted and transactions purchased in this window are checked.")
-    var windowDays = 30
+    var windowDays = JobSettings.defaults.windowDays
 
     @Option(help: ArgumentHelp(
         "Days back from --as-of for refunds: users with non-consumable or subscription grants this recent get their newest receipt re-verified, refunds.csv lists the refunds (and reversals) of this window, and the first notification sweep reaches this far back (at most 180 days in production, 30 in the sandbox).",
         valueName: "days"))
-    var refundWindowDays = 90
+    var refundWindowDays = JobSettings.defaults.refundWindowDays
 
     @Option(help: ArgumentHelp(
         "At most this many customers' transaction history asked per night (Server API: 50 requests/s; 20000 takes about 7 minutes): users with a paid open order first, then the newest; the others wait for a later night (summary.json sweeps.history_left).",
         valueName: "n"))
-    var historyLimit = 20_000
+    var historyLimit = JobSettings.defaults.historyLimit
 
     @Option(help: ArgumentHelp(
         "Write a node_exporter textfile here on every exit, failed runs included (temporary file, then rename): run times, last success, exit code, rows per report and reason, unresolved receipts, App Store requests and answers, seconds per stage, money. A file that cannot be written is a warning, never another exit code.",
@@ -35,18 +37,18 @@ struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Time zone of the times in reconciliation.xlsx (an IANA name, e.g. Asia/Shanghai; each time column's header names it). The CSV files stay in UTC.",
         valueName: "zone"))
-    var reportTimezone = "UTC"
+    var reportTimezone = JobSettings.defaults.reportTimeZone
 
     @Option(help: ArgumentHelp(
         "Time zone of the days of Apple's daily sales reports (an IANA name; default Pacific time, from Apple's older FAQ: see docs/contract.md for the conflict). Only with the ASC_* variables.",
         valueName: "zone"))
-    var salesReportTimezone = "America/Los_Angeles"
+    var salesReportTimezone = JobSettings.defaults.salesReportTimeZone
 
     @Option(help: ArgumentHelp("Language of summary.html: en or zh.", valueName: "language"))
-    var reportLanguage = "en"
+    var reportLanguage = JobSettings.defaults.reportLanguage
 
     @Flag(help: "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped.")
-    var noApiSweeps = false
+    var noApiSweeps = !JobSettings.defaults.apiSweeps
 
     @Option(help: ArgumentHelp(
         "For shops whose order ids are not UUIDs: the app sets appAccountToken to the name-based UUID (version 5) of the order id in this namespace; a purchase whose token matches is that order's (match exact).",
@@ -54,34 +56,34 @@ struct CommonOptions: ParsableArguments {
     var accountTokenNamespace: String?
 
     @Option(help: "At most this many receipts re-verified by the refund sweep per run (0 turns the sweep off).")
-    var sweepLimit = 1000
+    var sweepLimit = JobSettings.defaults.sweepLimit
 
     @Option(help: "Hours before the sweep asks about the same receipt again (so a rerun after a crash does not).")
-    var sweepIntervalHours = 20
+    var sweepIntervalHours = JobSettings.defaults.sweepIntervalHours
 
     @Option(help: "App Store requests in flight at once.")
-    var concurrency = 16
+    var concurrency = JobSettings.defaults.concurrency
 
     @Option(help: "Per-request timeout in milliseconds.")
-    var timeoutMs = 15_000
+    var timeoutMs = JobSettings.defaults.timeoutMs
 
     @Option(help: "Requests per receipt within one run before it is left unresolved for the next run (environment switches not counted).")
-    var maxAttempts = 4
+    var maxAttempts = JobSettings.defaults.maxAttempts
 
     @Option(help: "Base of the in-run exponential backoff with full jitter, in milliseconds.")
-    var retryBaseMs = 500
+    var retryBaseMs = JobSettings.defaults.retryBaseMs
 
     @Option(help: "A receipt still failing after a run waits this many minutes, doubled per failed run (max one day), before it is sent again.")
-    var retryDelayMinutes = 10
+    var retryDelayMinutes = JobSettings.defaults.retryDelayMinutes
 
     @Option(help: "Schema of the four source relations (iap_products, iap_orders, iap_receipts, iap_grants).")
-    var sourceSchema = "public"
+    var sourceSchema = JobSettings.defaults.sourceSchema
 
     @Option(help: "The job's own schema: verification state, learned transactions, findings history, runs.")
-    var jobSchema = "recon"
+    var jobSchema = JobSchema.standard.name
 
     @Option(help: "Seconds to wait for another run's lock before giving up with exit 75 (a run killed a moment ago lets go within a few seconds).")
-    var lockWaitSeconds = 5
+    var lockWaitSeconds = JobSettings.defaults.lockWaitSeconds
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: LogLevel = .notice

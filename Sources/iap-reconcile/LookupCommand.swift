@@ -1,6 +1,7 @@
 import ArgumentParser
+import Desk
 import Foundation
-import ReconcileJob
+import JobStore
 
 /// `iap-reconcile lookup`: for customer service, one purchase at a time.
 struct LookupCommand: ParsableCommand {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import ReconcileJob
+import JobStore
+import NightDecide
+import NightLearn
 import Reconciliation
 
 /// `run`'s thresholds for holding a night (docs/contract.md, "Held nights").
@@ -92,13 +94,13 @@ struct ReleaseCommand: ParsableCommand {
     var note: String
 
     @Option(help: "The night's reports folder (run's --out).")
-    var out = "reports"
+    var out = JobSettings.defaults.out
 
     @Option(help: "The job's own schema (run's --job-schema).")
-    var jobSchema = "recon"
+    var jobSchema = JobSchema.standard.name
 
     @Option(help: "Seconds to wait for a running night's lock before giving up with exit 75.")
-    var lockWaitSeconds = 5
+    var lockWaitSeconds = JobSettings.defaults.lockWaitSeconds
 
     func run() throws {
         guard (0...3600).contains(lockWaitSeconds) else { throw ValidationError("--lock-wait-seconds must be from 0 to 3600") }

@@ -1,6 +1,8 @@
 import ArgumentParser
+import Desk
 import Foundation
-import ReconcileJob
+import JobStore
+import NightDecide
 import Reconciliation
 
 /// `iap-reconcile respond`: refund defense, every 15 minutes beside the night.

@@ -1,9 +1,11 @@
-import ArgumentParser
 import AppStore
+import ArgumentParser
 import Foundation
 import HTTP
+import JobStore
 import Logging
-import ReconcileJob
+import NightDecide
+import NightLearn
 import Reconciliation
 
 struct IAPReconcile: ParsableCommand {
@@ -32,7 +34,7 @@ struct Run: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     @Option(help: "Folder for the reports; each run writes <out>/<as-of UTC date>/.")
-    var out = "reports"
+    var out = JobSettings.defaults.out
 
     @Flag(help: "Decide from the stored App Store answers only: send nothing.")
     var noVerify = false
@@ -124,7 +126,7 @@ struct Migrate: ParsableCommand {
             return
         }
         do {
-            print(try MigrationStatus.report(settings: common.settings()))
+            print(try MigrationStatus.report(settings: common.settings().database))
         } catch let error as JobError {
             FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))
             throw ExitCode(error.code.rawValue)

@@ -10,7 +10,8 @@ import HTTP
 import Reconciliation
 import Testing
 
-@testable import ReconcileJob
+@testable import JobStore
+@testable import StoreIO
 
 @Suite("The App Store transport", .serialized)
 struct AppStoreTransportTests {

@@ -1,7 +1,8 @@
 import Foundation
 import Postgres
 import Reconciliation
-@testable import ReconcileJob
+@testable import JobStore
+@testable import NightLearn
 import Testing
 
 /// The one description of `apple_transactions` (AppleTransactionColumns) against what the frozen

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ReconcileJob
+@testable import NightLearn
 
 /// The queue between the reader, the verifiers and the answer writer, and between the
 /// night's stages: single items and batches mix, and nothing is lost, doubled or reordered.

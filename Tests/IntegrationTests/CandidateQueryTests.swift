@@ -1,7 +1,8 @@
 @testable import AppStore
 import Foundation
 import Postgres
-@testable import ReconcileJob
+@testable import JobStore
+@testable import NightLearn
 import Testing
 
 /// The verify stage's candidate query sorts before reading the data, reads each

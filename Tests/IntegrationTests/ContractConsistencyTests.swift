@@ -72,10 +72,11 @@ struct ContractConsistencyTests {
         return out.joined(separator: "\n")
     }
 
-    /// The metric families the metrics writer makes: `gauge("name", …)` calls, prefixed as the
+    /// The metric families the metrics writers make: `gauge("name", …)` calls, prefixed as the
     /// function that holds them prefixes (the night's `iap_reconcile_`, respond's `iap_reconcile_respond_`).
     static func emittedMetrics() throws -> Set<String> {
-        let source = try text("Sources/ReconcileJob/Reports/Operator.swift")
+        let source = try text("Sources/NightDecide/Reports/Operator.swift") + "\n"
+            + (try text("Sources/Desk/Respond/RespondMetrics.swift"))
         var out: Set<String> = []
         var prefix = ""
         for line in source.components(separatedBy: "\n") {

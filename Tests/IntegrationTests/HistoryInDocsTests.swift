@@ -33,7 +33,7 @@ struct HistoryInDocsTests {
 
     /// Paths (from the repository root) never scanned.
     static let exempt = [
-        "Sources/ReconcileJob/Migrations/00", "Sources/ReconcileJob/Migrations/MigrationHistory.swift",
+        "Sources/JobStore/Migrations/00", "Sources/JobStore/Migrations/MigrationHistory.swift",
         "Tests/IntegrationTests/Fixtures/", "history/",
     ]
 
@@ -311,10 +311,10 @@ struct HistoryInDocsTests {
         #expect(found == expected, "reported:\n\(hits.map(\.description).joined(separator: "\n"))")
 
         // The exempt: frozen migration texts and the history are not read; figures.md may name commits.
-        #expect(!Self.isScanned("Sources/ReconcileJob/Migrations/0006-server-api-sweeps.swift"))
-        #expect(!Self.isScanned("Sources/ReconcileJob/Migrations/MigrationHistory.swift"))
+        #expect(!Self.isScanned("Sources/JobStore/Migrations/0006-server-api-sweeps.swift"))
+        #expect(!Self.isScanned("Sources/JobStore/Migrations/MigrationHistory.swift"))
         #expect(!Self.isScanned("history/benchmarks-journal.md"))
-        #expect(Self.isScanned("Sources/ReconcileJob/Migrations/Migrations.swift"))
+        #expect(Self.isScanned("Sources/JobStore/Migrations/Migrations.swift"))
         if let short {
             let figures = try Self.check([("docs/figures.md", "| 2026-11-28 | \(short) | 12.3 s |\n")], root: Self.root)
             #expect(figures.hits.isEmpty)

@@ -1,6 +1,6 @@
 import Foundation
 import Postgres
-@testable import ReconcileJob
+@testable import JobStore
 import Synchronization
 import Testing
 import Reconciliation
@@ -48,7 +48,7 @@ struct MigrationTests {
     @Test("no migration file splices a Swift value into its text")
     func noInterpolation() throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Sources/ReconcileJob/Migrations").standardized
+            .appendingPathComponent("../../Sources/JobStore/Migrations").standardized
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.first?.isNumber == true }
         #expect(files.count == Migrations.all.count)
         for file in files {

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
-@testable import ReconcileJob
+@testable import JobStore
+@testable import NightDecide
+@testable import NightLearn
 import Reconciliation
 import Synchronization
 import Testing

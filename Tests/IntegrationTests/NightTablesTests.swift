@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
-@testable import ReconcileJob
+@testable import NightDecide
+@testable import NightLearn
 import Testing
 
 /// The decide stage reads its two kinds of family rows as two streams sorted by Postgres with

@@ -4,7 +4,7 @@
 // row that shows it; and the money totals are the sums of the printed cells.
 
 import Foundation
-@testable import ReconcileJob
+@testable import NightLearn
 import Postgres
 import Testing
 

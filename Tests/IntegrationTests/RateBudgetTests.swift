@@ -4,7 +4,7 @@
 import Testing
 
 @testable import AppStore
-@testable import ReconcileJob
+@testable import StoreIO
 @testable import Reconciliation
 
 @Suite("The Server API rate budget")

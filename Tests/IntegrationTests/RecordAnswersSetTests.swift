@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
-@testable import ReconcileJob
+@testable import JobStore
+@testable import NightLearn
 import Testing
 
 /// `record_answers` applies a batch as sets (migration 11). Its merges must be the

@@ -2,7 +2,8 @@ import AppStoreSimulator
 import Foundation
 import Postgres
 import Reconciliation
-@testable import ReconcileJob
+@testable import JobStore
+@testable import NightLearn
 import Testing
 
 /// "Right to the row": no source row vanishes, the tally adds up, what Apple never showed is not

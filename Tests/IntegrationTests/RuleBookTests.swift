@@ -2,7 +2,9 @@ import AppStoreSimulator
 import Foundation
 import Logging
 import Postgres
-@testable import ReconcileJob
+@testable import JobStore
+@testable import NightDecide
+@testable import NightLearn
 import Reconciliation
 import Testing
 

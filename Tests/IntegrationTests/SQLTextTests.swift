@@ -108,7 +108,7 @@ import Testing
 
     /// Where fixed text held as a String may become SQL: the runner of the frozen migrations
     /// (their texts, `{S}` the quoted schema).
-    static let unsafeAllowed: Set<String> = ["ReconcileJob/Migrations/Migrations.swift"]
+    static let unsafeAllowed: Set<String> = ["JobStore/Migrations/Migrations.swift"]
 
     /// This checkout's Sources, or `IAP_SQL_SOURCES` (another tree's Sources: pointed at a tree from before the `SQL` type,
     /// the test fails, listing each place).
@@ -125,7 +125,7 @@ import Testing
         let paths = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String } ?? []
         return try paths.filter { path in
             path.hasSuffix(".swift") && path != "Postgres/SQL.swift"
-                && !(path.hasPrefix("ReconcileJob/Migrations/00"))
+                && !(path.hasPrefix("JobStore/Migrations/00"))
         }.sorted().map { ($0, try String(contentsOf: root.appendingPathComponent($0), encoding: .utf8)) }
     }
 
@@ -139,50 +139,50 @@ import Testing
 
     /// Lines of the sources before the `SQL` type, each one the old pattern: the look must find each.
     static let oldLines: [(file: String, text: String)] = [
-        ("ReconcileJob/Reports/ReportWriter.swift", #"""
+        ("NightDecide/Reports/ReportWriter.swift", #"""
             func q() -> String {
                 return """
                     SELECT report FROM \(S).findings WHERE closed_on = '\(UTC.date(settings.asOf))'::date
                     """
             }
             """#),
-        ("ReconcileJob/Decision/Attribution.swift", #"""
+        ("NightDecide/Decision/Attribution.swift", #"""
             var refundsSQL: String {
                 let from = settings.refundWindowStart
                 let window = "BETWEEN \(from) AND \(settings.asOf)"
                 return "SELECT 1"
             }
             """#),
-        ("ReconcileJob/Verification/ReceiptSelection.swift", #"""
+        ("NightLearn/Verification/ReceiptSelection.swift", #"""
             let q = """
               AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - interval '\(settings.sweepIntervalHours) hours'
             """
             """#),
-        ("ReconcileJob/Decision/Conservation.swift", #"""
+        ("NightDecide/Decision/Conservation.swift", #"""
             func findings(_ report: ReportFile) -> String {
                 "\(S).current_findings WHERE report = '\(report.rawValue)'"
             }
             """#),
-        ("ReconcileJob/Decision/NightTables.swift", #"""
+        ("NightDecide/Decision/NightTables.swift", #"""
                 try db.execute("""
                     SELECT set_config('search_path', '\(schema.quoted), ' || current_setting('search_path'), false);
                     SET work_mem = '128MB'; SET jit = off; SET max_parallel_workers_per_gather = 0
                     """)
             """#),
-        ("ReconcileJob/Lookup/LookupFamilies.swift", #"""
+        ("NightDecide/Decision/LookupFamilies.swift", #"""
                 try db.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= '\(from)'::timestamptz) TO STDOUT") { line in
                 }
             """#),
-        ("ReconcileJob/Verification/SignedUploads.swift", #"""
+        ("NightLearn/Verification/SignedUploads.swift", #"""
                 let result = try db.query("""
                     SELECT r.receipt_data FROM \(job).receipt_state s
                     JOIN "\(settings.sourceSchema)".iap_receipts r ON r.receipt_id = s.receipt_id
                     """)
             """#),
-        ("ReconcileJob/Input/SourceRows.swift", #"""
+        ("NightDecide/Input/ProductColumns.swift", #"""
                 static let usablePrice = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
             """#),
-        ("ReconcileJob/Decision/Attribution.swift", #"""
+        ("NightDecide/Decision/Attribution.swift", #"""
                 try db.copyOut("""
                     COPY (SELECT order_id FROM o WHERE created_ms >= \(settings.windowStart - 86_400_000)) TO STDOUT
                     """) { line in }

@@ -9,7 +9,8 @@ import Foundation
 import Postgres
 import Testing
 
-@testable import ReconcileJob
+@testable import NightLearn
+@testable import StoreIO
 
 @Suite("Apple's sales reports in the night", .serialized, .enabled(if: Harness.hasDatabase))
 struct SalesReportNightTests {

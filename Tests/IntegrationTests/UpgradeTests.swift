@@ -1,7 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import Postgres
-@testable import ReconcileJob
+@testable import JobStore
 import Reconciliation
 import Testing
 

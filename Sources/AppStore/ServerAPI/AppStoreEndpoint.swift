@@ -1,6 +1,6 @@
 // Every App Store endpoint the job calls, as data: its method, where it lives, its path, the
 // rate budget it counts against and how its 2xx body is read. One transport
-// (ReconcileJob's `AppStoreTransport`) sends them all: a new endpoint is a new row here, never a
+// (StoreIO's `AppStoreTransport`) sends them all: a new endpoint is a new row here, never a
 // new request loop. No I/O.
 
 import Reconciliation

@@ -1,0 +1,143 @@
+import DequeModule
+import Foundation
+
+/// A bounded FIFO handing work between threads; `push` waits while full, `pop` while empty.
+///
+/// Waiting needs a condition variable, which the standard library's `Synchronization` does not
+/// have: an `NSCondition` guards the storage, and every access holds it (hence `@unchecked`).
+///
+/// Wake-ups are what cost here, not the lock: a thread is woken only when it waits, and a
+/// producer waiting on a full queue only once the queue has drained to half its capacity (it then
+/// refills half a queue in one go instead of waking for every item taken). An item taken is
+/// released at once (the night's queues carry batches of families of megabytes).
+package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
+    private var items = Deque<Element>()
+    private let capacity: Int
+    private let condition = NSCondition()
+    private var closed = false
+    /// Threads waiting in `push` (queue full) and in `pop`/`popAll` (queue empty).
+    private var waitingProducers = 0
+    private var waitingConsumers = 0
+
+    /// A queue that holds at most `capacity` items.
+    package init(capacity: Int) { self.capacity = capacity }
+
+    /// Returns false when the queue was closed (the consumer left).
+    @discardableResult
+    package func push(_ item: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard waitForRoom() else { return false }
+        items.append(item)
+        wakeConsumers()
+        return true
+    }
+
+    /// Pushes `batch` in order with one wake-up of the consumer; waits while the queue is full,
+    /// and may then exceed the capacity by less than the batch. False when the queue was closed.
+    @discardableResult
+    package func push(contentsOf batch: [Element]) -> Bool {
+        guard !batch.isEmpty else { return true }
+        condition.lock()
+        defer { condition.unlock() }
+        guard waitForRoom() else { return false }
+        items.append(contentsOf: batch)
+        wakeConsumers()
+        return true
+    }
+
+    /// Waits up to `timeoutMs` for an item; nil on timeout or when closed and drained.
+    package func pop(timeoutMs: Int) -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        awaitItems(timeoutMs: timeoutMs)
+        return takeLocked()
+    }
+
+    /// Up to `max` items, in order (waits up to `timeoutMs` for the first).
+    package func pop(max: Int, timeoutMs: Int) -> [Element] {
+        condition.lock()
+        defer { condition.unlock() }
+        awaitItems(timeoutMs: timeoutMs)
+        let n = min(max, items.count)
+        let out = Array(items.prefix(n))
+        items.removeFirst(n)
+        if n > 0 { wakeProducers() }
+        return out
+    }
+
+    /// Everything queued now (waits up to `timeoutMs` for the first item).
+    func popAll(timeoutMs: Int) -> [Element] {
+        condition.lock()
+        defer { condition.unlock() }
+        awaitItems(timeoutMs: timeoutMs)
+        let out = Array(items)
+        items.removeAll(keepingCapacity: true)
+        wakeProducers()
+        return out
+    }
+
+    /// Waits up to `timeoutMs` for an item, takes none: how many are queued (0 on timeout, or
+    /// when closed and drained).
+    func waitForItems(timeoutMs: Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        awaitItems(timeoutMs: timeoutMs)
+        return items.count
+    }
+
+    func tryPop() -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        return takeLocked()
+    }
+
+    /// Holds the lock. False when the queue is closed.
+    private func waitForRoom() -> Bool {
+        while items.count >= capacity && !closed {
+            waitingProducers += 1
+            condition.wait()
+            waitingProducers -= 1
+        }
+        return !closed
+    }
+
+    private func awaitItems(timeoutMs: Int) {
+        let deadline = Date(timeIntervalSinceNow: Double(timeoutMs) / 1000)
+        while items.isEmpty && !closed {
+            waitingConsumers += 1
+            let signalled = condition.wait(until: deadline)
+            waitingConsumers -= 1
+            if !signalled { break }
+        }
+    }
+
+    private func takeLocked() -> Element? {
+        guard let item = items.popFirst() else { return nil }
+        wakeProducers()
+        return item
+    }
+
+    private func wakeConsumers() {
+        if waitingConsumers > 0 { condition.broadcast() }
+    }
+
+    private func wakeProducers() {
+        if waitingProducers > 0 && items.count <= capacity / 2 { condition.broadcast() }
+    }
+
+    /// No more items will come (producer side) or none are wanted (consumer side).
+    package func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Closed, and every item taken.
+    package var isClosedAndEmpty: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return closed && items.isEmpty
+    }
+}

@@ -1,0 +1,67 @@
+import AppStore
+import HTTP
+import Reconciliation
+
+/// One piece of work that asks the App Store: a receipt to verify, a notification sweep, a
+/// customer's history, a lookup. It says which request it wants sent now (an endpoint's row of
+/// `AppStoreEndpoints` with its id, query and body), reads each answer into an `Answer` whose class
+/// the retry policy decides on, and is told the decision. The transport does everything else.
+package protocol AppStoreExchange: AnyObject {
+    /// The request to send now.
+    var request: AppStoreRequest { get }
+    /// Where it stands with the retry policy (this run's attempts; a receipt's runs before).
+    var retry: RetryPolicy.State { get set }
+    /// Requests sent for it in this run (the transport counts; 1: its first).
+    var sends: Int { get set }
+    /// Reads one classified answer to `request` (throws only what stops the run, e.g. the
+    /// database that stores a page failing).
+    func read(_ reply: AppStoreReply) throws -> Answer
+    /// The policy's decision on `answer` (read from an answer to `asked`). True: send `request`
+    /// again now (the next page, the other environment).
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool
+}
+
+/// Where a run's exchanges come from: a queue a reader fills while the run goes on
+/// (verification), or a list known before (the sweeps, `lookup`).
+package protocol ExchangeFeed {
+    associatedtype Exchange: AppStoreExchange
+    /// The next exchange if one is ready now.
+    mutating func next() -> Exchange?
+    /// The next exchange, waiting up to `timeoutMs` for one.
+    mutating func next(timeoutMs: Int) -> Exchange?
+    /// No exchange will come any more.
+    var finished: Bool { get }
+}
+
+/// A list of exchanges known before the run.
+package struct ListFeed<Exchange: AppStoreExchange>: ExchangeFeed {
+    private var list: [Exchange]
+    private var position = 0
+    /// A feed of `list`, in its order.
+    package init(_ list: [Exchange]) { self.list = list }
+    /// The next exchange of the list.
+    package mutating func next() -> Exchange? {
+        guard position < list.count else { return nil }
+        position += 1
+        return list[position - 1]
+    }
+    /// The list never waits.
+    package mutating func next(timeoutMs: Int) -> Exchange? { next() }
+    /// Every exchange of the list was taken.
+    package var finished: Bool { position >= list.count }
+}
+
+/// What a transport run did, for the summary and the tests.
+package struct TransportCounts: Sendable, Equatable {
+    /// Requests sent, per endpoint name (`transaction_info`, `verify_receipt`…).
+    package var requests: [String: Int] = [:]
+    /// 429 answers.
+    package var rateLimited = 0
+    /// Answers sent again after a backoff.
+    package var retried = 0
+    /// Requests sent, every endpoint.
+    package var total: Int { requests.values.reduce(0, +) }
+
+    /// Nothing counted yet.
+    package init() {}
+}
