@@ -34,10 +34,11 @@ package struct HeldNight {
         try db.query("DELETE FROM \(S).held_key_digests WHERE run_id = \(runID)")
         for (relation, copy, time) in Self.copies {
             let ms: SQL = "c.\(ident: String(time.dropLast(3)) + "_ms")"
+            // One scan of the copy for both of its counts.
             let r = try db.query("""
-                SELECT (SELECT count(*) FROM \(ident: copy)),
-                       (SELECT count(*) FROM \(ident: copy) c WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)),
+                SELECT count(*), count(*) FILTER (WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)),
                        (SELECT count(*) FROM \(ident: "bad_" + copy)) + (SELECT coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy))
+                FROM \(ident: copy) c
                 """)
             let clean = Int(r.value(0, 0) ?? "") ?? 0, errors = Int(r.value(0, 2) ?? "") ?? 0
             let share = Self.share(cleanRows: clean)

@@ -196,6 +196,8 @@ private final class PlanRun: @unchecked Sendable {
         return trace
     }
 
+    private static func seconds(_ ns: UInt64) -> String { String(format: "%.2f", Double(ns) / 1e9) }
+
     /// Starts every step that can start now (locked).
     private func startReady() {
         for i in plan.steps.indices where states[i] == .waiting {
@@ -256,6 +258,8 @@ private final class PlanRun: @unchecked Sendable {
             for mark in step.milestones where reached.insert(step.milestone(mark)).inserted {
                 reachedAt[step.milestone(mark)] = ended
             }
+            // `--log-level debug`: when each step ran, from the night's start (where a night's time goes).
+            logger.debug("step \(i + 1) \(step.name): \(Self.seconds(started[i]))-\(Self.seconds(ended)) s")
             trace.append(StepTrace(step: step.name, started: started[i], ended: ended,
                                    milestones: Dictionary(uniqueKeysWithValues: step.milestones.map {
                                        ($0, reachedAt[step.milestone($0)] ?? ended)
