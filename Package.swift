@@ -11,7 +11,7 @@ import PackageDescription
 //   NightLearn, NightDecide  the night: what it learns from Apple; what it decides and writes
 //   Desk                     lookup and respond, between nights
 //   iap-reconcile            the command
-//   AppStoreSimulator, iap-sim  the App Store test double (a real HTTP server) and data generator
+//   AppStoreSimulator, SimulatorData, iap-sim  the App Store test double (a real HTTP server), the data generator, their command
 let v6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
@@ -141,10 +141,16 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
+        // The data generator: seeded source rows, the truth of every purchase, expected reports.
+        .target(
+            name: "SimulatorData",
+            dependencies: ["AppStoreSimulator", "Reconciliation", "Postgres", "AppStore"],
+            swiftSettings: v6
+        ),
         .executableTarget(
             name: "iap-sim",
             dependencies: [
-                "AppStoreSimulator",
+                "AppStoreSimulator", "SimulatorData",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: v6
@@ -152,7 +158,7 @@ let package = Package(
         // The answer parser under libFuzzer (`make fuzz-build`); a corpus replayer otherwise.
         .executableTarget(name: "iap-fuzz", dependencies: ["AppStore"], path: "Tests/Fuzz", exclude: ["corpus"],
                           swiftSettings: v6),
-        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "AppStoreSimulator"], swiftSettings: v6),
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "AppStoreSimulator", "SimulatorData"], swiftSettings: v6),
         .testTarget(
             name: "WorkbookTests",
             dependencies: ["Workbook", "Reconciliation", "XLSXReading", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
@@ -166,7 +172,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "Reconciliation", "AppStoreSimulator",
+                "AppStore", "Reconciliation", "AppStoreSimulator", "SimulatorData",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -177,7 +183,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Desk", "NightDecide", "NightLearn", "StoreIO", "JobStore",
-                "Postgres", "HTTP", "AppStoreSimulator", "Reconciliation", "AppStore", "XLSXReading",
+                "Postgres", "HTTP", "AppStoreSimulator", "SimulatorData", "Reconciliation", "AppStore", "XLSXReading",
             ],
             resources: [.copy("Fixtures")], swiftSettings: v6
         ),

@@ -31,8 +31,9 @@ package struct Pager {
     package struct Counts: Sendable, Equatable {
         /// Requests sent, per endpoint name.
         package var requests: [String: Int] = [:]
-        /// 429 answers, and answers sent again after a backoff.
+        /// 429 answers.
         package var rateLimited = 0
+        /// Answers sent again after a backoff.
         package var retried = 0
         /// Conversations Apple would not answer.
         package var abandoned = 0

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import ArgumentParser
 import Foundation
 import Reconciliation
+import SimulatorData
 
 struct Seed: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,7 +46,7 @@ struct Seed: ParsableCommand {
         NULL). --expected also gets consumption_requests.csv: what the night lists after `iap-reconcile \
         respond --now <as-of> --send` with its default options (sent, no_consent or expired; outcomes \
         pending, or declined for the expired ones). No other expected report changes \
-        (Sources/AppStoreSimulator/Generator/ConsumptionRequests.swift).
+        (Sources/SimulatorData/ConsumptionRequests.swift).
 
         --expected also gets coverage.csv: what the night (with the ASC_* variables, `iap-sim serve \
         --connect-key`, its default windows) and its rerun at the same --as-of list when they compare \
@@ -57,7 +58,7 @@ struct Seed: ParsableCommand {
         gives country and currency; a receipt only verifyReceipt answered (verified in the window, or \
         the refund sweep's newest receipt of a holder of a durable grant) gives unknown/unknown; the \
         --unseen-share purchases are never learned \
-        (Sources/AppStoreSimulator/Generator/SalesCoverage.swift). Without --apple-truth its header only.
+        (Sources/SimulatorData/SalesCoverage.swift). Without --apple-truth its header only.
         """
     )
 
@@ -139,7 +140,7 @@ struct Seed: ParsableCommand {
         refunds.csv fill `proceeds` and `proceeds_currency`: a transaction the job learns with a \
         storefront and a signed price, whose product, country, currency and unit price Apple sold on a \
         day the nights hold, gets 70% of its unit price per unit (the simulator's Developer Proceeds) × \
-        the row's units (Sources/AppStoreSimulator/Generator/ExpectedProceeds.swift). Without it the two \
+        the row's units (Sources/SimulatorData/ExpectedProceeds.swift). Without it the two \
         columns are empty, as a night without the ASC_* variables writes them.
         """))
     var expectProceeds = false

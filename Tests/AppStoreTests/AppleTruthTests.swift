@@ -1,11 +1,11 @@
 // The Apple truth file (`iap-sim seed --apple-truth`, `iap-sim serve --apple-truth`): what the
 // generator writes for its scenarios, and that the text reads back to the same rows.
 
+@testable import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import SimulatorData
 import Testing
-
-@testable import AppStoreSimulator
 
 @Suite("Apple truth")
 struct AppleTruthTests {

@@ -1,11 +1,11 @@
 // The truth file's consumption columns and the generator's consumption requests:
 // strict parsing, which transactions are asked and when, and the shop's data for the answers.
 
+@testable import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import SimulatorData
 import Testing
-
-@testable import AppStoreSimulator
 
 @Suite("Apple truth: consumption requests")
 struct ConsumptionTruthTests {

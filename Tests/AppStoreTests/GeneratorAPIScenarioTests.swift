@@ -2,11 +2,11 @@
 // the job sweeps it (`--apple-truth`), amounts come out in the currency the job can know, and
 // `--api-bench` adds what the Server API benchmark sweeps.
 
+@testable import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import SimulatorData
 import Testing
-
-@testable import AppStoreSimulator
 
 @Suite("generator: Server API scenarios, money, api bench")
 struct GeneratorAPIScenarioTests {

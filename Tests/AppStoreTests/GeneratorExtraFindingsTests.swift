@@ -1,11 +1,11 @@
 // `iap-sim seed --extra-findings N` (the findings benchmark): every clean consumable user makes N
 // more purchases, alternately a missed order and a repeated grant, and nothing else changes.
 
+@testable import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import SimulatorData
 import Testing
-
-@testable import AppStoreSimulator
 
 @Suite("generator: extra findings")
 struct GeneratorExtraFindingsTests {

@@ -2,11 +2,11 @@
 // users spread over the apps by the seed, each app with its own products, and the Apple truth
 // and the expected reports agreeing on which app every purchase belongs to.
 
+@testable import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import SimulatorData
 import Testing
-
-@testable import AppStoreSimulator
 
 @Suite("generator: several apps")
 struct GeneratorManyAppsTests {

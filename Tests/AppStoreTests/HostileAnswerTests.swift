@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import Foundation
 import Reconciliation
+import SimulatorData
 import Testing
 
 /// "Right to the row": a body that is not what Apple sends is `retry` with a short problem naming

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Crypto
 import Foundation
 import Reconciliation
+import SimulatorData
 import Testing
 import X509
 

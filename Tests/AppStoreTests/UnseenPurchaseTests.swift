@@ -3,11 +3,11 @@
 // sales report is the only place they show: Tests/IntegrationTests/SalesReportSimulatorTests).
 
 import AppStore
+@testable import AppStoreSimulator
 import Foundation
 import Reconciliation
+@testable import SimulatorData
 import Testing
-
-@testable import AppStoreSimulator
 
 @Suite("generator: purchases the shop never saw")
 struct UnseenPurchaseTests {

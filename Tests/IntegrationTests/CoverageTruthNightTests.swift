@@ -5,7 +5,7 @@ import Testing
 /// with the Server API and the ASC_* variables against the simulator's sales reports
 /// (`iap-sim serve --connect-key`) writes coverage.csv byte for byte as `iap-sim seed --expected`
 /// wrote it. The two sides are derived apart: the night from Apple's reports and what it stored,
-/// the generator from its scenarios (Sources/AppStoreSimulator/Generator/SalesCoverage.swift).
+/// the generator from its scenarios (Sources/SimulatorData/SalesCoverage.swift).
 @Suite("Sales report coverage: the night's file equals the generator's truth", .serialized, .enabled(if: Harness.hasDatabase))
 struct CoverageTruthNightTests {
     static let file = "coverage.csv"

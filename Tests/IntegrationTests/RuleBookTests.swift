@@ -1,11 +1,12 @@
 import AppStoreSimulator
 import Foundation
-import Logging
-import Postgres
 @testable import JobStore
+import Logging
 @testable import NightDecide
 @testable import NightLearn
+import Postgres
 import Reconciliation
+import SimulatorData
 import Testing
 
 /// Issue "One rule book": the decisions live in `Reconciliation`; where the night's SQL decides

@@ -1,9 +1,9 @@
 // Contract §4 "Order match": exact, inferred (window, closest, once, purchase_date order), none.
 
 import AppStoreSimulator
-import Testing
-
 @testable import Reconciliation
+import SimulatorData
+import Testing
 
 /// The purchase every single-candidate case is built around.
 let purchase: EpochMillis = asOf - 2 * day

@@ -26,11 +26,11 @@
 import Reconciliation
 
 /// One listing of a notification Apple sent (a retried one is listed twice).
-struct SimNotification {
+package struct SimNotification {
     var type: String
     var row: Int
     /// When Apple sent it first: the payload's `signedDate`.
-    var sentMs: Int64
+    package var sentMs: Int64
     /// Where the history lists this entry: the send, or for the second listing of a retried
     /// notification, the retry.
     var listedMs: Int64
@@ -47,7 +47,8 @@ struct SimNotification {
     /// listed (its UUID and times do not depend on which).
     static let outcomeType = "CONSUMPTION_OUTCOME"
 
-    var uuid: String {
+    /// The notification's UUID, as the history lists it.
+    package var uuid: String {
         let h = Array(uuidHex)
         return String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-"
             + String(h[20..<32])
@@ -55,7 +56,8 @@ struct SimNotification {
 
     func comesBefore(_ ms: Int64, _ hex: String) -> Bool { listedMs != ms ? listedMs < ms : uuidHex < hex }
 
-    init(type: String, row: AppleTruthRow, index: Int, at eventMs: Int64, refund: SimRefund?) {
+    /// The `index`th notification of `type` for the truth row `row`, sent at `eventMs`.
+    package init(type: String, row: AppleTruthRow, index: Int, at eventMs: Int64, refund: SimRefund?) {
         self.type = type
         self.row = index
         self.refund = refund
@@ -93,7 +95,8 @@ struct SimNotification {
         return [first, again]
     }
 
-    static func hex(_ v: UInt64) -> String {
+    /// 16 lower-case hex digits.
+    package static func hex(_ v: UInt64) -> String {
         let s = String(v, radix: 16)
         return String(repeating: "0", count: 16 - s.count) + s
     }

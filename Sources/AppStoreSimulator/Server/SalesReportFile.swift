@@ -22,7 +22,7 @@ import Foundation
 import Reconciliation
 
 /// The report's rows, indexed by day once: the truth does not change while serving.
-struct SalesReportBook: Sendable {
+package struct SalesReportBook: Sendable {
     /// Report day (`YYYY-MM-DD`) → its events (a sale or a refund of a truth row).
     private let days: [String: [Event]]
     let truth: AppleTruth
@@ -87,13 +87,13 @@ struct SalesReportBook: Sendable {
     }
 
     /// The calendar day (`YYYY-MM-DD`) of an instant in a zone.
-    static func day(of ms: Int64, in zone: TimeZone) -> String {
+    package static func day(of ms: Int64, in zone: TimeZone) -> String {
         let offset = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000)))
         return UTC.date(ms + offset * 1000)
     }
 
     /// When day `day` (`YYYY-MM-DD`) is published: 08:00 America/Los_Angeles the day after (UNIX ms).
-    static func publishedMs(_ day: String) -> Int64? {
+    package static func publishedMs(_ day: String) -> Int64? {
         guard let start = UTC.parse(day + "T00:00:00Z"), let la = TimeZone(identifier: "America/Los_Angeles") else {
             return nil
         }
@@ -182,7 +182,7 @@ struct SalesReportBook: Sendable {
 
     /// One unit's price in milliunits of the storefront's currency: the truth's price / quantity,
     /// else the product's list price there, else 0.
-    static func unitPrice(_ row: AppleTruthRow) -> Int64 {
+    package static func unitPrice(_ row: AppleTruthRow) -> Int64 {
         if let price = row.price {
             return MoneyText.prorated(price, 1, Int64(max(1, row.quantity)), currency: row.storefront.currency)
         }
@@ -190,7 +190,7 @@ struct SalesReportBook: Sendable {
     }
 
     /// Developer Proceeds of one unit: 70% of its price, rounded to the currency's minor unit.
-    static func proceeds(unit: Int64, currency: String) -> Int64 { MoneyText.prorated(unit, 7, 10, currency: currency) }
+    package static func proceeds(unit: Int64, currency: String) -> Int64 { MoneyText.prorated(unit, 7, 10, currency: currency) }
 
     static func productType(_ type: ProductType) -> String {
         switch type {
@@ -201,7 +201,7 @@ struct SalesReportBook: Sendable {
     }
 
     /// ISO 3166-1 alpha-2 of a storefront.
-    static func alpha2(_ s: SimStorefront) -> String {
+    package static func alpha2(_ s: SimStorefront) -> String {
         switch s.code {
         case "JPN": return "JP"
         case "DEU": return "DE"

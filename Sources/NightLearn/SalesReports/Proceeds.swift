@@ -29,9 +29,11 @@ package struct Proceeds {
 
     /// A findings report's two proceeds cells, and the join (on `current_findings c`) that gives them.
     package struct Cells {
-        /// The join that gives the cells, and the two cells.
+        /// The join that gives the cells.
         package var join: SQL
+        /// Apple's proceeds for the finding's transaction (milliunits), or NULL.
         package var amount: SQL
+        /// The proceeds' currency, or NULL.
         package var currency: SQL
     }
 

@@ -2,10 +2,11 @@
 // dropped first), filled by COPY FROM STDIN, streaming (one pass over the users per relation,
 // each pass on its own connection and thread), then indexed and analysed.
 
+import AppStoreSimulator
 import Foundation
-import Synchronization
 import Postgres
 import Reconciliation
+import Synchronization
 
 enum SeedTables {
     /// The four source relations of the contract.

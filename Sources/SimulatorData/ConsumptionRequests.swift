@@ -28,6 +28,7 @@
 // for about 30% of the undelivered ones; `sample_content_provided` true for the gems pack and
 // the season pass, NULL for the other products.
 
+import AppStoreSimulator
 import Reconciliation
 
 /// A request the generator made, with what the shop knows of its transaction.

@@ -11,6 +11,7 @@
 // here. Amount: that per unit × the row's units (refunds: × revocationPercentage ÷ 100 000),
 // rounded once to the currency's minor unit; the proceeds currency is the customer's.
 
+import AppStoreSimulator
 import Foundation
 import Reconciliation
 

@@ -3,6 +3,7 @@
 // a StoreKit 2 client turns receipts into signed uploads afterwards, and that changes how the job
 // learns a transaction (`source`) and which storefront's price it was bought at.
 
+import AppStoreSimulator
 import Reconciliation
 
 /// The expected files and their columns, as the job writes them.

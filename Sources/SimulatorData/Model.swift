@@ -1,5 +1,6 @@
 // The rows the generator writes, the product catalogue, ids and the seeded random source.
 
+import AppStoreSimulator
 import Reconciliation
 
 /// SplitMix64: small, fast, reproducible on every platform.
@@ -16,14 +17,6 @@ public struct SeededRandom: RandomNumberGenerator {
     mutating func int(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &self) }
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
     mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self)] }
-}
-
-/// Milliseconds.
-enum Span {
-    static let second: Int64 = 1000
-    static let minute: Int64 = 60_000
-    static let hour: Int64 = 3_600_000
-    static let day: Int64 = 86_400_000
 }
 
 struct ProductRow {
@@ -159,24 +152,4 @@ enum IDs {
     /// 16-digit numeric like Apple's: 1000000 + 9 digits.
     static func transaction(_ u: Int, _ k: Int) -> String { "1000000" + pad(u * 20 + k, 9) }
     static func webOrderLine(_ u: Int, _ k: Int) -> String { "1000001" + pad(u * 20 + k, 9) }
-}
-
-extension UTC {
-    /// `2026-11-21 03:08:45.123+00` for COPY into timestamptz.
-    static func sqlTimestamp(_ ms: Int64) -> String {
-        var s = UTC.timestamp(ms)  // 2026-11-21T03:08:45Z
-        s.removeLast()
-        let frac = ((ms % 1000) + 1000) % 1000
-        let f = String(frac)
-        return s.replacingT() + "." + String(repeating: "0", count: 3 - f.count) + f + "+00"
-    }
-}
-
-extension String {
-    fileprivate func replacingT() -> String {
-        var out = ""
-        out.reserveCapacity(count)
-        for ch in self { out.append(ch == "T" ? " " : ch) }
-        return out
-    }
 }

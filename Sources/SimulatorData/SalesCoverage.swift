@@ -31,6 +31,7 @@
 // carried it (the refund list); a reversal it saw cancels the refund. Every receipt is answered
 // after the rerun (the faults' retries), so the figures are those of the demo's second night.
 
+import AppStoreSimulator
 import Foundation
 import Reconciliation
 

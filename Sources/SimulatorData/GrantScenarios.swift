@@ -1,6 +1,7 @@
 // Scenarios of grants that should not stand (duplicates, restores, other accounts, refunds,
 // rejections, the sandbox) and the block of bad rows (input errors).
 
+import AppStoreSimulator
 import Reconciliation
 
 extension ScenarioBuilder {

@@ -2,6 +2,7 @@
 // matches, partial and revoked grants. Each builds the rows of one user and the report rows the
 // job must produce for them.
 
+import AppStoreSimulator
 import Reconciliation
 
 extension ScenarioBuilder {

@@ -1,5 +1,8 @@
 // What `iap-sim seed` is asked (its options) and what it tells (the census it prints).
 
+import AppStoreSimulator
+
+
 /// `iap-sim seed` options.
 public struct SeedOptions: Sendable {
     public var users: Int = 1000

@@ -1,6 +1,7 @@
 // `iap-sim seed`: the scenario census, the expected report files, the refund list and the Apple
 // truth (here), and the source relations in PostgreSQL (SeedTables.swift).
 
+import AppStoreSimulator
 import Foundation
 import Postgres
 import Reconciliation

@@ -11,6 +11,7 @@
 // most of the time, else a non-consumable or the season pass, bought 1 hour to 30 days before
 // as-of in the USA, Japan or Germany at Apple's price there, in one of the apps.
 
+import AppStoreSimulator
 import Reconciliation
 
 enum UnseenPurchases {

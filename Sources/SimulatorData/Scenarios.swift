@@ -2,6 +2,7 @@
 // report rows the job must write for each on its first run (docs/rules.md). The expected rows
 // come from what each scenario built, not from a rule engine.
 
+import AppStoreSimulator
 import Reconciliation
 
 /// What happens to one user. `perMille` is the chance per user slot.

@@ -2,6 +2,7 @@
 // scenarios exist only with them (a missed purchase, and four uploads the job must reject or not
 // compensate: tampered, another app's, from an unknown root, from the sandbox).
 
+import AppStoreSimulator
 import Reconciliation
 
 extension ScenarioBuilder {

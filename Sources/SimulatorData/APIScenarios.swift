@@ -6,6 +6,7 @@
 // (`settings.apiSweeps`): without it these scenarios expect nothing beyond what receipts show.
 // Apple's price is what the job learns here, so these purchases are made in any storefront.
 
+import AppStoreSimulator
 import Reconciliation
 
 extension ScenarioBuilder {

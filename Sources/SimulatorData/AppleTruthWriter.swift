@@ -3,6 +3,7 @@
 // so verifyReceipt and the Server API tell the same story, plus what only the Server API shows
 // (purchases never uploaded, refunds only notifications tell).
 
+import AppStoreSimulator
 import Foundation
 import Reconciliation
 

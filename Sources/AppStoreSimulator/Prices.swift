@@ -7,7 +7,8 @@
 
 import Reconciliation
 
-enum PriceList {
+/// The list prices of the generated catalogue, per storefront.
+package enum PriceList {
     /// One unit, milliunits, per product (the part after the bundle id) and currency.
     private static let units: [String: (usd: Int64, jpy: Int64, eur: Int64)] = [
         "coins100": (990, 160_000, 1_090),
@@ -23,14 +24,14 @@ enum PriceList {
     ]
 
     /// The list price's currency (every product of the generated shop is priced in dollars).
-    static let listCurrency = "USD"
+    package static let listCurrency = "USD"
 
     private static func key(_ productID: String) -> String {
         productID.split(separator: ".").last.map(String.init) ?? productID
     }
 
     /// One unit at `storefront`, milliunits of its currency; nil for a product without a price.
-    static func unit(_ productID: String, at storefront: SimStorefront) -> Int64? {
+    package static func unit(_ productID: String, at storefront: SimStorefront) -> Int64? {
         guard let p = units[key(productID)] else { return nil }
         switch storefront.currency {
         case "JPY": return p.jpy
@@ -40,17 +41,17 @@ enum PriceList {
     }
 
     /// The shop's list price of one unit (`iap_products.price`), milliunits of USD.
-    static func list(_ productID: String) -> Int64? { unit(productID, at: .usa) }
+    package static func list(_ productID: String) -> Int64? { unit(productID, at: .usa) }
 }
 
 /// Amounts as the reports print them (contract, "Money"): in the currency's ISO 4217 minor units,
 /// written here for the generated storefronts' currencies only (the job has the whole table).
-enum MoneyText {
+package enum MoneyText {
     /// Digits after the point: the yen has none, the dollar and the euro two (ISO 4217).
-    static func decimals(_ currency: String) -> Int { currency == "JPY" ? 0 : 2 }
+    package static func decimals(_ currency: String) -> Int { currency == "JPY" ? 0 : 2 }
 
     /// Non-negative milliunits of `currency`, rounded half up to its minor unit.
-    static func text(_ milliunits: Int64, currency: String) -> String {
+    package static func text(_ milliunits: Int64, currency: String) -> String {
         let digits = decimals(currency)
         var scale: Int64 = 1
         for _ in digits..<3 { scale *= 10 }
@@ -64,7 +65,7 @@ enum MoneyText {
 
     /// `a × numerator / denominator` milliunits of `currency`, rounded once, half up, to its
     /// minor unit (a prorated refund); still milliunits.
-    static func prorated(_ a: Int64, _ numerator: Int64, _ denominator: Int64, currency: String) -> Int64 {
+    package static func prorated(_ a: Int64, _ numerator: Int64, _ denominator: Int64, currency: String) -> Int64 {
         var scale: Int64 = 1
         for _ in decimals(currency)..<3 { scale *= 10 }
         return scaled(a, numerator, denominator * scale) * scale
@@ -76,7 +77,7 @@ enum MoneyText {
     }
 
     /// `iap_products.price` as COPY text (`0.99`): a plain decimal, three places at most.
-    static func sqlNumeric(_ milliunits: Int64) -> String {
+    package static func sqlNumeric(_ milliunits: Int64) -> String {
         let f = String(milliunits % 1000)
         return String(milliunits / 1000) + "." + String(repeating: "0", count: 3 - f.count) + f
     }
