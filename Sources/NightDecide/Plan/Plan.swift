@@ -7,9 +7,10 @@ import Postgres
 /// One step of a declared plan: what it reads and writes, which session runs it, and its work.
 ///
 /// What a step reads and writes is named as the plan's table prints it: a table of the job schema
-/// (`apple_transactions`), a working table of the night (`g`), a source relation
-/// (`source.iap_grants`), part of a table (`current_findings: refunds.csv`), a file of tonight's
-/// report folder (`file: compensate.csv`) or a value one step hands another (`value: catalog`).
+/// (`job.apple_transactions`), a working table of the night (`night.g`), a source relation
+/// (`source.iap_grants`), part of a table (`job.current_findings: refunds.csv`), a file of
+/// tonight's report folder (`folder: compensate.csv`) or a value one step hands another
+/// (`value: catalog`). A whole names its parts (`night` covers `night.g`).
 /// The order of the steps is part of the plan: a step waits for every step before it that writes
 /// what it reads or writes, or reads what it writes (`Plan.dependencies`), and for the milestones
 /// it names in `after` (reached by a step before it, while that step runs).
