@@ -12,6 +12,7 @@
 #   make screenshot    summary.html of the latest reports (make demo first) as a PNG, by headless Chromium (optional)
 #   make check-workbook  the latest reconciliation.xlsx opened by LibreOffice Calc: ids digit for digit, times in the zone (optional)
 #   make check-page    the latest summary.html by headless Chromium at 390 and 1280 px: fails on anything wider than its box (optional; PAGE=file)
+#   make format        swift format (.swift-format) on the job's targets;  make format-check  fails on a changed file it would change
 #   make graph         the targets, their lines and dependencies; fails where a layering rule breaks (scripts/target-graph.py)
 #   make build         debug build;  make release  optimized build
 #   make deps          install what is missing (apt, as root) or say what to install
@@ -29,7 +30,7 @@ ifneq ($(shell id -u),0)
 export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
 endif
 
-.PHONY: graph demo test bench bench-verify bench-sk2 bench-api chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
+.PHONY: format format-check graph demo test bench bench-verify bench-sk2 bench-api chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -121,3 +122,9 @@ clean:
 
 graph:
 	@python3 scripts/target-graph.py
+
+format:
+	@scripts/format.sh
+
+format-check:
+	@scripts/format.sh --check

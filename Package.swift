@@ -61,7 +61,7 @@ let package = Package(
             swiftSettings: v6
         ),
         // The job, one target per seam; each uses only those listed after it in ARCHITECTURE.md
-        // (Desk → NightDecide → NightLearn → StoreIO → JobStore).
+        // (Desk → NightReview → NightDecide → NightLearn → StoreIO → JobStore).
         // JobStore: the job's own schema (migrations, checksums, Apple's transaction columns).
         .target(
             name: "JobStore",
@@ -105,11 +105,22 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
+        // NightReview: the night seen from outside it: check before it, release after it, and a
+        // few families decided as the night would (lookup, respond and check use it).
+        .target(
+            name: "NightReview",
+            dependencies: [
+                "NightDecide", "NightLearn", "StoreIO", "JobStore", "AppStore", "Reconciliation", "Postgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: v6
+        ),
         // Desk: the commands that answer people and Apple between nights (lookup, respond).
         .target(
             name: "Desk",
             dependencies: [
-                "NightDecide", "NightLearn", "StoreIO", "JobStore", "AppStore", "HTTP", "Reconciliation", "Postgres",
+                "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore", "AppStore", "HTTP", "Reconciliation",
+                "Postgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -118,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "iap-reconcile",
             dependencies: [
-                "Desk", "NightDecide", "NightLearn", "StoreIO", "JobStore", "HTTP", "AppStore", "Reconciliation",
+                "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore", "HTTP", "AppStore", "Reconciliation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -182,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Desk", "NightDecide", "NightLearn", "StoreIO", "JobStore",
+                "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore",
                 "Postgres", "HTTP", "AppStoreSimulator", "SimulatorData", "Reconciliation", "AppStore", "XLSXReading",
             ],
             resources: [.copy("Fixtures")], swiftSettings: v6

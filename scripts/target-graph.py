@@ -7,7 +7,8 @@ fails (exit 1, one line per breach) on:
   - Reconciliation importing anything but Foundation (the rules do no I/O);
   - a `package` declaration without a `///` line just above it (what a target shows another is
     documented where it is declared);
-  - a function over 80 lines in the transport (StoreIO/Transport) or the plan (NightDecide/Plan).
+  - a function over 80 lines in the transport (StoreIO/Transport) or the plan (NightDecide/Plan);
+  - a target of Package.swift that ARCHITECTURE.md does not name.
 Run by .ci/run; `make graph` prints it alone.
 """
 import json, os, re, subprocess, sys
@@ -35,11 +36,14 @@ def lines_of(directory):
     return sum(sum(1 for _ in open(f, encoding="utf-8")) for f in swift_files(directory))
 
 
-def package_targets():
+def dumped_targets():
     dump = subprocess.run(["swift", "package", "dump-package"], cwd=ROOT, capture_output=True, text=True)
     if dump.returncode != 0:
         sys.exit("target-graph: swift package dump-package failed: " + dump.stderr.strip()[:300])
-    targets = json.loads(dump.stdout)["targets"]
+    return json.loads(dump.stdout)["targets"]
+
+
+def package_targets(targets):
     names = {t["name"] for t in targets}
     graph = {}
     for t in targets:
@@ -72,7 +76,7 @@ def long_functions(path):
         if not m:
             i += 1
             continue
-        name, depth, start, j, opened = m.group(1) or m.group(2), 0, i, i, False
+        name, depth, parens, start, j, opened = m.group(1) or m.group(2), 0, 0, i, i, False
         in_block = False
         while j < len(text):
             line = text[j]
@@ -81,9 +85,17 @@ def long_functions(path):
                 j += 1
                 continue
             if not in_block:
-                code = strip_strings(line.split("//")[0])
-                depth += code.count("{") - code.count("}")
-                opened = opened or "{" in code
+                # Braces count only outside parentheses: a default closure (`= {}`) in the
+                # signature opens no body; a body on one line (`{ … }`) opens and closes it.
+                for ch in strip_strings(line.split("//")[0]):
+                    if ch == "(":
+                        parens += 1
+                    elif ch == ")":
+                        parens -= 1
+                    elif ch == "{" and parens <= 0:
+                        depth, opened = depth + 1, True
+                    elif ch == "}" and parens <= 0:
+                        depth -= 1
             if opened and depth <= 0:
                 break
             j += 1
@@ -95,7 +107,12 @@ def long_functions(path):
 
 def main():
     breaches, notes = [], []
-    graph = package_targets()
+    targets = dumped_targets()
+    graph = package_targets(targets)
+    architecture = open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8").read()
+    for t in targets:
+        if not re.search(r"\b" + re.escape(t["name"]) + r"\b", architecture):
+            breaches.append(f"ARCHITECTURE.md does not name the target {t['name']}")
     print("targets (lines; the targets of this package each uses):")
     for name, (path, deps) in sorted(graph.items(), key=lambda kv: -lines_of(kv[1][0])):
         n = lines_of(path)

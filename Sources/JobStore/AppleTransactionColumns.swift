@@ -64,18 +64,21 @@ package enum AppleTransactionColumns {
     /// In the table's order (migrations 1, 5 and 6 added them in this order).
     static let all: [Column] = [
         merged(.key, ("transaction_id", .text, "tid"), ("environment", .text, nil)),
-        merged(.replace, ("original_transaction_id", .text, "otid"), ("product_id", .text, "pid"), ("quantity", .integer, "q"),
-               ("purchase_date_ms", .bigint, "pd")),
-        merged(.keepSeen, ("original_purchase_date_ms", .bigint, "opd"), ("expires_date_ms", .bigint, "exp"),
-               ("cancellation_date_ms", .bigint, "cd"), ("cancellation_reason", .text, "cr"), ("is_trial_period", .boolean, "trial"),
-               ("web_order_line_item_id", .text, "wol"), ("bundle_id", .text, "bundle")),
+        merged(
+            .replace, ("original_transaction_id", .text, "otid"), ("product_id", .text, "pid"), ("quantity", .integer, "q"),
+            ("purchase_date_ms", .bigint, "pd")),
+        merged(
+            .keepSeen, ("original_purchase_date_ms", .bigint, "opd"), ("expires_date_ms", .bigint, "exp"),
+            ("cancellation_date_ms", .bigint, "cd"), ("cancellation_reason", .text, "cr"), ("is_trial_period", .boolean, "trial"),
+            ("web_order_line_item_id", .text, "wol"), ("bundle_id", .text, "bundle")),
         merged(.madeAt, ("first_learned_at", .timestamptz, nil)),
         merged(.touchedAt, ("updated_at", .timestamptz, nil)),
         // What a signed transaction carries beyond verifyReceipt's fields (migration 5).
-        merged(.keepSeen, ("price_milliunits", .bigint, "price"), ("currency", .text, "cur"), ("storefront", .text, "sf"),
-               ("app_account_token", .text, "aat"), ("type", .text, "type"), ("in_app_ownership_type", .text, "own"),
-               ("transaction_reason", .text, "reason"), ("revocation_date_ms", .bigint, "rvd"),
-               ("revocation_reason", .integer, "rvr"), ("revocation_type", .text, "rvt"), ("revocation_percentage", .integer, "rvp")),
+        merged(
+            .keepSeen, ("price_milliunits", .bigint, "price"), ("currency", .text, "cur"), ("storefront", .text, "sf"),
+            ("app_account_token", .text, "aat"), ("type", .text, "type"), ("in_app_ownership_type", .text, "own"),
+            ("transaction_reason", .text, "reason"), ("revocation_date_ms", .bigint, "rvd"),
+            ("revocation_reason", .integer, "rvr"), ("revocation_type", .text, "rvt"), ("revocation_percentage", .integer, "rvp")),
         merged(.greatest, ("signed_date_ms", .bigint, "sd")),
         merged(.mostDirectSource, ("source", .text, nil)),
         // The sweeps' own (migration 6).
@@ -113,7 +116,8 @@ package enum AppleTransactionColumns {
             case .keepSeen: return "\(n) = coalesce(EXCLUDED.\(n), t.\(n))"
             case .greatest: return "\(n) = greatest(EXCLUDED.\(n), t.\(n))"
             case .mostDirectSource:
-                return "\(n) = CASE WHEN \(schema.sql).source_rank(EXCLUDED.\(n)) < \(schema.sql).source_rank(t.\(n)) THEN EXCLUDED.\(n) ELSE t.\(n) END"
+                return
+                    "\(n) = CASE WHEN \(schema.sql).source_rank(EXCLUDED.\(n)) < \(schema.sql).source_rank(t.\(n)) THEN EXCLUDED.\(n) ELSE t.\(n) END"
             case .touchedAt: return "\(n) = now()"
             }
         }

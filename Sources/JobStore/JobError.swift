@@ -42,8 +42,10 @@ extension JobError {
                 return JobError(.configuration, "\(what): \(e) (check the database user, password and name)")
             }
             if e.sqlState == "42501" {
-                return JobError(.configuration, "\(what): a privilege is missing: \(e) "
-                    + "(grant it, see docs/contract.md, 'Database privileges')")
+                return JobError(
+                    .configuration,
+                    "\(what): a privilege is missing: \(e) "
+                        + "(grant it, see docs/contract.md, 'Database privileges')")
             }
             if e.isRecoveryConflict { return JobError(.temporary, "\(what): \(e); \(recoveryConflictAdvice)") }
             return JobError(e.isConnectionProblem ? .temporary : .failure, "\(what): \(e)")
@@ -53,6 +55,7 @@ extension JobError {
 }
 
 /// What the line of a recovery conflict on `SOURCE_DATABASE_URL`'s standby tells the operator.
-package let recoveryConflictAdvice = "the hot standby of SOURCE_DATABASE_URL cancelled the job's read to replay the primary's changes "
+package let recoveryConflictAdvice =
+    "the hot standby of SOURCE_DATABASE_URL cancelled the job's read to replay the primary's changes "
     + "(a recovery conflict); on the standby raise max_standby_streaming_delay (and max_standby_archive_delay) above the "
     + "night's copy time, or set hot_standby_feedback = on; run again later (see docs/contract.md, 'Environment variables')"

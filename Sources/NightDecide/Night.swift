@@ -33,8 +33,10 @@ public final class Night {
         if settings.serverAPI != nil { settings.nightApps = NightApps(apps: settings.bundleIDList) }
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
-                throw JobError(.configuration, "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
-                    + "fix it in the environment (see docs/contract.md, 'Environment variables')")
+                throw JobError(
+                    .configuration,
+                    "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
+                        + "fix it in the environment (see docs/contract.md, 'Environment variables')")
             }
         }
         try SourceDatabase.checkURL(settings)
@@ -55,7 +57,8 @@ public final class Night {
         lastSummary = summary
         if summary.runID > 0 { try finishLedger(db, summary: summary) }
         if let refused = settings.nightApps?.refusedApps, !refused.isEmpty {
-            logger.warning("""
+            logger.warning(
+                """
                 the App Store Server API refused the key of \(refused.joined(separator: ", ")) (HTTP 401, again with a \
                 fresh token a second later): nothing more was asked for \(refused.count == 1 ? "that app" : "those apps") \
                 tonight, the other apps were swept; check that the In-App Purchase key (IAP_KEY_ID, or IAP_APP_KEYS) may \
@@ -63,7 +66,8 @@ public final class Night {
                 """)
         }
         if let reason = summary.salesReports?.skipped {
-            logger.warning("""
+            logger.warning(
+                """
                 Apple's sales reports were not downloaded tonight (skipped_checks): \(reason); the days not held are \
                 asked again next night, every other report is tonight's (ASC_ISSUER_ID, ASC_KEY_ID, \
                 ASC_PRIVATE_KEY_FILE, ASC_VENDOR_NUMBER)
@@ -73,11 +77,13 @@ public final class Night {
             !$0.hasPrefix(RunSummary.refusedAppCheckPrefix) && !$0.hasPrefix(SalesReports.checkPrefix)
         }
         if !skipped.isEmpty {
-            logger.warning(settings.serverAPI == nil ? """
-                without App Store Server API credentials these checks were not done: \
-                \(skipped.joined(separator: "; ")); set IAP_ISSUER_ID, IAP_KEY_ID and \
-                IAP_PRIVATE_KEY_FILE to do them (README, "StoreKit 2 and the App Store Server API")
-                """ : "--no-api-sweeps: these checks were not done: \(skipped.joined(separator: "; "))")
+            logger.warning(
+                settings.serverAPI == nil
+                    ? """
+                    without App Store Server API credentials these checks were not done: \
+                    \(skipped.joined(separator: "; ")); set IAP_ISSUER_ID, IAP_KEY_ID and \
+                    IAP_PRIVATE_KEY_FILE to do them (README, "StoreKit 2 and the App Store Server API")
+                    """ : "--no-api-sweeps: these checks were not done: \(skipped.joined(separator: "; "))")
         }
         return summary
     }
@@ -146,12 +152,15 @@ public final class Night {
             guard DispatchTime.now().uptimeNanoseconds < deadline else { break }
             usleep(200_000)
         }
-        throw JobError(.temporary, "another iap-reconcile run holds the lock on schema \(settings.jobSchema.name) "
-            + "(waited \(settings.lockWaitSeconds) s); not starting (run again when it has finished)")
+        throw JobError(
+            .temporary,
+            "another iap-reconcile run holds the lock on schema \(settings.jobSchema.name) "
+                + "(waited \(settings.lockWaitSeconds) s); not starting (run again when it has finished)")
     }
 
     static func startLedger(_ db: PGConnection, settings: JobSettings, command: String) throws -> Int64 {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             INSERT INTO \(settings.jobSchema.sql).runs (command, as_of) VALUES (\(command), to_timestamp(\(settings.asOf)::bigint / 1000.0))
             RETURNING run_id
             """)
@@ -159,7 +168,8 @@ public final class Night {
     }
 
     private func finishLedger(_ db: PGConnection, summary: RunSummary) throws {
-        try db.query("""
+        try db.query(
+            """
             UPDATE \(settings.jobSchema.sql).runs SET finished_at = now(), exit_code = \(summary.exitCode), summary = \(summary.json)::jsonb,
                 held = \(summary.held.isEmpty ? nil : summary.heldJSON)::jsonb
             WHERE run_id = \(summary.runID)

@@ -28,8 +28,10 @@ public enum Release {
         }
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
-                throw JobError(.configuration, "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
-                    + "fix it in the environment (see docs/contract.md, 'Environment variables')")
+                throw JobError(
+                    .configuration,
+                    "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
+                        + "fix it in the environment (see docs/contract.md, 'Environment variables')")
             }
         }
         let db: PGConnection
@@ -42,14 +44,18 @@ public enum Release {
         }
     }
 
-    private static func release(_ db: PGConnection, settings: JobSettings, day: String, note: String,
-                                by: String) throws -> Outcome {
+    private static func release(
+        _ db: PGConnection, settings: JobSettings, day: String, note: String,
+        by: String
+    ) throws -> Outcome {
         let S = settings.jobSchema.sql
-        try SchemaCheck.requireCurrent(db, schema: settings.jobSchema,
-                                       why: "release applies a held night's history as this build keeps it; run `iap-reconcile migrate` first")
+        try SchemaCheck.requireCurrent(
+            db, schema: settings.jobSchema,
+            why: "release applies a held night's history as this build keeps it; run `iap-reconcile migrate` first")
         try Night.acquireLock(db, settings: settings)
         // The night of that date: its last run decides.
-        let last = try db.query("""
+        let last = try db.query(
+            """
             SELECT run_id, coalesce(jsonb_array_length(held), 0) > 0, released_at IS NOT NULL, exit_code
             FROM \(S).runs WHERE command = 'run' AND (as_of AT TIME ZONE 'UTC')::date = \(day)::date
             ORDER BY run_id DESC LIMIT 1
@@ -58,18 +64,23 @@ public enum Release {
             throw JobError(.usage, "release: no night of \(day) in the job schema \(settings.jobSchema.name)")
         }
         guard last.value(0, 1) == "t" else {
-            throw JobError(.usage, "release: the night of \(day) (run \(runID), exit \(last.value(0, 3) ?? "none")) was not held: "
-                + "nothing to release")
+            throw JobError(
+                .usage,
+                "release: the night of \(day) (run \(runID), exit \(last.value(0, 3) ?? "none")) was not held: "
+                    + "nothing to release")
         }
         let released = last.value(0, 2) == "t"
-        let newer = try db.query("""
+        let newer = try db.query(
+            """
             SELECT to_char(max((as_of AT TIME ZONE 'UTC')::date), 'YYYY-MM-DD') FROM \(S).runs
             WHERE \(HeldNight.publishedSQL) AND run_id <> \(runID) AND (as_of AT TIME ZONE 'UTC')::date > \(day)::date
             """)
         if let later = newer.value(0, 0) {
-            throw JobError(.usage, "release: a later night (\(later)) is already published; a held night older than the "
-                + "newest published one is not released (its history would be written over a later night's): run \(day) again "
-                + "if it must be published")
+            throw JobError(
+                .usage,
+                "release: a later night (\(later)) is already published; a held night older than the "
+                    + "newest published one is not released (its history would be written over a later night's): run \(day) again "
+                    + "if it must be published")
         }
         let folder = ReportWriter.Folder(out: settings.out, day: day)
         let heldThere = FileSystem.exists(folder.held)
@@ -86,12 +97,16 @@ public enum Release {
             do {
                 try FileSystem.replaceDirectory(folder.final, with: folder.held, aside: folder.aside)
             } catch let e as FileSystem.Failure {
-                throw JobError(.cannotWrite, "release: \(e.path) cannot be written: \(e.reason); the history is applied, "
-                    + "run release again once the folder is writable")
+                throw JobError(
+                    .cannotWrite,
+                    "release: \(e.path) cannot be written: \(e.reason); the history is applied, "
+                        + "run release again once the folder is writable")
             }
         } else if !FileSystem.exists(folder.final) {
-            throw JobError(.cannotWrite, "release: run \(runID) is released but its reports are neither in \(folder.held)/ "
-                + "nor in \(folder.final)/")
+            throw JobError(
+                .cannotWrite,
+                "release: run \(runID) is released but its reports are neither in \(folder.held)/ "
+                    + "nor in \(folder.final)/")
         }
         return Outcome(runID: runID, folder: folder.final, alreadyApplied: released)
     }

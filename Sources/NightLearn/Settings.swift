@@ -107,23 +107,55 @@ public struct JobSettings: Sendable {
     }
 
     // The slices' settings under the names the night's code has always read.
-    public var jobSchema: JobSchema { get { database.jobSchema } set { database.jobSchema = newValue } }
-    public var databaseURL: String? { get { database.databaseURL } set { database.databaseURL = newValue } }
-    public var concurrency: Int { get { transport.concurrency } set { transport.concurrency = newValue } }
-    public var timeoutMs: Int { get { transport.timeoutMs } set { transport.timeoutMs = newValue } }
-    public var maxAttempts: Int { get { transport.maxAttempts } set { transport.maxAttempts = newValue } }
-    public var retryBaseMs: Int { get { transport.retryBaseMs } set { transport.retryBaseMs = newValue } }
-    public var retryDelayMinutes: Int { get { transport.retryDelayMinutes } set { transport.retryDelayMinutes = newValue } }
-    public var productionURL: String { get { transport.productionURL } set { transport.productionURL = newValue } }
-    public var sandboxURL: String { get { transport.sandboxURL } set { transport.sandboxURL = newValue } }
+    public var jobSchema: JobSchema {
+        get { database.jobSchema }
+        set { database.jobSchema = newValue }
+    }
+    public var databaseURL: String? {
+        get { database.databaseURL }
+        set { database.databaseURL = newValue }
+    }
+    public var concurrency: Int {
+        get { transport.concurrency }
+        set { transport.concurrency = newValue }
+    }
+    public var timeoutMs: Int {
+        get { transport.timeoutMs }
+        set { transport.timeoutMs = newValue }
+    }
+    public var maxAttempts: Int {
+        get { transport.maxAttempts }
+        set { transport.maxAttempts = newValue }
+    }
+    public var retryBaseMs: Int {
+        get { transport.retryBaseMs }
+        set { transport.retryBaseMs = newValue }
+    }
+    public var retryDelayMinutes: Int {
+        get { transport.retryDelayMinutes }
+        set { transport.retryDelayMinutes = newValue }
+    }
+    public var productionURL: String {
+        get { transport.productionURL }
+        set { transport.productionURL = newValue }
+    }
+    public var sandboxURL: String {
+        get { transport.sandboxURL }
+        set { transport.sandboxURL = newValue }
+    }
     public internal(set) var serverAPI: ServerAPISettings? {
-        get { transport.serverAPI } set { transport.serverAPI = newValue }
+        get { transport.serverAPI }
+        set { transport.serverAPI = newValue }
     }
     public internal(set) var appStoreConnect: AppStoreConnectSettings? {
-        get { transport.appStoreConnect } set { transport.appStoreConnect = newValue }
+        get { transport.appStoreConnect }
+        set { transport.appStoreConnect = newValue }
     }
     /// Set by the night once the Server API is configured.
-    public package(set) var nightApps: NightApps? { get { transport.nightApps } set { transport.nightApps = newValue } }
+    public package(set) var nightApps: NightApps? {
+        get { transport.nightApps }
+        set { transport.nightApps = newValue }
+    }
 
     /// The night's parameters as the rules take them, and its windows (one formula:
     /// `DecisionSettings.windowStart`).
@@ -144,8 +176,10 @@ public struct JobSettings: Sendable {
         let missing = given.filter { $0.1 == nil }.map(\.0)
         if missing.count == 3 { return }
         guard missing.isEmpty, let issuer = apiIssuerID, let keyID = apiKeyID, let file = apiPrivateKeyFile else {
-            throw JobError(.configuration, "the App Store Server API needs IAP_ISSUER_ID, IAP_KEY_ID and "
-                + "IAP_PRIVATE_KEY_FILE together; missing: \(missing.joined(separator: ", "))")
+            throw JobError(
+                .configuration,
+                "the App Store Server API needs IAP_ISSUER_ID, IAP_KEY_ID and "
+                    + "IAP_PRIVATE_KEY_FILE together; missing: \(missing.joined(separator: ", "))")
         }
         guard let bundle = bundleIDList.first else {
             throw JobError(.configuration, "the App Store Server API needs IAP_BUNDLE_IDS (the apps whose sweeps run)")
@@ -154,8 +188,10 @@ public struct JobSettings: Sendable {
         do {
             pem = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            throw JobError(.configuration, "IAP_PRIVATE_KEY_FILE \(file) cannot be read (\(Self.reason(error))); "
-                + "it must be the .p8 file of an In-App Purchase key")
+            throw JobError(
+                .configuration,
+                "IAP_PRIVATE_KEY_FILE \(file) cannot be read (\(Self.reason(error))); "
+                    + "it must be the .p8 file of an In-App Purchase key")
         }
         let jwt: AppStoreJWT
         do {
@@ -183,20 +219,27 @@ public struct JobSettings: Sendable {
         let missing = given.filter { $0.1 == nil }.map(\.0)
         if missing.count == Self.ascVariables.count { return }
         guard missing.isEmpty, let issuer = ascIssuerID, let keyID = ascKeyID, let file = ascPrivateKeyFile,
-              let vendor = ascVendorNumber else {
-            throw JobError(.configuration, "Apple's sales reports need ASC_ISSUER_ID, ASC_KEY_ID, ASC_PRIVATE_KEY_FILE and "
-                + "ASC_VENDOR_NUMBER together (an App Store Connect API team key); missing: \(missing.joined(separator: ", "))")
+            let vendor = ascVendorNumber
+        else {
+            throw JobError(
+                .configuration,
+                "Apple's sales reports need ASC_ISSUER_ID, ASC_KEY_ID, ASC_PRIVATE_KEY_FILE and "
+                    + "ASC_VENDOR_NUMBER together (an App Store Connect API team key); missing: \(missing.joined(separator: ", "))")
         }
         guard !vendor.isEmpty, vendor.utf8.count <= 20, vendor.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
-            throw JobError(.configuration, "ASC_VENDOR_NUMBER must be the vendor number's digits (App Store Connect, "
-                + "Payments and Financial Reports)")
+            throw JobError(
+                .configuration,
+                "ASC_VENDOR_NUMBER must be the vendor number's digits (App Store Connect, "
+                    + "Payments and Financial Reports)")
         }
         let pem: String
         do {
             pem = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            throw JobError(.configuration, "ASC_PRIVATE_KEY_FILE \(file) cannot be read (\(Self.reason(error))); "
-                + "it must be the .p8 file of an App Store Connect API team key")
+            throw JobError(
+                .configuration,
+                "ASC_PRIVATE_KEY_FILE \(file) cannot be read (\(Self.reason(error))); "
+                    + "it must be the .p8 file of an App Store Connect API team key")
         }
         let key: AppStoreJWT
         do {
@@ -230,8 +273,10 @@ public struct JobSettings: Sendable {
             }
             let pem: String
             do { pem = try String(contentsOfFile: file, encoding: .utf8) } catch {
-                throw JobError(.configuration, "IAP_APP_KEYS: the key file of \(app), \(file), cannot be read (\(reason(error))); "
-                    + "it must be the .p8 file of an In-App Purchase key")
+                throw JobError(
+                    .configuration,
+                    "IAP_APP_KEYS: the key file of \(app), \(file), cannot be read (\(reason(error))); "
+                        + "it must be the .p8 file of an In-App Purchase key")
             }
             do { keys[app] = try AppStoreJWT(privateKeyPEM: pem, keyID: keyID, issuerID: issuer, bundleID: app) } catch {
                 throw JobError(.configuration, "IAP_APP_KEYS: the key file of \(app), \(file): \(error)")

@@ -21,9 +21,10 @@ extension ScenarioBuilder {
         let x = tx(t, product, qty: qty, at: p)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: 0, txs: [x])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, qty: qty, at: p + seconds(31...60))
-        let refund = SimRefund(cancellationDateMs: p + rng.int(Span.day...2 * Span.day), reason: rng.pick(["0", "1"]),
-                               type: prorated ? "REFUND_PRORATED" : nil,
-                               percentage: prorated ? rng.pick([50_000, 25_000, 33_333]) : nil)
+        let refund = SimRefund(
+            cancellationDateMs: p + rng.int(Span.day...2 * Span.day), reason: rng.pick(["0", "1"]),
+            type: prorated ? "REFUND_PRORATED" : nil,
+            percentage: prorated ? rng.pick([50_000, 25_000, 33_333]) : nil)
         data.appleRefunds[t] = refund
         guard settings.apiSweeps else { return }
         expectClawback(g, reason: "refunded", refund: refund)
@@ -39,8 +40,9 @@ extension ScenarioBuilder {
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: 0, txs: [x])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
         let refunded = p + rng.int(Span.day...2 * Span.day)
-        let refund = SimRefund(cancellationDateMs: refunded, reason: rng.pick(["0", "1"]),
-                               reversedMs: refunded + rng.int(Span.day...3 * Span.day))
+        let refund = SimRefund(
+            cancellationDateMs: refunded, reason: rng.pick(["0", "1"]),
+            reversedMs: refunded + rng.int(Span.day...3 * Span.day))
         data.appleRefunds[t] = refund
         guard settings.apiSweeps else { return }
         expectRefund(x, user: u, refund, revocationType: refund.revocationType, state: "reversed", grants: [g])
@@ -66,8 +68,9 @@ extension ScenarioBuilder {
         data.storefronts[t2] = rng.pick(SimStorefront.all)
         appleOnly(x2)
         guard settings.apiSweeps else { return }
-        expectCompensate(order: o2.orderID, user: u, x2, owed: 1, match: "inferred", reason: "paid_not_granted",
-                         receipt: "", apiSource: .transactionHistory)
+        expectCompensate(
+            order: o2.orderID, user: u, x2, owed: 1, match: "inferred", reason: "paid_not_granted",
+            receipt: "", apiSource: .transactionHistory)
     }
 
     /// The player's very first purchase, never uploaded: the client set appAccountToken to the
@@ -77,15 +80,18 @@ extension ScenarioBuilder {
         let product = rng.pick(cat.consumables + cat.nonConsumables + [cat.seasonPass])
         let t = tid(u)
         let orderID = uuid()
-        data.orders.append(OrderRow(orderID: orderID, userID: IDs.user(u), productID: product, quantity: 1,
-                                    status: rng.pick(["created", "paid"]), transactionID: nil,
-                                    createdAt: p - seconds(5...300)))
+        data.orders.append(
+            OrderRow(
+                orderID: orderID, userID: IDs.user(u), productID: product, quantity: 1,
+                status: rng.pick(["created", "paid"]), transactionID: nil,
+                createdAt: p - seconds(5...300)))
         let x = tx(t, product, at: p)
         data.storefronts[t] = rng.pick(SimStorefront.all)
         appleOnly(x, accountToken: orderID)
         guard settings.apiSweeps else { return }
-        expectCompensate(order: orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted", receipt: "",
-                         apiSource: .notification)
+        expectCompensate(
+            order: orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted", receipt: "",
+            apiSource: .notification)
     }
 
     /// The same first purchase without appAccountToken: the user's open order exists, but nothing
@@ -110,8 +116,9 @@ extension ScenarioBuilder {
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
         let refund = SimRefund(cancellationDateMs: p + rng.int(Span.day...2 * Span.day), reason: rng.pick(["0", "1"]))
         data.appleRefunds[t] = refund
-        order(u, rng.pick(cat.consumables), status: "created", tid: nil,
-              at: refund.cancellationDateMs + rng.int(Span.hour...Span.day))
+        order(
+            u, rng.pick(cat.consumables), status: "created", tid: nil,
+            at: refund.cancellationDateMs + rng.int(Span.hour...Span.day))
         guard settings.apiSweeps else { return }
         expectClawback(g, reason: "refunded", refund: refund)
         expectRefund(x, user: u, refund, revocationType: refund.revocationType, state: "still_granted", grants: [g])
@@ -121,11 +128,12 @@ extension ScenarioBuilder {
 
     /// A transaction Apple has that no upload shows, in the user's history (priced when written).
     mutating func appleOnly(_ x: SimTransaction, accountToken: String? = nil) {
-        data.appleOnly.append(AppleTruthRow(
-            transactionID: x.tid, originalTransactionID: x.otid, productID: x.pid, productType: cat.type(of: x.pid),
-            quantity: x.qty, purchaseDateMs: x.pd, originalPurchaseDateMs: x.opd, expiresDateMs: x.exp,
-            webOrderLineItemID: x.wol, environment: .production, bundleID: cat.bundle, customer: IDs.user(u),
-            appAccountToken: accountToken))
+        data.appleOnly.append(
+            AppleTruthRow(
+                transactionID: x.tid, originalTransactionID: x.otid, productID: x.pid, productType: cat.type(of: x.pid),
+                quantity: x.qty, purchaseDateMs: x.pd, originalPurchaseDateMs: x.opd, expiresDateMs: x.exp,
+                webOrderLineItemID: x.wol, environment: .production, bundleID: cat.bundle, customer: IDs.user(u),
+                appAccountToken: accountToken))
     }
 
     /// A version 4 UUID, lower case (as Apple gives back an appAccountToken).

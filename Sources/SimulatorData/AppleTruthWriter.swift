@@ -16,7 +16,8 @@ enum AppleTruthWriter {
     /// Server API shows are always written.
     static func write(plan: ScenarioPlan, refundsServed: Bool, to path: String) throws -> (all: Int, unseen: Int) {
         guard FileManager.default.createFile(atPath: path, contents: nil),
-              let out = FileHandle(forWritingAtPath: path) else {
+            let out = FileHandle(forWritingAtPath: path)
+        else {
             throw SimulatorError(message: "cannot write \(path)")
         }
         defer { try? out.close() }
@@ -72,15 +73,18 @@ enum AppleTruthWriter {
         }
         for r in d.receipts {
             guard let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
-                  r.signed != .tampered && r.signed != .unknownRoot, let env = sim.environment else { continue }
+                r.signed != .tampered && r.signed != .unknownRoot, let env = sim.environment
+            else { continue }
             for t in sim.txs where seen.insert(t.tid).inserted {
-                out.append(priced(AppleTruthRow(
-                    transactionID: t.tid, originalTransactionID: t.otid, productID: t.pid,
-                    productType: ProductType(rawValue: t.type) ?? .consumable, quantity: t.qty, purchaseDateMs: t.pd,
-                    originalPurchaseDateMs: t.opd, expiresDateMs: t.exp, webOrderLineItemID: t.wol, environment: env,
-                    bundleID: sim.bundle, customer: r.userID ?? "anonymous-" + r.receiptID,
-                    appAccountToken: r.orderID.flatMap { isUUID($0) ? $0.lowercased() : nil },
-                    receiptID: r.receiptID)))
+                out.append(
+                    priced(
+                        AppleTruthRow(
+                            transactionID: t.tid, originalTransactionID: t.otid, productID: t.pid,
+                            productType: ProductType(rawValue: t.type) ?? .consumable, quantity: t.qty, purchaseDateMs: t.pd,
+                            originalPurchaseDateMs: t.opd, expiresDateMs: t.exp, webOrderLineItemID: t.wol, environment: env,
+                            bundleID: sim.bundle, customer: r.userID ?? "anonymous-" + r.receiptID,
+                            appAccountToken: r.orderID.flatMap { isUUID($0) ? $0.lowercased() : nil },
+                            receiptID: r.receiptID)))
             }
         }
         for row in d.appleOnly where seen.insert(row.transactionID).inserted { out.append(priced(row)) }

@@ -78,7 +78,8 @@ enum ConsumptionRequests {
         for i in rows.indices {
             let row = rows[i]
             guard settings.apps.contains(where: { $0.bundle == row.bundleID }), row.refund == nil,
-                  !refunded.contains(row.transactionID) else {
+                !refunded.contains(row.transactionID)
+            else {
                 continue
             }
             let granted = d.grants.filter { $0.transactionID == row.transactionID && $0.revokedAt == nil }
@@ -92,7 +93,8 @@ enum ConsumptionRequests {
             let h = SimHash.combine(settings.seed, tid, 0xC0_46)
             let expired = ConsumptionOutcomeModel.draw(transactionID: row.transactionID) >= 0.95
             guard u < (expired ? min(1, 8 * p) : p) else { continue }
-            let at = expired
+            let at =
+                expired
                 ? settings.asOf - Span.day - Int64(h % UInt64(4 * Span.day))
                 : settings.asOf - Span.minute - Int64(h % UInt64(11 * Span.hour + 29 * Span.minute))
             guard at > row.purchaseDateMs + Span.minute else { continue }
@@ -100,8 +102,10 @@ enum ConsumptionRequests {
             let request = SimConsumptionRequest(
                 signedDateMs: at, reason: reasons[Int(SimHash.combine(settings.seed, tid, 0xC0_47) % UInt64(reasons.count))])
             rows[i].consumptionRequest = request
-            out.append(ConsumptionRequestFact(row: rows[i], request: request, delivered: delivered, expired: expired,
-                                              user: judged.user, ours: judged.ours))
+            out.append(
+                ConsumptionRequestFact(
+                    row: rows[i], request: request, delivered: delivered, expired: expired,
+                    user: judged.user, ours: judged.ours))
         }
         return out
     }
@@ -119,7 +123,8 @@ enum ConsumptionRequests {
     /// outside the catalogue, and a purchase not granted and not compensated (a restore, outside
     /// the window, unknown to us: the rules' verdict depends on facts the scenarios do not record).
     static func judge(_ row: AppleTruthRow, delivered: Bool, _ d: UserData, settings: GeneratorSettings)
-        -> (user: String, ours: Bool)? {
+        -> (user: String, ours: Bool)?
+    {
         let tid = row.transactionID
         guard settings.apps.contains(where: { app in app.products.contains { $0.productID == row.productID } }) else {
             return nil
@@ -127,12 +132,16 @@ enum ConsumptionRequests {
         let bad = Set(d.inputErrors.compactMap { $0.count > 1 && !$0[1].isEmpty ? $0[1] : nil })
         let grants = d.grants.filter { $0.transactionID == tid }
         guard !bad.contains(tid), !grants.contains(where: { bad.contains($0.grantID) || $0.orderID.map(bad.contains) == true }),
-              !d.receipts.contains(where: { ($0.transactionID == tid || $0.sim?.txs.contains { $0.tid == tid } == true)
-                  && bad.contains($0.receiptID) }),
-              !d.orders.contains(where: { $0.transactionID == tid && bad.contains($0.orderID) }) else { return nil }
+            !d.receipts.contains(where: {
+                ($0.transactionID == tid || $0.sim?.txs.contains { $0.tid == tid } == true)
+                    && bad.contains($0.receiptID)
+            }),
+            !d.orders.contains(where: { $0.transactionID == tid && bad.contains($0.orderID) })
+        else { return nil }
         guard !d.duplicates.contains(where: { $0.count > 5 && $0[5] == tid }),
-              !d.unattributed.contains(where: { $0.first == tid }),
-              !d.refundRows.contains(where: { $0.first == tid }) else { return nil }
+            !d.unattributed.contains(where: { $0.first == tid }),
+            !d.refundRows.contains(where: { $0.first == tid })
+        else { return nil }
         let clawedBack = d.clawback.contains { $0.count > 6 && $0[6] == tid }
         let active = grants.filter { $0.revokedAt == nil }
         let holders = Set(active.map { $0.userID ?? "" })
@@ -196,7 +205,8 @@ enum ConsumptionRequests {
                 (answer, detail) = ("expired", "not answered within 12 hours of the request")
                 let decided = ConsumptionOutcomeModel.outcomeMs(transactionID: row.transactionID, request: f.request)
                 if decided <= settings.asOf {
-                    outcome = ConsumptionOutcomeModel.decide(transactionID: row.transactionID, answer: nil) == .refund
+                    outcome =
+                        ConsumptionOutcomeModel.decide(transactionID: row.transactionID, answer: nil) == .refund
                         ? "refunded" : "declined"
                     outcomeAt = UTC.timestamp(decided)
                 }
@@ -217,7 +227,8 @@ enum ConsumptionRequests {
             }
             let cells = [
                 UTC.timestamp(ms), row.environment.rawValue, row.transactionID, row.originalTransactionID, user, row.productID,
-                String(row.quantity), row.price.map { MoneyText.text($0, currency: row.currency ?? "") } ?? "", row.price == nil ? "" : row.currency ?? "",
+                String(row.quantity), row.price.map { MoneyText.text($0, currency: row.currency ?? "") } ?? "",
+                row.price == nil ? "" : row.currency ?? "",
                 f.request.reason, answer, detail, status, percentage, "", answeredAt, "", outcome, outcomeAt, notificationUUID(f),
             ]
             return ExpectedRow(requestedMs: ms, uuid: notificationUUID(f), cells: cells)
@@ -227,7 +238,8 @@ enum ConsumptionRequests {
     /// The rows in the night's order: requested_ms, then the UUID's bytes.
     static func sorted(_ rows: [ExpectedRow]) -> [ExpectedRow] {
         rows.sorted { a, b in
-            a.requestedMs != b.requestedMs ? a.requestedMs < b.requestedMs
+            a.requestedMs != b.requestedMs
+                ? a.requestedMs < b.requestedMs
                 : Array(a.uuid.utf8).lexicographicallyPrecedes(Array(b.uuid.utf8))
         }
     }
@@ -257,7 +269,8 @@ enum ConsumptionRequests {
 
     /// `iap_consumption` rows (transaction_id, consumption_percentage, delivery_status).
     static func consumption(_ facts: [ConsumptionRequestFact], settings: GeneratorSettings)
-        -> [(tid: String, percentage: Int?, status: String?)] {
+        -> [(tid: String, percentage: Int?, status: String?)]
+    {
         var out: [(String, Int?, String?)] = []
         for f in facts {
             let h = SimHash.combine(settings.seed, SimHash.fnv(f.row.transactionID), 0xC0_49)
@@ -267,8 +280,11 @@ enum ConsumptionRequests {
                 out.append((f.row.transactionID, Int(SimHash.mix(h) % 100_001), nil))
             } else {
                 guard u < 0.30 else { continue }
-                out.append((f.row.transactionID, nil,
-                            SimHash.mix(h) & 1 == 0 ? "UNDELIVERED_QUALITY_ISSUE" : "UNDELIVERED_SERVER_OUTAGE"))
+                out.append(
+                    (
+                        f.row.transactionID, nil,
+                        SimHash.mix(h) & 1 == 0 ? "UNDELIVERED_QUALITY_ISSUE" : "UNDELIVERED_SERVER_OUTAGE"
+                    ))
             }
         }
         return out

@@ -18,19 +18,25 @@ enum ExpectedReport: String, CaseIterable {
     var columns: [String] {
         switch self {
         case .compensate:
-            return ["order_id", "user_id", "product_id", "product_type", "quantity", "transaction_id",
-                    "original_transaction_id", "purchase_date", "environment", "match", "reason", "receipt_id",
-                    "first_seen", "amount", "currency", "source", "proceeds", "proceeds_currency"]
+            return [
+                "order_id", "user_id", "product_id", "product_type", "quantity", "transaction_id",
+                "original_transaction_id", "purchase_date", "environment", "match", "reason", "receipt_id",
+                "first_seen", "amount", "currency", "source", "proceeds", "proceeds_currency",
+            ]
         case .duplicateGrants: return ReportFile.duplicateGrants.columns
         case .clawback:
-            return ["grant_id", "user_id", "order_id", "product_id", "product_type", "quantity", "transaction_id",
-                    "original_transaction_id", "granted_at", "reason", "cancellation_date", "cancellation_reason",
-                    "first_seen", "amount", "currency", "proceeds", "proceeds_currency"]
+            return [
+                "grant_id", "user_id", "order_id", "product_id", "product_type", "quantity", "transaction_id",
+                "original_transaction_id", "granted_at", "reason", "cancellation_date", "cancellation_reason",
+                "first_seen", "amount", "currency", "proceeds", "proceeds_currency",
+            ]
         case .inputErrors: return ReportFile.inputErrors.columns
         case .refunds:
-            return ["transaction_id", "original_transaction_id", "user_id", "product_id", "product_type",
-                    "revocation_date", "revocation_reason", "revocation_type", "revocation_percentage", "amount",
-                    "refunded_amount", "currency", "state", "grant_ids", "first_seen", "proceeds", "proceeds_currency"]
+            return [
+                "transaction_id", "original_transaction_id", "user_id", "product_id", "product_type",
+                "revocation_date", "revocation_reason", "revocation_type", "revocation_percentage", "amount",
+                "refunded_amount", "currency", "state", "grant_ids", "first_seen", "proceeds", "proceeds_currency",
+            ]
         case .unattributed:
             return ["transaction_id", "product_id", "purchase_date", "amount", "currency", "storefront", "first_seen"]
         }
@@ -85,10 +91,14 @@ struct PendingFindings {
 }
 
 extension ScenarioBuilder {
-    mutating func expectCompensate(order: String?, user: Int, _ t: SimTransaction, owed: Int, match: String,
-                                   reason: String, receipt: String, apiSource: APISource? = nil) {
-        data.pending.compensate.append(PendingCompensation(order: order, user: user, tx: t, owed: owed, match: match,
-                                                           reason: reason, receipt: receipt, apiSource: apiSource))
+    mutating func expectCompensate(
+        order: String?, user: Int, _ t: SimTransaction, owed: Int, match: String,
+        reason: String, receipt: String, apiSource: APISource? = nil
+    ) {
+        data.pending.compensate.append(
+            PendingCompensation(
+                order: order, user: user, tx: t, owed: owed, match: match,
+                reason: reason, receipt: receipt, apiSource: apiSource))
     }
 
     mutating func expectDuplicate(_ g: GrantRow, kind: String, kept: GrantRow) {
@@ -100,14 +110,20 @@ extension ScenarioBuilder {
 
     mutating func expectClawback(_ g: GrantRow, reason: String, refund: SimRefund? = nil) {
         let unpaid: Set<String> = ["invalid_receipt", "wrong_bundle", "transaction_not_found"]
-        data.pending.clawback.append(PendingClawback(grant: g, reason: reason, refund: refund,
-                                                     applePaid: !unpaid.contains(reason)))
+        data.pending.clawback.append(
+            PendingClawback(
+                grant: g, reason: reason, refund: refund,
+                applePaid: !unpaid.contains(reason)))
     }
 
-    mutating func expectRefund(_ t: SimTransaction, user: Int, _ refund: SimRefund, revocationType: String, state: String,
-                               grants: [GrantRow]) {
-        data.pending.refunds.append(PendingRefund(tx: t, user: user, refund: refund, revocationType: revocationType,
-                                                  state: state, grants: grants))
+    mutating func expectRefund(
+        _ t: SimTransaction, user: Int, _ refund: SimRefund, revocationType: String, state: String,
+        grants: [GrantRow]
+    ) {
+        data.pending.refunds.append(
+            PendingRefund(
+                tx: t, user: user, refund: refund, revocationType: revocationType,
+                state: state, grants: grants))
     }
 
     mutating func expectUnattributed(_ t: SimTransaction) { data.pending.unattributed.append(t) }
@@ -129,7 +145,9 @@ extension ScenarioBuilder {
         }
         for c in p.clawback {
             let g = c.grant
-            let (amount, currency) = c.applePaid ? money(g.transactionID, g.productID, units: g.quantity)
+            let (amount, currency) =
+                c.applePaid
+                ? money(g.transactionID, g.productID, units: g.quantity)
                 : listMoney(g.productID, units: g.quantity)
             data.clawback.append([
                 g.grantID, g.userID ?? "", g.orderID ?? "", g.productID, cat.type(of: g.productID).rawValue,
@@ -146,7 +164,8 @@ extension ScenarioBuilder {
             data.refundRows.append([
                 t.tid, t.otid, IDs.user(r.user), t.pid, t.type, UTC.timestamp(r.refund.cancellationDateMs),
                 r.refund.reason, r.revocationType, r.refund.percentage.map { String($0) } ?? "",
-                MoneyText.text(amount, currency: store.currency), MoneyText.text(refunded, currency: store.currency), store.currency, r.state,
+                MoneyText.text(amount, currency: store.currency), MoneyText.text(refunded, currency: store.currency), store.currency,
+                r.state,
                 r.grants.map(\.grantID).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
                     .joined(separator: " "),
                 settings.firstSeen,
@@ -178,7 +197,8 @@ extension ScenarioBuilder {
         var signed = false
         for r in data.receipts {
             guard let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
-                  sim.txs.contains(where: { $0.tid == tid }) else { continue }
+                sim.txs.contains(where: { $0.tid == tid })
+            else { continue }
             switch r.signed {
             case nil: return "receipt"
             case .genuine?: signed = true

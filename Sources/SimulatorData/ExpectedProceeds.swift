@@ -41,26 +41,33 @@ enum ExpectedProceeds {
         }
         func sale(_ row: AppleTruthRow) {
             guard counts(row), served.contains(row.bundleID),
-                  held.contains(SalesReportBook.day(of: row.purchaseDateMs, in: zone)) else { return }
-            sales.insert(SaleKey(product: row.productID, country: SalesCoverage.alpha2(row.storefront),
-                                 currency: row.storefront.currency, unitPrice: SalesReportBook.unitPrice(row)))
+                held.contains(SalesReportBook.day(of: row.purchaseDateMs, in: zone))
+            else { return }
+            sales.insert(
+                SaleKey(
+                    product: row.productID, country: SalesCoverage.alpha2(row.storefront),
+                    currency: row.storefront.currency, unitPrice: SalesReportBook.unitPrice(row)))
         }
         let sold = SalesCoverage.forEachUser(plan: plan, refundsServed: refundsServed) { truth, learned in
             for row in truth { sale(row) }
             for (tid, l) in learned {
                 guard let store = l.storefront, let currency = l.currency,
-                      let row = truth.first(where: { $0.transactionID == tid }), counts(row), let price = row.price
+                    let row = truth.first(where: { $0.transactionID == tid }), counts(row), let price = row.price
                 else { continue }
                 let unit = MoneyText.prorated(price, 1, Int64(max(1, row.quantity)), currency: currency)
-                known[tid] = (SaleKey(product: row.productID, country: SalesCoverage.alpha2(store), currency: currency,
-                                      unitPrice: unit), row.quantity)
+                known[tid] = (
+                    SaleKey(
+                        product: row.productID, country: SalesCoverage.alpha2(store), currency: currency,
+                        unitPrice: unit), row.quantity
+                )
             }
         }
         for row in UnseenPurchases.rows(share: settings.unseenShare, sold: sold, settings: settings) { sale(row) }
         return known.compactMapValues { k in
             guard sales.contains(k.key) else { return nil }
-            return Unit(perUnit: SalesReportBook.proceeds(unit: k.key.unitPrice, currency: k.key.currency),
-                        currency: k.key.currency, quantity: k.quantity)
+            return Unit(
+                perUnit: SalesReportBook.proceeds(unit: k.key.unitPrice, currency: k.key.currency),
+                currency: k.key.currency, quantity: k.quantity)
         }
     }
 
@@ -76,7 +83,8 @@ enum ExpectedProceeds {
             var cells = ["", ""]
             let production = environmentAt.map { row[$0] == "production" } ?? true
             if let perUnit, let u = perUnit[row[tidAt]], production,
-               let units = quantityAt == nil ? u.quantity : Int(row[quantityAt!]) {
+                let units = quantityAt == nil ? u.quantity : Int(row[quantityAt!])
+            {
                 let share = percentageAt.flatMap { Int64(row[$0]) } ?? 100_000
                 let milli = MoneyText.prorated(u.perUnit * Int64(units), share, 100_000, currency: u.currency)
                 cells = [MoneyText.text(milli, currency: u.currency), u.currency]

@@ -9,8 +9,9 @@ extension ScenarioBuilder {
     /// second grant sometimes has the very same granted_at: the grant id decides.
     mutating func sameTransaction() {
         let (p, product, t, o) = purchase(cat.consumables)
-        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
-                txs: [tx(t, product, at: p)])
+        receipt(
+            u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
+            txs: [tx(t, product, at: p)])
         let firstAt = p + seconds(31...60)
         let kept = grant(u, order: o.orderID, product, tid: t, otid: t, at: firstAt)
         let extra = Int(rng.int(1...2))
@@ -37,8 +38,9 @@ extension ScenarioBuilder {
         receipt(u, order: o1.orderID, tidColumn: t1, at: p1 + seconds(2...30), verify: unresolvedStatus(), txs: [x1])
         let kept = grant(u, order: o1.orderID, product, tid: t1, otid: t1, at: p1 + seconds(31...60))
         let o2 = order(u, product, status: "delivered", tid: t2, at: p2 - seconds(5...60))
-        receipt(u, order: o2.orderID, tidColumn: t2, at: p2 + seconds(2...30), verify: unresolvedStatus(),
-                txs: isSub || rng.chance(0.5) ? [x1, x2] : [x2])
+        receipt(
+            u, order: o2.orderID, tidColumn: t2, at: p2 + seconds(2...30), verify: unresolvedStatus(),
+            txs: isSub || rng.chance(0.5) ? [x1, x2] : [x2])
         let g2 = grant(u, order: o2.orderID, product, tid: t2, otid: t1, at: p2 + seconds(31...60))
         expectDuplicate(g2, kind: "restore_as_purchase", kept: kept)
     }
@@ -57,8 +59,9 @@ extension ScenarioBuilder {
         let o1 = order(u, product, status: "delivered", tid: t1, at: p1 - seconds(5...120))
         receipt(u, order: o1.orderID, tidColumn: t1, at: p1 + seconds(2...30), verify: unresolvedStatus(), txs: [x1])
         grant(u, order: o1.orderID, product, tid: t1, otid: t1, at: p1 + seconds(31...60))
-        receipt(u, order: nil, tidColumn: t2, at: p2 + seconds(2...30), verify: unresolvedStatus(), style: .ios7,
-                txs: [x1, x2])
+        receipt(
+            u, order: nil, tidColumn: t2, at: p2 + seconds(2...30), verify: unresolvedStatus(), style: .ios7,
+            txs: [x1, x2])
     }
 
     /// One Apple ID's non-consumable restored onto a second account (the next user slot): both
@@ -75,8 +78,9 @@ extension ScenarioBuilder {
         receipt(a, order: oa.orderID, tidColumn: t1, at: p1 + seconds(2...30), verify: unresolvedStatus(), txs: [x1])
         let ga = grant(a, order: oa.orderID, product, tid: t1, otid: t1, at: p1 + seconds(31...60))
         let ob = order(b, product, status: "delivered", tid: t2, at: p2 - seconds(5...120))
-        receipt(b, order: ob.orderID, tidColumn: t2, at: p2 + seconds(2...30), verify: unresolvedStatus(), style: .ios7,
-                txs: [x1, x2])
+        receipt(
+            b, order: ob.orderID, tidColumn: t2, at: p2 + seconds(2...30), verify: unresolvedStatus(), style: .ios7,
+            txs: [x1, x2])
         let gb = grant(b, order: ob.orderID, product, tid: t2, otid: t1, at: p2 + seconds(31...60))
         expectDuplicate(gb, kind: "cross_account", kept: ga)
     }
@@ -100,8 +104,9 @@ extension ScenarioBuilder {
         data.refunds.append(RefundRow(transactionID: t, refund: refund))
         if settings.refundsServed {
             for g in grants { expectClawback(g, reason: "refunded", refund: refund) }
-            expectRefund(x, user: u, refund, revocationType: settings.apiSweeps ? "REFUND_FULL" : "",
-                         state: "still_granted", grants: grants)
+            expectRefund(
+                x, user: u, refund, revocationType: settings.apiSweeps ? "REFUND_FULL" : "",
+                state: "still_granted", grants: grants)
         } else if duplicate {
             expectDuplicate(grants[1], kind: "same_transaction", kept: grants[0])
         }
@@ -111,8 +116,9 @@ extension ScenarioBuilder {
     mutating func invalidReceipt() {
         let (p, product, t, o) = purchase(cat.consumables)
         let st = rng.pick([21003, 21010, 21100 + Int(rng.int(0...99))])
-        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: rng.pick([nil, st]), st: st,
-                txs: [tx(t, product, at: p)])
+        receipt(
+            u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: rng.pick([nil, st]), st: st,
+            txs: [tx(t, product, at: p)])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
         expectClawback(g, reason: "invalid_receipt")
     }
@@ -120,8 +126,9 @@ extension ScenarioBuilder {
     /// Granted on a valid receipt of another app.
     mutating func wrongBundle() {
         let (p, product, t, o) = purchase(cat.consumables)
-        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
-                bundle: Catalog.otherBundle, txs: [tx(t, Catalog.otherProduct, at: p, type: "consumable")])
+        receipt(
+            u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(),
+            bundle: Catalog.otherBundle, txs: [tx(t, Catalog.otherProduct, at: p, type: "consumable")])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
         expectClawback(g, reason: "wrong_bundle")
     }
@@ -134,8 +141,9 @@ extension ScenarioBuilder {
         let o0 = order(u, cat.coins100, status: "delivered", tid: real, at: p - seconds(60...120))
         grant(u, order: o0.orderID, cat.coins100, tid: real, otid: real, at: p + seconds(31...60))
         let o1 = order(u, cat.coins500, status: "delivered", tid: fake, at: p - seconds(5...50))
-        receipt(u, order: o1.orderID, tidColumn: nil, at: p + seconds(2...30), verify: unresolvedStatus(),
-                txs: [tx(real, cat.coins100, at: p)])
+        receipt(
+            u, order: o1.orderID, tidColumn: nil, at: p + seconds(2...30), verify: unresolvedStatus(),
+            txs: [tx(real, cat.coins100, at: p)])
         let g = grant(u, order: o1.orderID, cat.coins500, tid: fake, otid: fake, at: p + seconds(61...90))
         expectClawback(g, reason: "transaction_not_found")
     }
@@ -143,8 +151,9 @@ extension ScenarioBuilder {
     /// A tester's sandbox purchase granted in production.
     mutating func sandboxGranted() {
         let (p, product, t, o) = purchase(cat.consumables + cat.nonConsumables)
-        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: rng.pick([nil, 21007]),
-                env: .sandbox, txs: [tx(t, product, at: p)])
+        receipt(
+            u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: rng.pick([nil, 21007]),
+            env: .sandbox, txs: [tx(t, product, at: p)])
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
         expectClawback(g, reason: "sandbox_transaction")
     }
@@ -152,8 +161,9 @@ extension ScenarioBuilder {
     /// A sandbox purchase never granted: never compensated.
     mutating func sandboxMissed() {
         let (p, product, t, o) = purchase(cat.consumables, status: "created", linked: false)
-        receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: nil, env: .sandbox,
-                txs: [tx(t, product, at: p)])
+        receipt(
+            u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: nil, env: .sandbox,
+            txs: [tx(t, product, at: p)])
     }
 
     /// A missed purchase older than the window: uploaded then (not verified), or uploaded late
@@ -179,11 +189,13 @@ extension ScenarioBuilder {
         let x1 = tx(t1, product, at: p1, expires: p1 + 7 * Span.day, wol: w1)
         let x2 = tx(t2, otid: t1, product, at: p2, original: p1, expires: p2 + 7 * Span.day, wol: w2, late: true)
         let o1 = order(u, product, status: "delivered", tid: t1, at: p1 - seconds(5...120))
-        let r = receipt(u, order: o1.orderID, tidColumn: t1, at: p1 + seconds(2...30), verify: unresolvedStatus(),
-                        st: expired ? 21006 : nil, txs: [x1, x2])
+        let r = receipt(
+            u, order: o1.orderID, tidColumn: t1, at: p1 + seconds(2...30), verify: unresolvedStatus(),
+            st: expired ? 21006 : nil, txs: [x1, x2])
         grant(u, order: o1.orderID, product, tid: t1, otid: t1, at: p1 + seconds(31...60))
-        expectCompensate(order: nil, user: u, x2, owed: 1, match: "none", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        expectCompensate(
+            order: nil, user: u, x2, owed: 1, match: "none", reason: "paid_not_granted",
+            receipt: r.receiptID)
     }
 
     /// Granted, but the uploaded receipt is base64 of garbage (Apple: 21002, retryable): on the
@@ -193,9 +205,11 @@ extension ScenarioBuilder {
         var garbage = [UInt8]()
         for _ in 0..<48 { garbage.append(UInt8(truncatingIfNeeded: rng.next())) }
         garbage[0] = 0x30  // never "{": not a token
-        data.receipts.append(ReceiptRow(receiptID: IDs.receipt(u, next(u, \.r)), userID: IDs.user(u),
-                                        orderID: o.orderID, transactionID: t, rawData: base64(garbage),
-                                        submittedAt: p + seconds(2...30), verifyStatus: nil, sim: nil))
+        data.receipts.append(
+            ReceiptRow(
+                receiptID: IDs.receipt(u, next(u, \.r)), userID: IDs.user(u),
+                orderID: o.orderID, transactionID: t, rawData: base64(garbage),
+                submittedAt: p + seconds(2...30), verifyStatus: nil, sim: nil))
         grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
     }
 
@@ -211,8 +225,10 @@ extension ScenarioBuilder {
         }
         // iap_products: a type outside the four.
         data.products.append(ProductRow(productID: cat.legacyBundle, productType: "bundle", bundleID: cat.bundle))
-        data.inputErrors.append(err("iap_products", cat.legacyBundle, "product_type",
-                                    "product_type bundle is not one of consumable, non_consumable, auto_renewable, non_renewing"))
+        data.inputErrors.append(
+            err(
+                "iap_products", cat.legacyBundle, "product_type",
+                "product_type bundle is not one of consumable, non_consumable, auto_renewable, non_renewing"))
         // iap_orders: null user, unknown product, quantity 0.
         var o = order(n, cat.coins100, status: "created", tid: nil, at: day)
         data.orders[data.orders.count - 1].userID = nil
@@ -222,15 +238,19 @@ extension ScenarioBuilder {
         o = order(n, cat.coins500, qty: 0, status: "created", tid: nil, at: day + 2 * Span.minute)
         data.inputErrors.append(err("iap_orders", o.orderID, "quantity", "quantity 0 is below 1"))
         // iap_receipts: not base64; null user (its token is rejected anyway and links to nothing).
-        let badData = ReceiptRow(receiptID: IDs.receipt(n, next(n, \.r)), userID: IDs.user(n), orderID: nil,
-                                 transactionID: nil, rawData: "@@not base64 at all@@", submittedAt: day,
-                                 verifyStatus: nil, sim: nil)
+        let badData = ReceiptRow(
+            receiptID: IDs.receipt(n, next(n, \.r)), userID: IDs.user(n), orderID: nil,
+            transactionID: nil, rawData: "@@not base64 at all@@", submittedAt: day,
+            verifyStatus: nil, sim: nil)
         data.receipts.append(badData)
-        data.inputErrors.append(err("iap_receipts", badData.receiptID, "receipt_data",
-                                     "receipt_data is neither base64 (an app receipt) nor a JWS (a signed transaction)"))
+        data.inputErrors.append(
+            err(
+                "iap_receipts", badData.receiptID, "receipt_data",
+                "receipt_data is neither base64 (an app receipt) nor a JWS (a signed transaction)"))
         let orphan = tid(n)
-        let r = receipt(n, order: nil, tidColumn: orphan, at: day + Span.minute, verify: nil, style: .ios7, st: 21003,
-                        txs: [tx(orphan, cat.coins100, at: day)])
+        let r = receipt(
+            n, order: nil, tidColumn: orphan, at: day + Span.minute, verify: nil, style: .ios7, st: 21003,
+            txs: [tx(orphan, cat.coins100, at: day)])
         data.receipts[data.receipts.count - 1].userID = nil
         data.inputErrors.append(err("iap_receipts", r.receiptID, "user_id", "user_id is null"))
         // iap_grants: null user, unknown product, quantity 0 (transactions nobody ever uploaded).
@@ -245,8 +265,9 @@ extension ScenarioBuilder {
         // one second apart. Whichever row is used, the purchase is clean.
         let t = tid(n2)
         let o2 = order(n2, cat.coins100, status: "delivered", tid: t, at: day)
-        receipt(n2, order: o2.orderID, tidColumn: t, at: day + 5 * Span.second, verify: 0,
-                txs: [tx(t, cat.coins100, at: day)])
+        receipt(
+            n2, order: o2.orderID, tidColumn: t, at: day + 5 * Span.second, verify: 0,
+            txs: [tx(t, cat.coins100, at: day)])
         var dup = grant(n2, order: o2.orderID, cat.coins100, tid: t, otid: t, at: day + 10 * Span.second)
         dup.grantedAt += Span.second
         data.grants.append(dup)

@@ -67,8 +67,9 @@ extension ScenarioBuilder {
             let qty = rng.chance(0.1) ? 2 : 1
             let t = tid(u)
             let o = order(u, product, qty: qty, status: "delivered", tid: t, at: p - seconds(5...120))
-            receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: 0,
-                    txs: [tx(t, product, qty: qty, at: p)])
+            receipt(
+                u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: 0,
+                txs: [tx(t, product, qty: qty, at: p)])
             grant(u, order: o.orderID, product, tid: t, otid: t, qty: qty, at: p + seconds(31...60))
         }
     }
@@ -104,10 +105,12 @@ extension ScenarioBuilder {
         let t = tid(u)
         let o = order(u, product, qty: qty, status: rng.pick(["created", "paid"]), tid: nil, at: p - seconds(5...300))
         let x = tx(t, product, qty: qty, at: p)
-        let r = receipt(u, order: o.orderID, tidColumn: rng.chance(0.5) ? t : nil, at: p + seconds(2...60),
-                        verify: unresolvedStatus(), txs: [x])
-        expectCompensate(order: o.orderID, user: u, x, owed: qty, match: "exact", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        let r = receipt(
+            u, order: o.orderID, tidColumn: rng.chance(0.5) ? t : nil, at: p + seconds(2...60),
+            verify: unresolvedStatus(), txs: [x])
+        expectCompensate(
+            order: o.orderID, user: u, x, owed: qty, match: "exact", reason: "paid_not_granted",
+            receipt: r.receiptID)
     }
 
     /// The server linked the transaction to the order (status paid) and died before granting;
@@ -116,21 +119,25 @@ extension ScenarioBuilder {
         let (p, product, t, o) = purchase(cat.consumables, status: "paid", daysAgo: 0...28, orderLead: 5...300)
         let x = tx(t, product, at: p)
         let r = receipt(u, order: nil, tidColumn: t, at: p + seconds(2...60), verify: 0, txs: [x])
-        expectCompensate(order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        expectCompensate(
+            order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted",
+            receipt: r.receiptID)
     }
 
     /// The same purchase uploaded twice; the receipt with the higher id was submitted first and
     /// is the transaction's receipt.
     mutating func paidNotGrantedEarliestReceipt() {
-        let (p, product, t, o) = purchase(cat.consumables, status: "created", linked: false, daysAgo: 0...28,
-                                          orderLead: 5...300)
+        let (p, product, t, o) = purchase(
+            cat.consumables, status: "created", linked: false, daysAgo: 0...28,
+            orderLead: 5...300)
         let x = tx(t, product, at: p)
         receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(120...600), verify: unresolvedStatus(), txs: [x])
-        let first = receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...60), verify: unresolvedStatus(),
-                            txs: [x])
-        expectCompensate(order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted",
-                         receipt: first.receiptID)
+        let first = receipt(
+            u, order: o.orderID, tidColumn: t, at: p + seconds(2...60), verify: unresolvedStatus(),
+            txs: [x])
+        expectCompensate(
+            order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "paid_not_granted",
+            receipt: first.receiptID)
     }
 
     /// The receipt names no order; one open order of the same product shortly before.
@@ -179,8 +186,9 @@ extension ScenarioBuilder {
         }
         let x = tx(t, product, at: p)
         let r = receipt(u, order: nil, tidColumn: t, at: p + seconds(2...60), verify: unresolvedStatus(), txs: [x])
-        expectCompensate(order: match?.orderID, user: u, x, owed: 1, match: match == nil ? "none" : "inferred",
-                         reason: "paid_not_granted", receipt: r.receiptID)
+        expectCompensate(
+            order: match?.orderID, user: u, x, owed: 1, match: match == nil ? "none" : "inferred",
+            reason: "paid_not_granted", receipt: r.receiptID)
     }
 
     /// Two purchases 4 min apart, two open orders (1 min after the first, 3 min before it): the
@@ -193,12 +201,15 @@ extension ScenarioBuilder {
         let before = order(u, product, status: "created", tid: nil, at: p1 - 3 * Span.minute)
         let after = order(u, product, status: "created", tid: nil, at: p1 + Span.minute)
         let x1 = tx(t1, product, at: p1), x2 = tx(t2, product, at: p2)
-        let r = receipt(u, order: nil, tidColumn: nil, at: p2 + seconds(5...60), verify: unresolvedStatus(),
-                        style: .ios7, txs: [x1, x2])
-        expectCompensate(order: after.orderID, user: u, x1, owed: 1, match: "inferred", reason: "paid_not_granted",
-                         receipt: r.receiptID)
-        expectCompensate(order: before.orderID, user: u, x2, owed: 1, match: "inferred", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        let r = receipt(
+            u, order: nil, tidColumn: nil, at: p2 + seconds(5...60), verify: unresolvedStatus(),
+            style: .ios7, txs: [x1, x2])
+        expectCompensate(
+            order: after.orderID, user: u, x1, owed: 1, match: "inferred", reason: "paid_not_granted",
+            receipt: r.receiptID)
+        expectCompensate(
+            order: before.orderID, user: u, x2, owed: 1, match: "inferred", reason: "paid_not_granted",
+            receipt: r.receiptID)
     }
 
     /// No order at all, or only an open order of another product.
@@ -208,10 +219,12 @@ extension ScenarioBuilder {
         if rng.chance(0.5) { order(u, cat.gems, status: "created", tid: nil, at: p - 2 * Span.minute) }
         let t = tid(u)
         let x = tx(t, product, at: p)
-        let r = receipt(u, order: nil, tidColumn: rng.chance(0.5) ? t : nil, at: p + seconds(2...60),
-                        verify: unresolvedStatus(), txs: [x])
-        expectCompensate(order: nil, user: u, x, owed: 1, match: "none", reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        let r = receipt(
+            u, order: nil, tidColumn: rng.chance(0.5) ? t : nil, at: p + seconds(2...60),
+            verify: unresolvedStatus(), txs: [x])
+        expectCompensate(
+            order: nil, user: u, x, owed: 1, match: "none", reason: "paid_not_granted",
+            receipt: r.receiptID)
     }
 
     /// Three units bought, one or two granted.
@@ -223,8 +236,9 @@ extension ScenarioBuilder {
         for i in 0..<grants {
             grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60) + Int64(i) * Span.minute)
         }
-        expectCompensate(order: o.orderID, user: u, x, owed: 3 - grants, match: "exact", reason: "partially_granted",
-                         receipt: r.receiptID)
+        expectCompensate(
+            order: o.orderID, user: u, x, owed: 3 - grants, match: "exact", reason: "partially_granted",
+            receipt: r.receiptID)
     }
 
     /// Granted, then revoked by support, but Apple shows no refund.
@@ -235,9 +249,11 @@ extension ScenarioBuilder {
         let o = order(u, product, status: "delivered", tid: t, at: p - seconds(5...120))
         let x = tx(t, product, at: p)
         let r = receipt(u, order: o.orderID, tidColumn: t, at: p + seconds(2...30), verify: unresolvedStatus(), txs: [x])
-        grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60),
-              revoked: p + Span.day + rng.int(0...Span.day))
-        expectCompensate(order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "revoked_not_refunded",
-                         receipt: r.receiptID)
+        grant(
+            u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60),
+            revoked: p + Span.day + rng.int(0...Span.day))
+        expectCompensate(
+            order: o.orderID, user: u, x, owed: 1, match: "exact", reason: "revoked_not_refunded",
+            receipt: r.receiptID)
     }
 }

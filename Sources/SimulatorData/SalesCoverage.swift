@@ -39,8 +39,10 @@ enum SalesCoverage {
     static let file = "coverage.csv"
     /// The night's order: by day, then product, country and currency in byte order.
     static func sorted(_ rows: [[String]]) -> [[String]] { Seeder.sortedRows(rows) }
-    static let columns = ["report_date", "product_id", "country", "currency", "apple_units_sold", "job_units_sold",
-                          "apple_units_refunded", "job_units_refunded"]
+    static let columns = [
+        "report_date", "product_id", "country", "currency", "apple_units_sold", "job_units_sold",
+        "apple_units_refunded", "job_units_refunded",
+    ]
     /// The job's default `--window-days` (the sales report window the night asks).
     static let windowDays = 30
     /// The job's notification sweep starts `--refund-window-days` (90) before as-of.
@@ -91,17 +93,23 @@ enum SalesCoverage {
         var groups: [Key: Figures] = [:]
         func apple(_ row: AppleTruthRow) {
             guard row.environment == .production, served.contains(row.bundleID), !row.familyShared,
-                  ours.contains(row.productID) else { return }
+                ours.contains(row.productID)
+            else { return }
             let day = SalesReportBook.day(of: row.purchaseDateMs, in: zone)
             if held.contains(day) {
-                groups[Key(day: day, product: row.productID, country: alpha2(row.storefront), currency: row.storefront.currency),
-                       default: Figures()].appleSold += row.quantity
+                groups[
+                    Key(day: day, product: row.productID, country: alpha2(row.storefront), currency: row.storefront.currency),
+                    default: Figures()
+                ].appleSold += row.quantity
             }
             if let refund = row.refund, refund.reversedMs == nil, refund.type != "FAMILY_REVOKE" {
                 let rday = SalesReportBook.day(of: refund.cancellationDateMs, in: zone)
                 if held.contains(rday) {
-                    groups[Key(day: rday, product: row.productID, country: alpha2(row.storefront),
-                               currency: row.storefront.currency), default: Figures()].appleRefunded += row.quantity
+                    groups[
+                        Key(
+                            day: rday, product: row.productID, country: alpha2(row.storefront),
+                            currency: row.storefront.currency), default: Figures()
+                    ].appleRefunded += row.quantity
                 }
             }
         }
@@ -109,19 +117,24 @@ enum SalesCoverage {
             for row in truth { apple(row) }
             for (tid, learned) in known {
                 guard let row = truth.first(where: { $0.transactionID == tid }), row.environment == .production,
-                      !row.familyShared, ours.contains(row.productID) else { continue }
+                    !row.familyShared, ours.contains(row.productID)
+                else { continue }
                 let country = learned.storefront.map(alpha2) ?? "unknown"
                 let currency = learned.storefront == nil ? "unknown" : (learned.currency ?? "unknown")
                 let day = SalesReportBook.day(of: row.purchaseDateMs, in: zone)
                 if held.contains(day) {
-                    groups[Key(day: day, product: row.productID, country: country, currency: currency),
-                           default: Figures()].jobSold += row.quantity
+                    groups[
+                        Key(day: day, product: row.productID, country: country, currency: currency),
+                        default: Figures()
+                    ].jobSold += row.quantity
                 }
                 if let ms = learned.refundMs {
                     let rday = SalesReportBook.day(of: ms, in: zone)
                     if held.contains(rday) {
-                        groups[Key(day: rday, product: row.productID, country: country, currency: currency),
-                               default: Figures()].jobRefunded += row.quantity
+                        groups[
+                            Key(day: rday, product: row.productID, country: country, currency: currency),
+                            default: Figures()
+                        ].jobRefunded += row.quantity
                     }
                 }
             }
@@ -129,16 +142,20 @@ enum SalesCoverage {
         // The purchases the shop never saw: Apple's side only.
         for row in UnseenPurchases.rows(share: settings.unseenShare, sold: sold, settings: settings) { apple(row) }
         return groups.filter { $0.value.differs }.map { key, f in
-            [key.day, key.product, key.country, key.currency, String(f.appleSold), String(f.jobSold),
-             String(f.appleRefunded), String(f.jobRefunded)]
+            [
+                key.day, key.product, key.country, key.currency, String(f.appleSold), String(f.jobSold),
+                String(f.appleRefunded), String(f.jobRefunded),
+            ]
         }
     }
 
     /// Each user's Apple transactions (the truth, consumption requests marked) and how the job
     /// learns them (`jobKnows`); returns Apple's production purchases, the count `--unseen-share`
     /// is a share of.
-    static func forEachUser(plan: ScenarioPlan, refundsServed: Bool,
-                            _ body: (_ truth: [AppleTruthRow], _ known: [String: Learned]) -> Void) -> Int {
+    static func forEachUser(
+        plan: ScenarioPlan, refundsServed: Bool,
+        _ body: (_ truth: [AppleTruthRow], _ known: [String: Learned]) -> Void
+    ) -> Int {
         var sold = 0
         plan.forEach { d in
             var truth = AppleTruthWriter.rows(d, refundsServed: refundsServed)
@@ -152,7 +169,8 @@ enum SalesCoverage {
     /// How the job learns each of the scenario's Apple transactions (by transaction id); absent:
     /// never.
     static func jobKnows(_ d: UserData, truth: [AppleTruthRow], settings: GeneratorSettings, refundsServed: Bool)
-        -> [String: Learned] {
+        -> [String: Learned]
+    {
         let asOf = settings.asOf
         let windowStart = asOf - Int64(windowDays) * Span.day
         let sweepStart = asOf - Int64(refundWindowDays) * Span.day
@@ -174,11 +192,14 @@ enum SalesCoverage {
         let activeGrants = Set(d.grants.filter { $0.revokedAt == nil }.map(\.transactionID))
         for r in d.receipts {
             guard let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
-                  r.signed != .tampered && r.signed != .unknownRoot, sim.environment == .production,
-                  r.submittedAt >= windowStart, r.submittedAt <= asOf, r.userID != nil, !badReceipts.contains(r.receiptID)
+                r.signed != .tampered && r.signed != .unknownRoot, sim.environment == .production,
+                r.submittedAt >= windowStart, r.submittedAt <= asOf, r.userID != nil, !badReceipts.contains(r.receiptID)
             else { continue }
             if let status = r.verifyStatus, status == 0 || status == 21006, let t = r.transactionID,
-               activeGrants.contains(t) { continue }
+                activeGrants.contains(t)
+            {
+                continue
+            }
             for t in sim.txs where byID[t.tid] != nil {
                 learn(t.tid, signed: r.signed == .genuine)
                 if let user = r.userID { verifiedBy[user, default: []].append(t.tid) }
@@ -195,16 +216,18 @@ enum SalesCoverage {
         // a signed upload).
         let durable: Set<String> = ["non_consumable", "auto_renewable", "non_renewing"]
         let types = Dictionary(settings.productRows.map { ($0.productID, $0.productType) }, uniquingKeysWith: { a, _ in a })
-        let holders = Set(d.grants.filter {
-            $0.revokedAt == nil && durable.contains(types[$0.productID] ?? "") && $0.grantedAt >= sweepStart
-                && $0.grantedAt <= asOf
-        }.compactMap(\.userID))
+        let holders = Set(
+            d.grants.filter {
+                $0.revokedAt == nil && durable.contains(types[$0.productID] ?? "") && $0.grantedAt >= sweepStart
+                    && $0.grantedAt <= asOf
+            }.compactMap(\.userID))
         for user in holders {
             let mine = d.receipts.filter { $0.userID == user && $0.submittedAt <= asOf && !badReceipts.contains($0.receiptID) }
             guard let r = mine.max(by: { ($0.submittedAt, $0.receiptID) < ($1.submittedAt, $1.receiptID) }),
-                  let status = r.verifyStatus, status == 0 || status == 21006, let t = r.transactionID, activeGrants.contains(t),
-                  let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
-                  r.signed != .tampered && r.signed != .unknownRoot, sim.environment == .production else { continue }
+                let status = r.verifyStatus, status == 0 || status == 21006, let t = r.transactionID, activeGrants.contains(t),
+                let sim = r.sim, sim.st == nil || sim.st == 0 || sim.st == 21006,
+                r.signed != .tampered && r.signed != .unknownRoot, sim.environment == .production
+            else { continue }
             for t in sim.txs where byID[t.tid] != nil {
                 learn(t.tid, signed: r.signed == .genuine)
                 verifiedBy[user, default: []].append(t.tid)
@@ -236,9 +259,10 @@ enum SalesCoverage {
             }
         }
         // 3. Transaction histories of the customers asked.
-        let open = Set(d.orders.filter {
-            $0.transactionID == nil && $0.status != "delivered" && $0.createdAt >= windowStart && $0.createdAt <= asOf
-        }.compactMap(\.userID))
+        let open = Set(
+            d.orders.filter {
+                $0.transactionID == nil && $0.status != "delivered" && $0.createdAt >= windowStart && $0.createdAt <= asOf
+            }.compactMap(\.userID))
         for user in open where !(verifiedBy[user] ?? []).isEmpty {
             for row in truth where row.customer == user && row.environment == .production {
                 learn(row.transactionID, signed: true)

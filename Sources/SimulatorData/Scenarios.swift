@@ -63,18 +63,18 @@ public enum Scenario: String, CaseIterable, Sendable {
         case .cleanSubscription: return 30
         case .paidNotGrantedReceiptOrder, .paidNotGrantedOrderTransaction, .sameTransaction: return 14
         case .paidNotGrantedEarliestReceipt, .inferredClosest, .inferredWindowEdge, .inferredEachOrderOnce,
-             .restoreNotGranted, .wrongBundle, .transactionNotFound, .sandboxGranted, .outsideWindow,
-             .expiredSubscription:
+            .restoreNotGranted, .wrongBundle, .transactionNotFound, .sandboxGranted, .outsideWindow,
+            .expiredSubscription:
             return 10
         case .inferredSingle, .noOrder, .partiallyGranted, .revokedNotRefunded, .restoreNonConsumable,
-             .restoreNonRenewing, .restoreAutoRenewable, .refunded, .invalidReceipt, .renewalNotGranted:
+            .restoreNonRenewing, .restoreAutoRenewable, .refunded, .invalidReceipt, .renewalNotGranted:
             return 12
         case .crossAccount: return 8
         case .sandboxMissed: return 8
         case .refundedDuplicate, .malformedReceipt, .signedMissed: return 6
         case .signedTampered, .signedOtherBundle, .signedUnknownRoot, .signedSandbox: return 4
         case .notificationRefund, .notificationRefundProrated, .refundReversed, .historyOnlyPurchase,
-             .notificationPurchaseToken, .notificationPurchaseUnattributed:
+            .notificationPurchaseToken, .notificationPurchaseUnattributed:
             return 4
         case .apiBench: return 0
         }
@@ -146,11 +146,13 @@ struct GeneratorSettings {
     /// NULL as always.
     var productRows: [ProductRow] {
         guard !otherApps.isEmpty else { return catalog.products }
-        return apps.flatMap { app in app.products.map { p in
-            var p = p
-            p.bundleID = app.bundle
-            return p
-        } }
+        return apps.flatMap { app in
+            app.products.map { p in
+                var p = p
+                p.bundleID = app.bundle
+                return p
+            }
+        }
     }
 }
 
@@ -224,8 +226,10 @@ struct ScenarioPlan {
         b.build(scenario)
         b.data.scenario = scenario
         // A StoreKit 2 client: decided by its own hash, so the scenario's draws stay the same.
-        if settings.signing && Double(SimHash.combine(settings.seed, UInt64(u), 0x5C2) % 10_000)
-            < settings.storeKit2Share * 10_000 {
+        if settings.signing
+            && Double(SimHash.combine(settings.seed, UInt64(u), 0x5C2) % 10_000)
+                < settings.storeKit2Share * 10_000
+        {
             b.uploadSignedTransactions()
         }
         b.finish()
@@ -235,8 +239,9 @@ struct ScenarioPlan {
     /// The rows of the bad-row block alone (empty without --bad-rows).
     func badRowData() -> UserData {
         guard settings.badRows else { return UserData(bundle: settings.catalog.bundle) }
-        var b = ScenarioBuilder(settings: settings, rng: SeededRandom(seed: SimHash.combine(settings.seed, 0xBAD)),
-                                u: settings.users, app: settings.catalog)
+        var b = ScenarioBuilder(
+            settings: settings, rng: SeededRandom(seed: SimHash.combine(settings.seed, 0xBAD)),
+            u: settings.users, app: settings.catalog)
         b.badRows()
         b.finish()
         return b.data
@@ -293,45 +298,57 @@ struct ScenarioBuilder {
 
     @discardableResult
     mutating func order(_ u: Int, _ product: String, qty: Int = 1, status: String, tid: String?, at: Int64) -> OrderRow {
-        let row = OrderRow(orderID: IDs.order(u, next(u, \.o)), userID: IDs.user(u), productID: product, quantity: qty,
-                           status: status, transactionID: tid, createdAt: at)
+        let row = OrderRow(
+            orderID: IDs.order(u, next(u, \.o)), userID: IDs.user(u), productID: product, quantity: qty,
+            status: status, transactionID: tid, createdAt: at)
         data.orders.append(row)
         return row
     }
 
     @discardableResult
-    mutating func receipt(_ u: Int, order: String?, tidColumn: String?, at: Int64, verify: Int?,
-                          env: AppStoreEnvironment = .production, style: SimReceipt.Style? = nil, st: Int? = nil,
-                          bundle: String? = nil, txs: [SimTransaction]) -> ReceiptRow {
+    mutating func receipt(
+        _ u: Int, order: String?, tidColumn: String?, at: Int64, verify: Int?,
+        env: AppStoreEnvironment = .production, style: SimReceipt.Style? = nil, st: Int? = nil,
+        bundle: String? = nil, txs: [SimTransaction]
+    ) -> ReceiptRow {
         let id = IDs.receipt(u, next(u, \.r))
         let chosenStyle = style ?? defaultStyle(txs)
         let sim = SimReceipt(rid: id, env: env, bundle: bundle ?? cat.bundle, style: chosenStyle, st: st, txs: txs)
-        let row = ReceiptRow(receiptID: id, userID: IDs.user(u), orderID: order, transactionID: tidColumn,
-                             rawData: nil, submittedAt: at, verifyStatus: verify, sim: sim)
+        let row = ReceiptRow(
+            receiptID: id, userID: IDs.user(u), orderID: order, transactionID: tidColumn,
+            rawData: nil, submittedAt: at, verifyStatus: verify, sim: sim)
         data.receipts.append(row)
         return row
     }
 
     @discardableResult
-    mutating func grant(_ u: Int, order: String?, _ product: String, tid: String, otid: String?, qty: Int = 1,
-                        at: Int64, revoked: Int64? = nil) -> GrantRow {
-        let row = GrantRow(grantID: IDs.grant(u, next(u, \.g)), userID: IDs.user(u), orderID: order, productID: product,
-                           transactionID: tid, originalTransactionID: otid, quantity: qty, grantedAt: at, revokedAt: revoked)
+    mutating func grant(
+        _ u: Int, order: String?, _ product: String, tid: String, otid: String?, qty: Int = 1,
+        at: Int64, revoked: Int64? = nil
+    ) -> GrantRow {
+        let row = GrantRow(
+            grantID: IDs.grant(u, next(u, \.g)), userID: IDs.user(u), orderID: order, productID: product,
+            transactionID: tid, originalTransactionID: otid, quantity: qty, grantedAt: at, revokedAt: revoked)
         data.grants.append(row)
         return row
     }
 
-    func tx(_ tid: String, otid: String? = nil, _ product: String, qty: Int = 1, at: Int64, original: Int64? = nil,
-            expires: Int64? = nil, wol: String? = nil, late: Bool? = nil, type: String? = nil) -> SimTransaction {
-        SimTransaction(tid: tid, otid: otid ?? tid, pid: product, qty: qty, pd: at, opd: original ?? at, exp: expires,
-                       wol: wol, trial: false, type: type ?? cat.type(of: product).rawValue, late: late)
+    func tx(
+        _ tid: String, otid: String? = nil, _ product: String, qty: Int = 1, at: Int64, original: Int64? = nil,
+        expires: Int64? = nil, wol: String? = nil, late: Bool? = nil, type: String? = nil
+    ) -> SimTransaction {
+        SimTransaction(
+            tid: tid, otid: otid ?? tid, pid: product, qty: qty, pd: at, opd: original ?? at, exp: expires,
+            wol: wol, trial: false, type: type ?? cat.type(of: product).rawValue, late: late)
     }
 
     /// iOS 6 style only shows one transaction (plus the latest one of an auto-renewable), so a
     /// receipt with more transactions is always iOS 7.
     mutating func defaultStyle(_ txs: [SimTransaction]) -> SimReceipt.Style {
-        let ios6Shows = txs.count == 1 || (txs.count == 2 && txs[1].isAutoRenewable && txs[0].isAutoRenewable
-            && txs[1].pd >= txs[0].pd)
+        let ios6Shows =
+            txs.count == 1
+            || (txs.count == 2 && txs[1].isAutoRenewable && txs[0].isAutoRenewable
+                && txs[1].pd >= txs[0].pd)
         return ios6Shows && rng.chance(0.3) ? .ios6 : .ios7
     }
 
@@ -345,9 +362,12 @@ struct ScenarioBuilder {
     /// The usual start of a scenario: a purchase of one of `products` at a time in the window, its
     /// transaction id, and its order, created 5 s to 2 min before and linked to the transaction
     /// unless `linked` is false. (The random draws come in this order, always.)
-    mutating func purchase(_ products: [String], qty: Int = 1, status: String = "delivered", linked: Bool = true,
-                           daysAgo: ClosedRange<Int64> = 3...25, orderLead: ClosedRange<Int64> = 5...120)
-        -> (p: Int64, product: String, t: String, o: OrderRow) {
+    mutating func purchase(
+        _ products: [String], qty: Int = 1, status: String = "delivered", linked: Bool = true,
+        daysAgo: ClosedRange<Int64> = 3...25, orderLead: ClosedRange<Int64> = 5...120
+    )
+        -> (p: Int64, product: String, t: String, o: OrderRow)
+    {
         let p = purchaseTime(minDaysAgo: daysAgo.lowerBound, maxDaysAgo: daysAgo.upperBound)
         let product = rng.pick(products)
         let t = tid(u)
@@ -358,10 +378,12 @@ struct ScenarioBuilder {
     /// A missed purchase uploaded 2 s to 1 min after it was made, without an answer at upload
     /// (or a temporary one), naming no order; and the compensation row it must give (one unit).
     mutating func uploadMissed(_ x: SimTransaction, tidColumn: String?, order: OrderRow?, match: String) {
-        let r = receipt(u, order: nil, tidColumn: tidColumn, at: x.pd + seconds(2...60), verify: unresolvedStatus(),
-                        txs: [x])
-        expectCompensate(order: order?.orderID, user: u, x, owed: 1, match: match, reason: "paid_not_granted",
-                         receipt: r.receiptID)
+        let r = receipt(
+            u, order: nil, tidColumn: tidColumn, at: x.pd + seconds(2...60), verify: unresolvedStatus(),
+            txs: [x])
+        expectCompensate(
+            order: order?.orderID, user: u, x, owed: 1, match: match, reason: "paid_not_granted",
+            receipt: r.receiptID)
     }
 
     mutating func purchaseTime(minDaysAgo: Int64 = 3, maxDaysAgo: Int64 = 25) -> Int64 {
@@ -379,8 +401,10 @@ func base64(_ bytes: [UInt8]) -> String {
     var i = 0
     while i + 2 < bytes.count {
         let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-        out += [base64Alphabet[Int(v >> 18 & 63)], base64Alphabet[Int(v >> 12 & 63)],
-                base64Alphabet[Int(v >> 6 & 63)], base64Alphabet[Int(v & 63)]]
+        out += [
+            base64Alphabet[Int(v >> 18 & 63)], base64Alphabet[Int(v >> 12 & 63)],
+            base64Alphabet[Int(v >> 6 & 63)], base64Alphabet[Int(v & 63)],
+        ]
         i += 3
     }
     let rest = bytes.count - i

@@ -2,7 +2,6 @@
 
 import AppStoreSimulator
 
-
 /// `iap-sim seed` options.
 public struct SeedOptions: Sendable {
     public var users: Int = 1000

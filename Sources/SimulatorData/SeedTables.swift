@@ -14,15 +14,18 @@ enum SeedTables {
 
     /// Makes and fills the relations of `plan` in `schema` (checked and quoted: `Seeder.ident`);
     /// returns the rows written per relation.
-    static func load(_ plan: ScenarioPlan, settings: GeneratorSettings, options: SeedOptions, schema s: SQL,
-                     signer: UploadSigner?, refundLines: String,
-                     progress: @escaping @Sendable (String) -> Void) throws -> [String: Int] {
+    static func load(
+        _ plan: ScenarioPlan, settings: GeneratorSettings, options: SeedOptions, schema s: SQL,
+        signer: UploadSigner?, refundLines: String,
+        progress: @escaping @Sendable (String) -> Void
+    ) throws -> [String: Int] {
         // Tables.
         let setup = try PGConnection(conninfo: options.conninfo)
         defer { setup.close() }
         try setup.execute("CREATE SCHEMA IF NOT EXISTS \(s)")
         for rel in relations + ["iap_consents", "iap_consumption", "sim_truth"] {
-            let kind = try setup.query("""
+            let kind = try setup.query(
+                """
                 SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = \(options.schema) AND c.relname = \(rel)
                 """)
@@ -33,7 +36,8 @@ enum SeedTables {
             default: try setup.execute("DROP TABLE \(s).\(ident: rel) CASCADE")
             }
         }
-        try setup.execute("""
+        try setup.execute(
+            """
             CREATE TABLE \(s).iap_products (product_id text, product_type text, bundle_id text, price numeric,
                 currency text, sample_content_provided boolean);
             CREATE TABLE \(s).iap_consents (user_id text, consented_at timestamptz);
@@ -47,7 +51,8 @@ enum SeedTables {
                 revoked_at timestamptz)
             """)
         if options.truthTable {
-            try setup.execute("""
+            try setup.execute(
+                """
                 CREATE TABLE \(s).sim_truth (receipt_id text, transaction_id text, original_transaction_id text,
                     product_id text, quantity int, purchase_date timestamptz, original_purchase_date timestamptz,
                     expires_date timestamptz, cancellation_date timestamptz, cancellation_reason text,
@@ -60,81 +65,118 @@ enum SeedTables {
         let refunds = RefundList.parse(refundLines)
         let servedRefunds = options.refundsPath != nil ? refunds : [:]
         var passes: [(String, @Sendable (PGCopyWriter, UserData) throws -> Int)] = [
-            ("iap_orders", { w, d in
-                for o in d.orders {
-                    try w.row([o.orderID, o.userID, o.productID, String(o.quantity), o.status, o.transactionID,
-                               UTC.sqlTimestamp(o.createdAt)])
+            (
+                "iap_orders",
+                { w, d in
+                    for o in d.orders {
+                        try w.row([
+                            o.orderID, o.userID, o.productID, String(o.quantity), o.status, o.transactionID,
+                            UTC.sqlTimestamp(o.createdAt),
+                        ])
+                    }
+                    return d.orders.count
                 }
-                return d.orders.count
-            }),
-            ("iap_receipts", { w, d in
-                for r in d.receipts {
-                    try w.row([r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData(signer, storefront: d.storefront(of:)),
-                               UTC.sqlTimestamp(r.submittedAt), r.verifyStatus.map { String($0) }])
+            ),
+            (
+                "iap_receipts",
+                { w, d in
+                    for r in d.receipts {
+                        try w.row([
+                            r.receiptID, r.userID, r.orderID, r.transactionID, r.receiptData(signer, storefront: d.storefront(of:)),
+                            UTC.sqlTimestamp(r.submittedAt), r.verifyStatus.map { String($0) },
+                        ])
+                    }
+                    return d.receipts.count
                 }
-                return d.receipts.count
-            }),
-            ("iap_grants", { w, d in
-                for g in d.grants {
-                    try w.row([g.grantID, g.userID, g.orderID, g.productID, g.transactionID, g.originalTransactionID,
-                               String(g.quantity), UTC.sqlTimestamp(g.grantedAt), g.revokedAt.map(UTC.sqlTimestamp)])
+            ),
+            (
+                "iap_grants",
+                { w, d in
+                    for g in d.grants {
+                        try w.row([
+                            g.grantID, g.userID, g.orderID, g.productID, g.transactionID, g.originalTransactionID,
+                            String(g.quantity), UTC.sqlTimestamp(g.grantedAt), g.revokedAt.map(UTC.sqlTimestamp),
+                        ])
+                    }
+                    return d.grants.count
                 }
-                return d.grants.count
-            }),
+            ),
         ]
         if settings.apiSweeps {
             // The shop's data for answering Apple's consumption requests (only with a truth: without
             // one no request exists). The settings are captured as a value: each pass recomputes.
             let requestSettings = settings
-            passes.append(("iap_consents", { w, d in
-                let rows = ConsumptionRequests.consents(ConsumptionRequests.facts(d, settings: requestSettings),
-                                                        settings: requestSettings)
-                for r in rows { try w.row([r.user, UTC.sqlTimestamp(r.at)]) }
-                return rows.count
-            }))
-            passes.append(("iap_consumption", { w, d in
-                let rows = ConsumptionRequests.consumption(ConsumptionRequests.facts(d, settings: requestSettings),
-                                                           settings: requestSettings)
-                for r in rows { try w.row([r.tid, r.percentage.map { String($0) }, r.status]) }
-                return rows.count
-            }))
+            passes.append(
+                (
+                    "iap_consents",
+                    { w, d in
+                        let rows = ConsumptionRequests.consents(
+                            ConsumptionRequests.facts(d, settings: requestSettings),
+                            settings: requestSettings)
+                        for r in rows { try w.row([r.user, UTC.sqlTimestamp(r.at)]) }
+                        return rows.count
+                    }
+                ))
+            passes.append(
+                (
+                    "iap_consumption",
+                    { w, d in
+                        let rows = ConsumptionRequests.consumption(
+                            ConsumptionRequests.facts(d, settings: requestSettings),
+                            settings: requestSettings)
+                        for r in rows { try w.row([r.tid, r.percentage.map { String($0) }, r.status]) }
+                        return rows.count
+                    }
+                ))
         }
         if options.truthTable {
-            passes.append(("sim_truth", { w, d in
-                var n = 0
-                for r in d.receipts {
-                    guard let sim = r.sim else { continue }
-                    for t in sim.txs {
-                        let refund = servedRefunds[t.tid]
-                        try w.row([sim.rid, t.tid, t.otid, t.pid, String(t.qty), UTC.sqlTimestamp(t.pd),
-                                   UTC.sqlTimestamp(t.opd), t.exp.map(UTC.sqlTimestamp),
-                                   refund.map { UTC.sqlTimestamp($0.cancellationDateMs) }, refund?.reason,
-                                   t.trial ? "t" : "f", t.wol, sim.env, sim.bundle, sim.st.map { String($0) },
-                                   sim.style.rawValue, (t.late ?? false) ? "t" : "f"])
-                        n += 1
+            passes.append(
+                (
+                    "sim_truth",
+                    { w, d in
+                        var n = 0
+                        for r in d.receipts {
+                            guard let sim = r.sim else { continue }
+                            for t in sim.txs {
+                                let refund = servedRefunds[t.tid]
+                                try w.row([
+                                    sim.rid, t.tid, t.otid, t.pid, String(t.qty), UTC.sqlTimestamp(t.pd),
+                                    UTC.sqlTimestamp(t.opd), t.exp.map(UTC.sqlTimestamp),
+                                    refund.map { UTC.sqlTimestamp($0.cancellationDateMs) }, refund?.reason,
+                                    t.trial ? "t" : "f", t.wol, sim.env, sim.bundle, sim.st.map { String($0) },
+                                    sim.style.rawValue, (t.late ?? false) ? "t" : "f",
+                                ])
+                                n += 1
+                            }
+                        }
+                        return n
                     }
-                }
-                return n
-            }))
+                ))
         }
         let columns: [String: SQL] = [
             "iap_orders": "order_id, user_id, product_id, quantity, status, transaction_id, created_at",
             "iap_receipts": "receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status",
-            "iap_grants": "grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at",
+            "iap_grants":
+                "grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at",
             "iap_consents": "user_id, consented_at",
             "iap_consumption": "transaction_id, consumption_percentage, delivery_status",
-            "sim_truth": "receipt_id, transaction_id, original_transaction_id, product_id, quantity, purchase_date, original_purchase_date, expires_date, cancellation_date, cancellation_reason, is_trial_period, web_order_line_item_id, environment, bundle_id, forced_status, style, late",
+            "sim_truth":
+                "receipt_id, transaction_id, original_transaction_id, product_id, quantity, purchase_date, original_purchase_date, expires_date, cancellation_date, cancellation_reason, is_trial_period, web_order_line_item_id, environment, bundle_id, forced_status, style, late",
         ]
 
         // Products first (tiny).
         let productRows = settings.productRows + plan.badRowData().products
-        try setup.copyIn("""
+        try setup.copyIn(
+            """
             COPY \(s).iap_products (product_id, product_type, bundle_id, price, currency, sample_content_provided) FROM STDIN
-            """) { w in
+            """
+        ) { w in
             for p in productRows {
                 let sample = ConsumptionRequests.sampleContentProvided(p.productID, apps: settings.apps)
-                try w.row([p.productID, p.productType, p.bundleID, p.listPrice.map(MoneyText.sqlNumeric), p.currency,
-                           sample.map { $0 ? "t" : "f" }])
+                try w.row([
+                    p.productID, p.productType, p.bundleID, p.listPrice.map(MoneyText.sqlNumeric), p.currency,
+                    sample.map { $0 ? "t" : "f" },
+                ])
             }
         }
         var rows = ["iap_products": productRows.count]
@@ -167,7 +209,8 @@ enum SeedTables {
 
         // Indexes (after the load: faster) and statistics.
         progress("indexes")
-        try setup.execute("""
+        try setup.execute(
+            """
             CREATE INDEX ON \(s).iap_products (product_id);
             CREATE INDEX ON \(s).iap_orders (order_id);
             CREATE INDEX ON \(s).iap_orders (user_id, product_id, created_at);

@@ -10,9 +10,11 @@ public enum Seeder {
     /// Checks an identifier for use in SQL text (schema names cannot travel as parameters), and
     /// quotes it.
     static func ident(_ name: String) throws -> SQL {
-        let ok = !name.isEmpty && name.utf8.count <= 63 && name.utf8.enumerated().allSatisfy { i, c in
-            (c >= 97 && c <= 122) || c == 95 || (i > 0 && c >= 48 && c <= 57)
-        }
+        let ok =
+            !name.isEmpty && name.utf8.count <= 63
+            && name.utf8.enumerated().allSatisfy { i, c in
+                (c >= 97 && c <= 122) || c == 95 || (i > 0 && c >= 48 && c <= 57)
+            }
         guard ok else { throw SimulatorError(message: "--schema must be a lower-case SQL identifier, got '\(name)'") }
         return "\(ident: name)"
     }
@@ -25,11 +27,14 @@ public enum Seeder {
             throw SimulatorError(message: "--bundle: give each app once, at least one")
         }
         for b in bundles where b.isEmpty || b == Catalog.otherBundle || b.contains(where: { $0 == "," || $0.isWhitespace }) {
-            throw SimulatorError(message: "--bundle: '\(b)' cannot be an app of the shop (\(Catalog.otherBundle) is the other app of the wrong_bundle scenarios)")
+            throw SimulatorError(
+                message:
+                    "--bundle: '\(b)' cannot be an app of the shop (\(Catalog.otherBundle) is the other app of the wrong_bundle scenarios)")
         }
-        var settings = GeneratorSettings(users: options.users, seed: options.seed, asOf: options.asOf,
-                                         catalog: Catalog(bundle: bundles[0]),
-                                         refundsServed: options.refundsPath != nil, badRows: options.badRows)
+        var settings = GeneratorSettings(
+            users: options.users, seed: options.seed, asOf: options.asOf,
+            catalog: Catalog(bundle: bundles[0]),
+            refundsServed: options.refundsPath != nil, badRows: options.badRows)
         settings.otherApps = bundles.dropFirst().map { Catalog(bundle: $0) }
         let signer = try options.pkiDirectory.map { try UploadSigner(pki: TestPKI.loadOrCreate(directory: $0)) }
         settings.signing = signer != nil
@@ -37,8 +42,9 @@ public enum Seeder {
         settings.apiSweeps = options.appleTruthPath != nil
         settings.apiBench = options.apiBench
         guard SeedOptions.extraFindingsRange.contains(options.extraFindings) else {
-            throw SimulatorError(message: "--extra-findings must be between \(SeedOptions.extraFindingsRange.lowerBound) "
-                + "and \(SeedOptions.extraFindingsRange.upperBound), got \(options.extraFindings)")
+            throw SimulatorError(
+                message: "--extra-findings must be between \(SeedOptions.extraFindingsRange.lowerBound) "
+                    + "and \(SeedOptions.extraFindingsRange.upperBound), got \(options.extraFindings)")
         }
         settings.extraFindings = options.extraFindings
         guard (0...1).contains(options.unseenShare) else {
@@ -51,10 +57,12 @@ public enum Seeder {
         // name in the same folder would be overwritten, and the simulator would then read the report
         // as its refund list. Refuse before writing anything.
         if let list = options.refundsPath, let dir = options.expectedDir,
-           URL(fileURLWithPath: list).standardizedFileURL.path
-            == URL(fileURLWithPath: dir).appendingPathComponent(ExpectedReport.refunds.rawValue).standardizedFileURL.path {
-            throw SimulatorError(message: "--refunds \(list) is where --expected writes the expected refunds.csv report; "
-                + "give the refund list another name (e.g. refund-list.csv)")
+            URL(fileURLWithPath: list).standardizedFileURL.path
+                == URL(fileURLWithPath: dir).appendingPathComponent(ExpectedReport.refunds.rawValue).standardizedFileURL.path
+        {
+            throw SimulatorError(
+                message: "--refunds \(list) is where --expected writes the expected refunds.csv report; "
+                    + "give the refund list another name (e.g. refund-list.csv)")
         }
 
         // 1. Expected files, refund list and the scenario census (in memory: findings only).
@@ -74,9 +82,11 @@ public enum Seeder {
             app.grants += d.grants.count
             app.refunds += d.refunds.count + d.appleRefunds.count
             app.apiOnlyPurchases += d.appleOnly.count
-            for (file, rows) in [(ExpectedReport.compensate, d.compensate), (.duplicateGrants, d.duplicates),
-                                 (.clawback, d.clawback), (.inputErrors, d.inputErrors), (.refunds, d.refundRows),
-                                 (.unattributed, d.unattributed)] {
+            for (file, rows) in [
+                (ExpectedReport.compensate, d.compensate), (.duplicateGrants, d.duplicates),
+                (.clawback, d.clawback), (.inputErrors, d.inputErrors), (.refunds, d.refundRows),
+                (.unattributed, d.unattributed),
+            ] {
                 app.expected[file.rawValue, default: 0] += rows.count
             }
             expected[.compensate, default: []] += d.compensate
@@ -117,8 +127,9 @@ public enum Seeder {
             // Apple's proceeds of the findings' transactions, when the nights read sales reports.
             var proceeds: [String: ExpectedProceeds.Unit]?
             if options.expectProceeds, options.appleTruthPath != nil {
-                proceeds = ExpectedProceeds.perUnit(plan: plan, refundsServed: options.refundsPath != nil,
-                                                    zone: try zone(options), clock: now)
+                proceeds = ExpectedProceeds.perUnit(
+                    plan: plan, refundsServed: options.refundsPath != nil,
+                    zone: try zone(options), clock: now)
             }
             // Every file, with its header even when no row is expected.
             for file in ExpectedReport.allCases {
@@ -129,8 +140,9 @@ public enum Seeder {
             // Apple's sales reports against what the nights learn (no truth: no sales reports).
             var coverage: [[String]] = []
             if options.appleTruthPath != nil {
-                coverage = SalesCoverage.rows(plan: plan, refundsServed: options.refundsPath != nil, zone: try zone(options),
-                                              clock: now)
+                coverage = SalesCoverage.rows(
+                    plan: plan, refundsServed: options.refundsPath != nil, zone: try zone(options),
+                    clock: now)
             }
             summary.expected[SalesCoverage.file] = coverage.count
             var text = CSV.record(SalesCoverage.columns)
@@ -140,8 +152,9 @@ public enum Seeder {
         summary.expected[ReportFile.consumptionRequests.rawValue] = consumptionRows.count
 
         // 2. The source relations.
-        summary.rows = try SeedTables.load(plan, settings: settings, options: options, schema: s, signer: signer,
-                                           refundLines: refundLines, progress: progress)
+        summary.rows = try SeedTables.load(
+            plan, settings: settings, options: options, schema: s, signer: signer,
+            refundLines: refundLines, progress: progress)
         summary.consents = summary.rows["iap_consents"] ?? 0
         summary.consumptionRows = summary.rows["iap_consumption"] ?? 0
         return summary

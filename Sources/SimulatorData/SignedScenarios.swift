@@ -16,7 +16,8 @@ extension ScenarioBuilder {
         let refunded = Set(data.refunds.map(\.transactionID))
         for i in data.receipts.indices {
             guard let sim = data.receipts[i].sim, data.receipts[i].signed == nil, sim.st == nil, sim.txs.count == 1,
-                  sim.txs[0].late != true, !refunded.contains(sim.txs[0].tid) else { continue }
+                sim.txs[0].late != true, !refunded.contains(sim.txs[0].tid)
+            else { continue }
             data.receipts[i].signed = .genuine
             let verified = data.receipts[i].verifyStatus != 0 && data.receipts[i].verifyStatus != 21006
             if verified { signedStorefront(sim.txs[0].tid) }
@@ -34,8 +35,9 @@ extension ScenarioBuilder {
     mutating func signedMissed() {
         let (p, product, t, o) = purchase(cat.consumables, status: rng.pick(["created", "paid"]), linked: false)
         let r = signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30), txs: [tx(t, product, at: p)])
-        expectCompensate(order: o.orderID, user: u, r.sim!.txs[0], owed: 1, match: "exact",
-                         reason: "paid_not_granted", receipt: r.receiptID)
+        expectCompensate(
+            order: o.orderID, user: u, r.sim!.txs[0], owed: 1, match: "exact",
+            reason: "paid_not_granted", receipt: r.receiptID)
     }
 
     /// Granted on a signed transaction whose payload was changed after signing: bad signature,
@@ -50,8 +52,9 @@ extension ScenarioBuilder {
     /// Granted on a genuine signed transaction of another app.
     mutating func signedOtherBundle() {
         let (p, product, t, o) = purchase(cat.consumables)
-        signedReceipt(order: o.orderID, tid: t, at: p + seconds(2...30),
-                      txs: [tx(t, Catalog.otherProduct, at: p, type: "consumable")], bundle: Catalog.otherBundle)
+        signedReceipt(
+            order: o.orderID, tid: t, at: p + seconds(2...30),
+            txs: [tx(t, Catalog.otherProduct, at: p, type: "consumable")], bundle: Catalog.otherBundle)
         let g = grant(u, order: o.orderID, product, tid: t, otid: t, at: p + seconds(31...60))
         expectClawback(g, reason: "wrong_bundle")
     }
@@ -73,9 +76,11 @@ extension ScenarioBuilder {
     }
 
     @discardableResult
-    private mutating func signedReceipt(order: String?, tid: String, at: Int64, txs: [SimTransaction],
-                                        env: AppStoreEnvironment = .production, bundle: String? = nil,
-                                        kind: SignedUpload = .genuine) -> ReceiptRow {
+    private mutating func signedReceipt(
+        order: String?, tid: String, at: Int64, txs: [SimTransaction],
+        env: AppStoreEnvironment = .production, bundle: String? = nil,
+        kind: SignedUpload = .genuine
+    ) -> ReceiptRow {
         receipt(u, order: order, tidColumn: tid, at: at, verify: nil, env: env, style: .ios7, bundle: bundle, txs: txs)
         data.receipts[data.receipts.count - 1].signed = kind
         // Forged or another app's: Apple's price of it is never believed, so it stays in the USA.

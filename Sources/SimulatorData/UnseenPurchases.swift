@@ -38,10 +38,11 @@ enum UnseenPurchases {
         }
         let storefront = rng.pick([SimStorefront.usa, .usa, .usa] + SimStorefront.all.dropFirst())
         let at = settings.asOf - rng.int(Span.hour...30 * Span.day)
-        var row = AppleTruthRow(transactionID: transaction(n), productID: product, productType: app.type(of: product),
-                                quantity: quantity, purchaseDateMs: at, bundleID: app.bundle, customer: customer(n),
-                                storefront: storefront,
-                                price: PriceList.unit(product, at: storefront).map { $0 * Int64(quantity) })
+        var row = AppleTruthRow(
+            transactionID: transaction(n), productID: product, productType: app.type(of: product),
+            quantity: quantity, purchaseDateMs: at, bundleID: app.bundle, customer: customer(n),
+            storefront: storefront,
+            price: PriceList.unit(product, at: storefront).map { $0 * Int64(quantity) })
         row.notified = false
         return row
     }

@@ -28,8 +28,10 @@ package struct ServerAPICaller {
 
     /// What `endpoint`'s reader makes of a 200, or nil for 4040010 (Apple knows no such
     /// transaction there). `what` names the endpoint in the line of a body that is not Apple's.
-    package mutating func get<Value>(_ endpoint: AppStoreEndpoint<Value>, _ what: String, id: String,
-                             in environment: AppStoreEnvironment, app: String? = nil) throws -> Value? {
+    package mutating func get<Value>(
+        _ endpoint: AppStoreEndpoint<Value>, _ what: String, id: String,
+        in environment: AppStoreEnvironment, app: String? = nil
+    ) throws -> Value? {
         let asking = Asking(endpoint.request(in: environment, id: id, bundleID: app))
         var feed = ListFeed([asking])
         var counts = TransportCounts()
@@ -44,8 +46,10 @@ package struct ServerAPICaller {
         case .refused(let problem):
             throw JobError(.usage, "the App Store refused the request (\(problem)): check the id")
         case .gaveUp(let problem):
-            throw JobError(.temporary, "the App Store Server API is unreachable (\(problem)) after \(transport.policy.maxAttempts) "
-                + "attempts; run again later")
+            throw JobError(
+                .temporary,
+                "the App Store Server API is unreachable (\(problem)) after \(transport.policy.maxAttempts) "
+                    + "attempts; run again later")
         }
     }
 }

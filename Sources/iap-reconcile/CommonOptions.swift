@@ -11,48 +11,58 @@ import StoreIO
 /// Options shared by every stage. Options come from the command line only; the environment
 /// variables listed in `environmentHelp` carry connection, App Store and secret settings.
 struct CommonOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "The run's 'now' (ISO 8601, e.g. 2026-11-21T03:00:00Z or 2026-11-21). Decides the windows and the report folder.",
-        valueName: "time"))
+    @Option(
+        help: ArgumentHelp(
+            "The run's 'now' (ISO 8601, e.g. 2026-11-21T03:00:00Z or 2026-11-21). Decides the windows and the report folder.",
+            valueName: "time"))
     var asOf: String?
 
     @Option(help: "Days back from --as-of: receipts submitted and transactions purchased in this window are checked.")
     var windowDays = JobSettings.defaults.windowDays
 
-    @Option(help: ArgumentHelp(
-        "Days back from --as-of for refunds: users with non-consumable or subscription grants this recent get their newest receipt re-verified, refunds.csv lists the refunds (and reversals) of this window, and the first notification sweep reaches this far back (at most 180 days in production, 30 in the sandbox).",
-        valueName: "days"))
+    @Option(
+        help: ArgumentHelp(
+            "Days back from --as-of for refunds: users with non-consumable or subscription grants this recent get their newest receipt re-verified, refunds.csv lists the refunds (and reversals) of this window, and the first notification sweep reaches this far back (at most 180 days in production, 30 in the sandbox).",
+            valueName: "days"))
     var refundWindowDays = JobSettings.defaults.refundWindowDays
 
-    @Option(help: ArgumentHelp(
-        "At most this many customers' transaction history asked per night (Server API: 50 requests/s; 20000 takes about 7 minutes): users with a paid open order first, then the newest; the others wait for a later night (summary.json sweeps.history_left).",
-        valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "At most this many customers' transaction history asked per night (Server API: 50 requests/s; 20000 takes about 7 minutes): users with a paid open order first, then the newest; the others wait for a later night (summary.json sweeps.history_left).",
+            valueName: "n"))
     var historyLimit = JobSettings.defaults.historyLimit
 
-    @Option(help: ArgumentHelp(
-        "Write a node_exporter textfile here on every exit, failed runs included (temporary file, then rename): run times, last success, exit code, rows per report and reason, unresolved receipts, App Store requests and answers, seconds per stage, money. A file that cannot be written is a warning, never another exit code.",
-        valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Write a node_exporter textfile here on every exit, failed runs included (temporary file, then rename): run times, last success, exit code, rows per report and reason, unresolved receipts, App Store requests and answers, seconds per stage, money. A file that cannot be written is a warning, never another exit code.",
+            valueName: "path"))
     var metricsFile: String?
 
-    @Option(help: ArgumentHelp(
-        "Time zone of the times in reconciliation.xlsx (an IANA name, e.g. Asia/Shanghai; each time column's header names it). The CSV files stay in UTC.",
-        valueName: "zone"))
+    @Option(
+        help: ArgumentHelp(
+            "Time zone of the times in reconciliation.xlsx (an IANA name, e.g. Asia/Shanghai; each time column's header names it). The CSV files stay in UTC.",
+            valueName: "zone"))
     var reportTimezone = JobSettings.defaults.reportTimeZone
 
-    @Option(help: ArgumentHelp(
-        "Time zone of the days of Apple's daily sales reports (an IANA name; default Pacific time, from Apple's older FAQ: see docs/contract.md for the conflict). Only with the ASC_* variables.",
-        valueName: "zone"))
+    @Option(
+        help: ArgumentHelp(
+            "Time zone of the days of Apple's daily sales reports (an IANA name; default Pacific time, from Apple's older FAQ: see docs/contract.md for the conflict). Only with the ASC_* variables.",
+            valueName: "zone"))
     var salesReportTimezone = JobSettings.defaults.salesReportTimeZone
 
     @Option(help: ArgumentHelp("Language of summary.html: en or zh.", valueName: "language"))
     var reportLanguage = JobSettings.defaults.reportLanguage
 
-    @Flag(help: "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped.")
+    @Flag(
+        help:
+            "Do not run the App Store Server API sweeps (notification and transaction history) in this run, though the key is set: for a run that must ask Get Transaction Info only (the refund sweep), as in make bench-api. summary.json lists the checks skipped."
+    )
     var noApiSweeps = !JobSettings.defaults.apiSweeps
 
-    @Option(help: ArgumentHelp(
-        "For shops whose order ids are not UUIDs: the app sets appAccountToken to the name-based UUID (version 5) of the order id in this namespace; a purchase whose token matches is that order's (match exact).",
-        valueName: "uuid"))
+    @Option(
+        help: ArgumentHelp(
+            "For shops whose order ids are not UUIDs: the app sets appAccountToken to the name-based UUID (version 5) of the order id in this namespace; a purchase whose token matches is that order's (match exact).",
+            valueName: "uuid"))
     var accountTokenNamespace: String?
 
     @Option(help: "At most this many receipts re-verified by the refund sweep per run (0 turns the sweep off).")
@@ -73,7 +83,8 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Base of the in-run exponential backoff with full jitter, in milliseconds.")
     var retryBaseMs = JobSettings.defaults.retryBaseMs
 
-    @Option(help: "A receipt still failing after a run waits this many minutes, doubled per failed run (max one day), before it is sent again.")
+    @Option(
+        help: "A receipt still failing after a run waits this many minutes, doubled per failed run (max one day), before it is sent again.")
     var retryDelayMinutes = JobSettings.defaults.retryDelayMinutes
 
     @Option(help: "Schema of the four source relations (iap_products, iap_orders, iap_receipts, iap_grants).")
@@ -82,7 +93,10 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "The job's own schema: verification state, learned transactions, findings history, runs.")
     var jobSchema = JobSchema.standard.name
 
-    @Option(help: "Seconds to wait for another run's lock before giving up with exit 75 (a run killed a moment ago lets go within a few seconds).")
+    @Option(
+        help:
+            "Seconds to wait for another run's lock before giving up with exit 75 (a run killed a moment ago lets go within a few seconds)."
+    )
     var lockWaitSeconds = JobSettings.defaults.lockWaitSeconds
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
@@ -94,11 +108,14 @@ struct CommonOptions: ParsableArguments {
     @Flag(help: "No progress lines on stderr (the same as --progress never).")
     var noProgress = false
 
-    @Option(name: .customLong("api-rate"), help: ArgumentHelp(
-        "The job's own budget for one App Store Server API endpoint, ENDPOINT=N requests per second (repeatable; the sandbox gets a tenth).",
-        discussion: "Endpoints and Apple's limits: transaction_info, transaction_history, notification_history 50; refund_history, order_lookup 10. "
-            + "Without this option the job uses 90% of them (45 and 9); a value given here is used as it is.",
-        valueName: "endpoint=n"))
+    @Option(
+        name: .customLong("api-rate"),
+        help: ArgumentHelp(
+            "The job's own budget for one App Store Server API endpoint, ENDPOINT=N requests per second (repeatable; the sandbox gets a tenth).",
+            discussion:
+                "Endpoints and Apple's limits: transaction_info, transaction_history, notification_history 50; refund_history, order_lookup 10. "
+                + "Without this option the job uses 90% of them (45 and 9); a value given here is used as it is.",
+            valueName: "endpoint=n"))
     var apiRate: [String] = []
 
     func settings() throws -> JobSettings {
@@ -112,12 +129,14 @@ struct CommonOptions: ParsableArguments {
         } else {
             asOfMillis = EpochMillis(Date().timeIntervalSince1970 * 1000)
         }
-        for (name, value, minimum) in [("--window-days", windowDays, 1), ("--refund-window-days", refundWindowDays, 1),
-                                       ("--sweep-limit", sweepLimit, 0), ("--concurrency", concurrency, 1),
-                                       ("--timeout-ms", timeoutMs, 1), ("--max-attempts", maxAttempts, 1),
-                                       ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
-                                       ("--sweep-interval-hours", sweepIntervalHours, 0),
-                                       ("--lock-wait-seconds", lockWaitSeconds, 0), ("--history-limit", historyLimit, 0)]
+        for (name, value, minimum) in [
+            ("--window-days", windowDays, 1), ("--refund-window-days", refundWindowDays, 1),
+            ("--sweep-limit", sweepLimit, 0), ("--concurrency", concurrency, 1),
+            ("--timeout-ms", timeoutMs, 1), ("--max-attempts", maxAttempts, 1),
+            ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
+            ("--sweep-interval-hours", sweepIntervalHours, 0),
+            ("--lock-wait-seconds", lockWaitSeconds, 0), ("--history-limit", historyLimit, 0),
+        ]
         where value < minimum {
             throw ValidationError("\(name) must be at least \(minimum)")
         }
@@ -136,14 +155,16 @@ struct CommonOptions: ParsableArguments {
         s.apiSweeps = !noApiSweeps
         s.metricsFile = metricsFile
         guard TimeZone(identifier: reportTimezone) != nil else {
-            throw ValidationError("--report-timezone '\(reportTimezone.prefix(60))' is not an IANA time zone name (e.g. Asia/Shanghai, UTC)")
+            throw ValidationError(
+                "--report-timezone '\(reportTimezone.prefix(60))' is not an IANA time zone name (e.g. Asia/Shanghai, UTC)")
         }
         guard ["en", "zh"].contains(reportLanguage) else {
             throw ValidationError("--report-language '\(reportLanguage.prefix(20))' must be en or zh")
         }
         s.reportTimeZone = reportTimezone
         guard TimeZone(identifier: salesReportTimezone) != nil else {
-            throw ValidationError("--sales-report-timezone '\(salesReportTimezone.prefix(60))' is not an IANA time zone name (e.g. America/Los_Angeles)")
+            throw ValidationError(
+                "--sales-report-timezone '\(salesReportTimezone.prefix(60))' is not an IANA time zone name (e.g. America/Los_Angeles)")
         }
         s.salesReportTimeZone = salesReportTimezone
         s.reportLanguage = reportLanguage
@@ -192,9 +213,11 @@ struct CommonOptions: ParsableArguments {
         for rate in apiRate {
             let parts = rate.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let endpoint = ServerAPIEndpoint(rawValue: parts[0]),
-                  let n = Double(parts[1]), n >= 1, n <= 10_000 else {
-                throw ValidationError("--api-rate '\(rate)' is not ENDPOINT=N with N requests per second (1…10000) and "
-                    + "ENDPOINT one of " + ServerAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", "))
+                let n = Double(parts[1]), n >= 1, n <= 10_000
+            else {
+                throw ValidationError(
+                    "--api-rate '\(rate)' is not ENDPOINT=N with N requests per second (1…10000) and "
+                        + "ENDPOINT one of " + ServerAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", "))
             }
             s.apiRates[endpoint] = n
         }

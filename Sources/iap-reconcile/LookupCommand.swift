@@ -9,30 +9,30 @@ struct LookupCommand: ParsableCommand {
         commandName: "lookup",
         abstract: "What Apple and our data say about one purchase, and what customer service should do.",
         discussion: """
-        Give the order ID of Apple's invoice e-mail (the customer forwards it; e.g. MK5TTTVWJH): Look Up \
-        Order ID lists the order's transactions. Or --transaction ID: Get Transaction Info (production, \
-        then the sandbox). Or what customer service holds: --our-order ID, our own order id \
-        (iap_orders.order_id, not Apple's invoice order ID): the purchases our data ties to it (the order's \
-        transaction_id, its grants and uploads, what the nights learned of them, a purchase whose \
-        appAccountToken is the order, one the inferred match gives it); --user ID: every purchase of that \
-        user of the last --days N days (default: the night's window, --window-days), newest first, and \
-        the user's orders without a known payment. Every signed transaction Apple returns is verified \
-        before it is believed. Each purchase is then decided as the night decides it, by the same rules \
-        on today's data (give the night's --as-of, --window-days and --account-token-namespace to ask \
-        about a past night): granted (nothing to do), compensate N × PRODUCT to user U (with the order), \
-        claw back a refunded or unproven grant, refunded, a restore, outside the window, or ask the \
-        customer for their user id when nothing of ours ties it to a user. Each line names the report \
-        that lists it (and since when). Reads only; needs the database with the job schema (a night or \
-        `iap-reconcile migrate` made it). With the App Store Server API (IAP_ISSUER_ID, IAP_KEY_ID, \
-        IAP_PRIVATE_KEY_FILE, IAP_BUNDLE_IDS) Apple is asked now; without it --transaction, --our-order \
-        and --user answer from our data and what the nights learned, and say so (--json "source"); \
-        Apple's invoice order ID needs the Server API.
+            Give the order ID of Apple's invoice e-mail (the customer forwards it; e.g. MK5TTTVWJH): Look Up \
+            Order ID lists the order's transactions. Or --transaction ID: Get Transaction Info (production, \
+            then the sandbox). Or what customer service holds: --our-order ID, our own order id \
+            (iap_orders.order_id, not Apple's invoice order ID): the purchases our data ties to it (the order's \
+            transaction_id, its grants and uploads, what the nights learned of them, a purchase whose \
+            appAccountToken is the order, one the inferred match gives it); --user ID: every purchase of that \
+            user of the last --days N days (default: the night's window, --window-days), newest first, and \
+            the user's orders without a known payment. Every signed transaction Apple returns is verified \
+            before it is believed. Each purchase is then decided as the night decides it, by the same rules \
+            on today's data (give the night's --as-of, --window-days and --account-token-namespace to ask \
+            about a past night): granted (nothing to do), compensate N × PRODUCT to user U (with the order), \
+            claw back a refunded or unproven grant, refunded, a restore, outside the window, or ask the \
+            customer for their user id when nothing of ours ties it to a user. Each line names the report \
+            that lists it (and since when). Reads only; needs the database with the job schema (a night or \
+            `iap-reconcile migrate` made it). With the App Store Server API (IAP_ISSUER_ID, IAP_KEY_ID, \
+            IAP_PRIVATE_KEY_FILE, IAP_BUNDLE_IDS) Apple is asked now; without it --transaction, --our-order \
+            and --user answer from our data and what the nights learned, and say so (--json "source"); \
+            Apple's invoice order ID needs the Server API.
 
-        Exit codes: 0 answered (found or not found, from Apple or from our data); 64 bad id or option \
-        (an id of ours empty, over 200 bytes, with a control character or not UTF-8); 75 Apple or the \
-        database unreachable, or an answer that fails verification; 78 Apple's invoice order ID without \
-        Server API credentials, credentials refused, or no job schema yet.
-        """ + "\n\n" + environmentHelp)
+            Exit codes: 0 answered (found or not found, from Apple or from our data); 64 bad id or option \
+            (an id of ours empty, over 200 bytes, with a control character or not UTF-8); 75 Apple or the \
+            database unreachable, or an answer that fails verification; 78 Apple's invoice order ID without \
+            Server API credentials, credentials refused, or no job schema yet.
+            """ + "\n\n" + environmentHelp)
 
     @Argument(help: "The order ID on Apple's invoice e-mail.")
     var orderID: String?
@@ -56,8 +56,9 @@ struct LookupCommand: ParsableCommand {
 
     func run() throws {
         do {
-            let target = try LookupTarget.parse(orderID: orderID, transactionID: transactionID, ourOrder: ourOrder, user: user,
-                                                days: days, windowDays: common.windowDays)
+            let target = try LookupTarget.parse(
+                orderID: orderID, transactionID: transactionID, ourOrder: ourOrder, user: user,
+                days: days, windowDays: common.windowDays)
             var lookup = LookupRun(settings: try common.settings())
             let result = try lookup.run(target)
             try printAnswer(result, json: json, lines: result.lines)

@@ -11,29 +11,29 @@ struct RespondCommand: ParsableCommand {
         commandName: "respond",
         abstract: "Answer Apple's refund requests (CONSUMPTION_REQUEST) with what our grants prove, within 12 hours.",
         discussion: """
-        When a player asks Apple for a refund, Apple sends a CONSUMPTION_REQUEST notification and weighs \
-        the developer's answer, if it comes within 12 hours. respond finds new requests in Get Notification \
-        History (production and sandbox, from where its last run reached) and in the shop's own \
-        iap_notifications(signed_payload, received_at) when there is one; verifies every signed payload; \
-        decides each open request by the night's rules (the verdict lookup gives): DELIVERED when our active \
-        grants cover the purchase, UNDELIVERED_OTHER when it is ours and was never (fully) granted; \
-        consumptionPercentage from the optional iap_consumption(transaction_id, consumption_percentage \
-        [, delivery_status]); customerConsented only from iap_consents(user_id, consented_at) with a consent \
-        given before the request (else nothing is sent: no_consent); sampleContentProvided from \
-        iap_products.sample_content_provided or --sample-content-provided. A request older than 12 hours is \
-        not answered (expired); one the rules cannot judge is recorded (not_judged). Everything is stored in \
-        the job schema (consumption_requests); the night lists it in consumption_requests.csv.
+            When a player asks Apple for a refund, Apple sends a CONSUMPTION_REQUEST notification and weighs \
+            the developer's answer, if it comes within 12 hours. respond finds new requests in Get Notification \
+            History (production and sandbox, from where its last run reached) and in the shop's own \
+            iap_notifications(signed_payload, received_at) when there is one; verifies every signed payload; \
+            decides each open request by the night's rules (the verdict lookup gives): DELIVERED when our active \
+            grants cover the purchase, UNDELIVERED_OTHER when it is ours and was never (fully) granted; \
+            consumptionPercentage from the optional iap_consumption(transaction_id, consumption_percentage \
+            [, delivery_status]); customerConsented only from iap_consents(user_id, consented_at) with a consent \
+            given before the request (else nothing is sent: no_consent); sampleContentProvided from \
+            iap_products.sample_content_provided or --sample-content-provided. A request older than 12 hours is \
+            not answered (expired); one the rules cannot judge is recorded (not_judged). Everything is stored in \
+            the job schema (consumption_requests); the night lists it in consumption_requests.csv.
 
-        Sending is opt-in: without --send (or IAP_CONSUMPTION_RESPONSES=send) respond records and prints what \
-        it would send, so a team can review answers before switching on. Each request is answered once: \
-        stored as sending before the call and as sent after; a run killed in between sends that one again \
-        on the next run (the one repeat). 429 and 5xx are retried; a 4xx is recorded with Apple's errorCode. \
-        Run it every 15 minutes (jobs/iap-reconcile-respond.timer, or the cron line in jobs/). It has its own \
-        lock (it runs while the night runs), never migrates, and uses --share-percent of Apple's limits.
+            Sending is opt-in: without --send (or IAP_CONSUMPTION_RESPONSES=send) respond records and prints what \
+            it would send, so a team can review answers before switching on. Each request is answered once: \
+            stored as sending before the call and as sent after; a run killed in between sends that one again \
+            on the next run (the one repeat). 429 and 5xx are retried; a 4xx is recorded with Apple's errorCode. \
+            Run it every 15 minutes (jobs/iap-reconcile-respond.timer, or the cron line in jobs/). It has its own \
+            lock (it runs while the night runs), never migrates, and uses --share-percent of Apple's limits.
 
-        Exit codes: 0 done; 64 bad option; 75 Apple or the database unreachable, or another respond holds \
-        the lock; 78 credentials missing or refused, or the job schema behind (run iap-reconcile migrate).
-        """ + "\n\n" + environmentHelp)
+            Exit codes: 0 done; 64 bad option; 75 Apple or the database unreachable, or another respond holds \
+            the lock; 78 credentials missing or refused, or the job schema behind (run iap-reconcile migrate).
+            """ + "\n\n" + environmentHelp)
 
     @Option(help: ArgumentHelp("respond's clock (ISO 8601), for tests and replays; default: now.", valueName: "time"))
     var now: String?
@@ -41,15 +41,19 @@ struct RespondCommand: ParsableCommand {
     @Flag(help: "Send the answers to Apple (also IAP_CONSUMPTION_RESPONSES=send). Without it, answers are recorded and printed only.")
     var send = false
 
-    @Option(help: ArgumentHelp("The share of Apple's per-app request limits respond uses, in percent (the night uses 90).",
-                               valueName: "percent"))
+    @Option(
+        help: ArgumentHelp(
+            "The share of Apple's per-app request limits respond uses, in percent (the night uses 90).",
+            valueName: "percent"))
     var sharePercent = 10.0
 
     @Flag(inversion: .prefixedNo, help: "sampleContentProvided for products without iap_products.sample_content_provided (default: false).")
     var sampleContentProvided = false
 
-    @Option(help: ArgumentHelp("off (default), or from-delivery: DECLINE for a delivered purchase consumed at or above --decline-above, GRANT_FULL for an undelivered one. GRANT_PRORATED is never sent.",
-                               valueName: "mode"))
+    @Option(
+        help: ArgumentHelp(
+            "off (default), or from-delivery: DECLINE for a delivered purchase consumed at or above --decline-above, GRANT_FULL for an undelivered one. GRANT_PRORATED is never sent.",
+            valueName: "mode"))
     var refundPreference = "off"
 
     @Option(help: ArgumentHelp("The consumption, in percent, at or above which from-delivery declines (0-100).", valueName: "percent"))
@@ -106,8 +110,9 @@ struct RespondCommand: ParsableCommand {
     private func writeMetrics(_ path: String?, exitCode: Int32, result: RespondResult?) {
         guard let path else { return }
         do {
-            try RunOutcome.writeRespondMetrics(exitCode: exitCode, endedAt: EpochMillis(Date().timeIntervalSince1970 * 1000),
-                                               result: result, path: path)
+            try RunOutcome.writeRespondMetrics(
+                exitCode: exitCode, endedAt: EpochMillis(Date().timeIntervalSince1970 * 1000),
+                result: result, path: path)
         } catch {
             FileHandle.standardError.write(Data("iap-reconcile: warning: the metrics file \(path) cannot be written: \(error)\n".utf8))
         }

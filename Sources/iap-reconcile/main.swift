@@ -21,8 +21,10 @@ struct IAPReconcile: ParsableCommand {
             \(environmentHelp)
             """,
         version: "\(iapReconcileVersion) (commit \(iapReconcileCommit))",
-        subcommands: [Run.self, Verify.self, Migrate.self, CheckCommand.self, LookupCommand.self, RespondCommand.self,
-                      ReleaseCommand.self],
+        subcommands: [
+            Run.self, Verify.self, Migrate.self, CheckCommand.self, LookupCommand.self, RespondCommand.self,
+            ReleaseCommand.self,
+        ],
         defaultSubcommand: Run.self)
 }
 
@@ -43,7 +45,10 @@ struct Run: ParsableCommand {
     @Flag(help: .hidden)
     var databaseOnly = false
 
-    @Flag(help: "Print the night's plan and exit 0, touching nothing: each step in order, the session that runs it, what it reads and writes, and the steps it waits for (docs/contract.md, 'The night's plan').")
+    @Flag(
+        help:
+            "Print the night's plan and exit 0, touching nothing: each step in order, the session that runs it, what it reads and writes, and the steps it waits for (docs/contract.md, 'The night's plan')."
+    )
     var plan = false
 
     @OptionGroup(title: "Held nights (a night that looks wrong is held, not published: exit 65, reports under <out>/held/<date>/)")
@@ -69,16 +74,18 @@ struct Run: ParsableCommand {
             } else if injectFault.hasPrefix("tally-drop:") {
                 settings.faultDropTallyRow = String(injectFault.dropFirst("tally-drop:".count))
             } else if injectFault.hasPrefix("hold-source-snapshot:"),
-                      case let ms = injectFault.dropFirst("hold-source-snapshot:".count).split(separator: ",").compactMap({ Int($0) }),
-                      !ms.isEmpty {
+                case let ms = injectFault.dropFirst("hold-source-snapshot:".count).split(separator: ",").compactMap({ Int($0) }),
+                !ms.isEmpty
+            {
                 settings.faultHoldSourceSnapshotMs = ms
             } else {
                 throw ValidationError("unknown --inject-fault \(injectFault)")
             }
         }
         if plan {
-            print(Night.planTable(settings: settings, stages: databaseOnly ? .decideDatabaseOnly : .full(verify: !noVerify)),
-                  terminator: "")
+            print(
+                Night.planTable(settings: settings, stages: databaseOnly ? .decideDatabaseOnly : .full(verify: !noVerify)),
+                terminator: "")
             return
         }
         if databaseOnly {
@@ -140,9 +147,10 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
     let started = EpochMillis(Date().timeIntervalSince1970 * 1000)
     let night = Night(settings: settings, logger: logger)
     func recordEnding(_ code: Int32, _ reason: String) {
-        let ending = RunOutcome.Ending(exitCode: code, reason: reason, startedAt: started,
-                                       endedAt: EpochMillis(Date().timeIntervalSince1970 * 1000), command: command,
-                                       asOf: settings.asOf, summary: night.lastSummary)
+        let ending = RunOutcome.Ending(
+            exitCode: code, reason: reason, startedAt: started,
+            endedAt: EpochMillis(Date().timeIntervalSince1970 * 1000), command: command,
+            asOf: settings.asOf, summary: night.lastSummary)
         if case .full = stages {
             // Exit 73 already said that --out cannot be written: no second line for the same cause.
             do { try RunOutcome.writeLastRun(ending, out: settings.out) } catch {
@@ -154,7 +162,10 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
         if let path = settings.metricsFile {
             do { try RunOutcome.writeMetrics(ending, path: path) } catch {
                 // A warning only: the metrics never change the exit code.
-                FileHandle.standardError.write(Data("iap-reconcile: warning: the metrics file \(path) could not be written (\(error)); the run's exit code is unchanged\n".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "iap-reconcile: warning: the metrics file \(path) could not be written (\(error)); the run's exit code is unchanged\n"
+                            .utf8))
             }
         }
     }
@@ -171,8 +182,10 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
             FileHandle.standardError.write(Data(RunReport.text(summary).utf8))
         } else if case .verifyOnly = stages {
             let v = summary.verification
-            FileHandle.standardError.write(Data(
-                "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests; \(v.signedVerified + v.signedRejected) signed transactions (\(v.signedRejected) rejected) in \(String(format: "%.1f", v.seconds)) s\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests; \(v.signedVerified + v.signedRejected) signed transactions (\(v.signedRejected) rejected) in \(String(format: "%.1f", v.seconds)) s\n"
+                        .utf8))
         }
     } catch let error as JobError {
         FileHandle.standardError.write(Data("iap-reconcile: \(Secrets.redact(error.message))\n".utf8))

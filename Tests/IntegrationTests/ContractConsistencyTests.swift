@@ -77,12 +77,16 @@ struct ContractConsistencyTests {
     static func emittedMetrics() throws -> Set<String> {
         let source = try text("Sources/NightDecide/Reports/Operator.swift") + "\n"
             + (try text("Sources/Desk/Respond/RespondMetrics.swift"))
+        // Over the whole text, in order: a prefix (`"iap_reconcile_…" + name`) holds until the next
+        // one; a call may span lines (`gauge(` then its name on the next).
         var out: Set<String> = []
         var prefix = ""
-        for line in source.components(separatedBy: "\n") {
-            if let p = matches(#"\"iap_reconcile_[a-z_]*\" \+ name"#, line).first { prefix = String(p.dropFirst().prefix { $0 != "\"" }) }
-            for call in matches(#"\bgauge\(\"[a-z_]+\""#, line) where !prefix.isEmpty {
-                out.insert(prefix + call.dropFirst("gauge(\"".count).dropLast())
+        let pattern = try Regex(#"\"(iap_reconcile_[a-z_]*)\" \+ name|\bgauge\(\s*\"([a-z_]+)\""#)
+        for match in source.matches(of: pattern) {
+            if let p = match.output[1].substring {
+                prefix = String(p)
+            } else if let name = match.output[2].substring, !prefix.isEmpty {
+                out.insert(prefix + name)
             }
         }
         return out

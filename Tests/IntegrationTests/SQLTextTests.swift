@@ -169,7 +169,7 @@ import Testing
                     SET work_mem = '128MB'; SET jit = off; SET max_parallel_workers_per_gather = 0
                     """)
             """#),
-        ("NightDecide/Decision/LookupFamilies.swift", #"""
+        ("NightReview/LookupFamilies.swift", #"""
                 try db.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= '\(from)'::timestamptz) TO STDOUT") { line in
                 }
             """#),

@@ -1,6 +1,7 @@
 import AppStore
 import NightDecide
 import NightLearn
+import NightReview
 import Postgres
 import Reconciliation
 
@@ -35,8 +36,10 @@ struct OurSide {
         !id.isEmpty && id.utf8.count <= 20 && id.utf8.allSatisfy { $0 >= 48 && $0 <= 57 }
     }
 
-    static func gather(_ target: LookupTarget, db: PGConnection, source: PGConnection, settings: JobSettings,
-                       families: LookupFamilies) throws -> OurSide {
+    static func gather(
+        _ target: LookupTarget, db: PGConnection, source: PGConnection, settings: JobSettings,
+        families: LookupFamilies
+    ) throws -> OurSide {
         var side = OurSide()
         let reader = Reader(db: db, source: source, settings: settings)
         switch target {
@@ -112,14 +115,18 @@ struct OurSide {
 
         /// Orders with the columns the contract requires; a row with a null there (an input error) is left out.
         func orders(where condition: SQL) throws -> [Order] {
-            try source.query("""
+            try source.query(
+                """
                 SELECT order_id, user_id, product_id, coalesce(quantity, 1)::text, status, transaction_id, \(ms("created_at"))
                 FROM \(src).iap_orders WHERE \(condition) ORDER BY created_at DESC, order_id
-                """).rows.compactMap { r in
+                """
+            ).rows.compactMap { r in
                 guard let id = r[0], let user = r[1], let product = r[2], let status = r[4],
-                      let at = r[6].flatMap({ EpochMillis($0) }) else { return nil }
-                return Order(orderID: id, userID: user, productID: product, quantity: r[3].flatMap { Int($0) } ?? 1,
-                             status: status, transactionID: r[5], createdAt: at)
+                    let at = r[6].flatMap({ EpochMillis($0) })
+                else { return nil }
+                return Order(
+                    orderID: id, userID: user, productID: product, quantity: r[3].flatMap { Int($0) } ?? 1,
+                    status: status, transactionID: r[5], createdAt: at)
             }
         }
 
@@ -130,10 +137,12 @@ struct OurSide {
         }
 
         func grants(where condition: SQL) throws -> [GrantRow] {
-            try source.query("""
+            try source.query(
+                """
                 SELECT transaction_id, original_transaction_id, \(ms("granted_at")) FROM \(src).iap_grants
                 WHERE \(condition) AND transaction_id IS NOT NULL AND granted_at IS NOT NULL
-                """).rows.compactMap { r in
+                """
+            ).rows.compactMap { r in
                 guard let t = r[0], let at = r[2].flatMap({ EpochMillis($0) }) else { return nil }
                 return GrantRow(transactionID: t, originalTransactionID: r[1], grantedAt: at)
             }
@@ -146,10 +155,12 @@ struct OurSide {
         }
 
         func receipts(where condition: SQL) throws -> [ReceiptRow] {
-            try source.query("""
+            try source.query(
+                """
                 SELECT receipt_id, transaction_id, \(ms("submitted_at")) FROM \(src).iap_receipts
                 WHERE \(condition) AND receipt_id IS NOT NULL
-                """).rows.compactMap { r in
+                """
+            ).rows.compactMap { r in
                 guard let id = r[0] else { return nil }
                 return ReceiptRow(receiptID: id, transactionID: r[1], submittedAt: r[2].flatMap { EpochMillis($0) } ?? 0)
             }
@@ -158,17 +169,23 @@ struct OurSide {
         /// The transactions the nights learned from these receipts' valid answers.
         func receiptTransactions(_ receiptIDs: [String]) throws -> Set<String> {
             guard !receiptIDs.isEmpty else { return [] }
-            return Set(try db.query("""
-                SELECT DISTINCT transaction_id FROM \(S).receipt_transactions WHERE receipt_id = ANY(\(receiptIDs)::text[])
-                """).rows.compactMap { $0[0] })
+            return Set(
+                try db.query(
+                    """
+                    SELECT DISTINCT transaction_id FROM \(S).receipt_transactions WHERE receipt_id = ANY(\(receiptIDs)::text[])
+                    """
+                ).rows.compactMap { $0[0] })
         }
 
         /// Receipts without a definitive answer yet (unresolved.csv's, or not tried).
         func waiting(_ receiptIDs: [String]) throws -> Int {
             guard !receiptIDs.isEmpty else { return 0 }
-            let done = try db.query("""
-                SELECT count(*)::text FROM \(S).receipt_state WHERE receipt_id = ANY(\(receiptIDs)::text[]) AND definitive
-                """).value(0, 0).flatMap { Int($0) } ?? 0
+            let done =
+                try db.query(
+                    """
+                    SELECT count(*)::text FROM \(S).receipt_state WHERE receipt_id = ANY(\(receiptIDs)::text[]) AND definitive
+                    """
+                ).value(0, 0).flatMap { Int($0) } ?? 0
             return Set(receiptIDs).count - done
         }
 
@@ -180,23 +197,30 @@ struct OurSide {
             if let namespace = settings.accountTokenNamespace {
                 tokens += orderIDs.compactMap { AccountToken.nameBased(namespace: namespace, name: $0) }
             }
-            return Set(try db.query("""
-                SELECT transaction_id FROM \(S).apple_transactions WHERE lower(app_account_token) = ANY(\(tokens)::text[])
-                """).rows.compactMap { $0[0] })
+            return Set(
+                try db.query(
+                    """
+                    SELECT transaction_id FROM \(S).apple_transactions WHERE lower(app_account_token) = ANY(\(tokens)::text[])
+                    """
+                ).rows.compactMap { $0[0] })
         }
 
         /// The transactions transaction history returned on behalf of the user.
         func historyTransactions(_ userID: String) throws -> Set<String> {
-            Set(try db.query("SELECT transaction_id FROM \(S).apple_transactions WHERE history_user_id = \(userID)")
-                .rows.compactMap { $0[0] })
+            Set(
+                try db.query("SELECT transaction_id FROM \(S).apple_transactions WHERE history_user_id = \(userID)")
+                    .rows.compactMap { $0[0] })
         }
 
         /// The original transaction ids of the transactions the nights learned among `ids`.
         func originals(of ids: Set<String>) throws -> Set<String> {
             guard !ids.isEmpty else { return [] }
-            return Set(try db.query("""
-                SELECT DISTINCT original_transaction_id FROM \(S).apple_transactions WHERE transaction_id = ANY(\(ids.sorted())::text[])
-                """).rows.compactMap { $0[0] })
+            return Set(
+                try db.query(
+                    """
+                    SELECT DISTINCT original_transaction_id FROM \(S).apple_transactions WHERE transaction_id = ANY(\(ids.sorted())::text[])
+                    """
+                ).rows.compactMap { $0[0] })
         }
 
         /// Every learned purchase in `[from, to]` of the families that `ids` names (as a
@@ -204,13 +228,15 @@ struct OurSide {
         func familyPurchases(_ ids: Set<String>, from: EpochMillis, to: EpochMillis) throws -> [(transactionID: String, original: String)] {
             guard !ids.isEmpty else { return [] }
             let list = ids.sorted()
-            return try db.query("""
+            return try db.query(
+                """
                 SELECT DISTINCT transaction_id, original_transaction_id FROM \(S).apple_transactions
                 WHERE purchase_date_ms BETWEEN \(from)::bigint AND \(to)::bigint
                   AND (original_transaction_id = ANY(\(list)::text[])
                        OR original_transaction_id IN (SELECT original_transaction_id FROM \(S).apple_transactions
                                                       WHERE transaction_id = ANY(\(list)::text[])))
-                """).rows.compactMap { r in r[0].flatMap { t in r[1].map { (t, $0) } } }
+                """
+            ).rows.compactMap { r in r[0].flatMap { t in r[1].map { (t, $0) } } }
         }
     }
 }

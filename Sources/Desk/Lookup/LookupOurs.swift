@@ -1,6 +1,7 @@
 import AppStore
 import NightDecide
 import NightLearn
+import NightReview
 import Postgres
 import Reconciliation
 import StoreIO
@@ -48,27 +49,31 @@ extension LookupRun {
             timed.sort { ($0.at, $0.item?.transaction_id ?? "", $0.line) > ($1.at, $1.item?.transaction_id ?? "", $1.line) }
             let items = timed.compactMap(\.item)
             var lines = settings.serverAPI == nil ? [LookupResult.notAskedLine] : []
-            var result = LookupResult(asked: kind, id: id, apple: apple,
-                                      source: settings.serverAPI == nil ? LookupResult.fromOurData : LookupResult.fromApple,
-                                      transactions: items, lines: [])
+            var result = LookupResult(
+                asked: kind, id: id, apple: apple,
+                source: settings.serverAPI == nil ? LookupResult.fromOurData : LookupResult.fromApple,
+                transactions: items, lines: [])
             switch target {
             case .order: break
             case .transaction:
                 if items.isEmpty {
-                    lines.append(settings.serverAPI == nil
-                        ? "the nights have not learned transaction \(id) from Apple, and no grant of ours names it"
-                        : "Apple knows no transaction \(id) in production or the sandbox for this app, and no grant of ours names it")
+                    lines.append(
+                        settings.serverAPI == nil
+                            ? "the nights have not learned transaction \(id) from Apple, and no grant of ours names it"
+                            : "Apple knows no transaction \(id) in production or the sandbox for this app, and no grant of ours names it")
                 }
                 lines += timed.map(\.line)
             case .ourOrder:
                 result.known = side.known
                 result.orders = orders
                 if !side.known && items.isEmpty {
-                    lines.append("no order \(id) in iap_orders, and no receipt or grant of ours names it: check the id (our order "
-                        + "id; Apple's invoice order ID, e.g. MK5TTTVWJH, goes to `iap-reconcile lookup ID`)")
+                    lines.append(
+                        "no order \(id) in iap_orders, and no receipt or grant of ours names it: check the id (our order "
+                            + "id; Apple's invoice order ID, e.g. MK5TTTVWJH, goes to `iap-reconcile lookup ID`)")
                 } else if orders.isEmpty {
-                    lines.append("no order \(id) in iap_orders, but receipts or grants of ours name it"
-                        + (items.isEmpty ? "; no verified payment known: \(Self.askForInvoice)" : ":"))
+                    lines.append(
+                        "no order \(id) in iap_orders, but receipts or grants of ours name it"
+                            + (items.isEmpty ? "; no verified payment known: \(Self.askForInvoice)" : ":"))
                 }
                 lines += orders.map(\.text) + timed.map(\.line)
             case .user(_, let days):
@@ -77,10 +82,11 @@ extension LookupRun {
                 result.days = days
                 result.since = UTC.timestamp(side.since)
                 let unpaid = orders.filter(\.paid_by.isEmpty).count
-                lines.append("user \(id), the last \(days) days (since \(UTC.minute(side.since)) UTC): \(items.count) "
-                    + (items.count == 1 ? "purchase" : "purchases")
-                    + (unpaid > 0 ? ", \(unpaid) \(unpaid == 1 ? "order" : "orders") without a known payment" : "")
-                    + (side.known ? "" : "; no order, receipt or grant of ours names this user"))
+                lines.append(
+                    "user \(id), the last \(days) days (since \(UTC.minute(side.since)) UTC): \(items.count) "
+                        + (items.count == 1 ? "purchase" : "purchases")
+                        + (unpaid > 0 ? ", \(unpaid) \(unpaid == 1 ? "order" : "orders") without a known payment" : "")
+                        + (side.known ? "" : "; no order, receipt or grant of ours names this user"))
                 lines += timed.map(\.line)
             }
             result.lines = lines
@@ -88,7 +94,8 @@ extension LookupRun {
         }
     }
 
-    static let askForInvoice = "if the customer paid, ask them for Apple's invoice order ID (on Apple's receipt e-mail, "
+    static let askForInvoice =
+        "if the customer paid, ask them for Apple's invoice order ID (on Apple's receipt e-mail, "
         + "e.g. MK5TTTVWJH) and run `iap-reconcile lookup` with it"
 
     /// A line of the answer and when it happened (newest first): a purchase, or an order of ours
@@ -100,8 +107,10 @@ extension LookupRun {
     }
 
     /// The items of the purchases our side names, decided, and the orders asked about.
-    private func answer(_ side: OurSide, target: LookupTarget, decided: LookupFamilies.Decided, fresh: [SignedTransaction],
-                        db: PGConnection, settings: JobSettings) throws -> ([Timed], [LookupResult.OrderItem]) {
+    private func answer(
+        _ side: OurSide, target: LookupTarget, decided: LookupFamilies.Decided, fresh: [SignedTransaction],
+        db: PGConnection, settings: JobSettings
+    ) throws -> ([Timed], [LookupResult.OrderItem]) {
         // Every Apple transaction decided, one per id: production preferred, as the rules do.
         var known: [String: (KnownTransaction, Family, FamilyDecision)] = [:]
         for (key, family) in decided.families {
@@ -132,7 +141,8 @@ extension LookupRun {
         // Grants of transactions Apple never showed the job: the night's decision on their family.
         for tid in side.grantOnly.sorted() where known[tid] == nil {
             guard let (family, decision) = decided.family(ofGrantsOf: tid),
-                  let (v, grants) = Self.grantVerdict(tid, family: family, decision: decision) else { continue }
+                let (v, grants) = Self.grantVerdict(tid, family: family, decision: decision)
+            else { continue }
             if case .user = target, !side.inDays(grants[0].grantedAt) { continue }
             let seen = try firstSeen(v.findingKeys, db: db)
             let first = grants[0]
@@ -150,7 +160,8 @@ extension LookupRun {
                 if case .ourOrder = target { return true }
                 return item.order_id == o.orderID || (o.transactionID != nil && item.transaction_id == o.transactionID)
             }.map(\.transaction_id).sorted()
-            let head = "our order \(o.orderID): \(o.quantity) × \(o.productID) for user \(o.userID), created "
+            let head =
+                "our order \(o.orderID): \(o.quantity) × \(o.productID) for user \(o.userID), created "
                 + "\(UTC.minute(o.createdAt)) UTC, status \(o.status)"
             var text: String
             if !paidBy.isEmpty {
@@ -160,16 +171,18 @@ extension LookupRun {
                 if let t = o.transactionID { text += " (it names transaction \(t), which Apple has not shown the job)" }
                 let waiting = side.waitingReceipts[o.orderID] ?? 0
                 if waiting > 0 {
-                    text += "; \(waiting) \(waiting == 1 ? "receipt" : "receipts") uploaded for it still "
+                    text +=
+                        "; \(waiting) \(waiting == 1 ? "receipt" : "receipts") uploaded for it still "
                         + "\(waiting == 1 ? "waits" : "wait") for Apple's answer (unresolved.csv)"
                 }
                 text += ": " + Self.askForInvoice
                 if case .user = target { timed.append(Timed(at: o.createdAt, item: nil, line: text)) }
             }
-            orders.append(LookupResult.OrderItem(
-                order_id: o.orderID, user_id: o.userID, product_id: o.productID, status: o.status,
-                created_at: UTC.timestamp(o.createdAt), transaction_id: o.transactionID, quantity: o.quantity,
-                paid_by: paidBy, text: text))
+            orders.append(
+                LookupResult.OrderItem(
+                    order_id: o.orderID, user_id: o.userID, product_id: o.productID, status: o.status,
+                    created_at: UTC.timestamp(o.createdAt), transaction_id: o.transactionID, quantity: o.quantity,
+                    paid_by: paidBy, text: text))
         }
         return (timed, orders)
     }
@@ -187,20 +200,28 @@ extension LookupRun {
         let clawbacks = decision.clawbacks.filter { $0.transactionID == tid }
         if let c = clawbacks.first {
             let list = clawbacks.map(\.grantID).joined(separator: ", ")
-            return (LookupVerdict(kind: .clawBack,
-                                  text: "\(granted), Apple never showed this purchase: its payment is not proven (\(c.reason.rawValue)), "
-                                      + "goods still granted (grant \(list)) to user \(c.userID): claw back",
-                                  userID: c.userID, orderID: c.orderID, grantIDs: clawbacks.map(\.grantID),
-                                  report: .clawback, findingKeys: clawbacks.map(\.findingKey)), grants)
+            return (
+                LookupVerdict(
+                    kind: .clawBack,
+                    text: "\(granted), Apple never showed this purchase: its payment is not proven (\(c.reason.rawValue)), "
+                        + "goods still granted (grant \(list)) to user \(c.userID): claw back",
+                    userID: c.userID, orderID: c.orderID, grantIDs: clawbacks.map(\.grantID),
+                    report: .clawback, findingKeys: clawbacks.map(\.findingKey)), grants
+            )
         }
         let duplicates = decision.duplicates.filter { $0.transactionID == tid }
         let list = active.map { "grant \($0.grantID), \(UTC.minute($0.grantedAt))" }.joined(separator: "; ")
-        let twice = duplicates.isEmpty ? ""
+        let twice =
+            duplicates.isEmpty
+            ? ""
             : "; duplicate grant \(duplicates.map(\.grantID).joined(separator: ", ")) (duplicate_grants.csv)"
-        return (LookupVerdict(kind: .granted,
-                              text: "granted to user \(first.userID) (\(list))\(twice); Apple has not shown the job this purchase "
-                                  + "(no verified receipt, upload or notification of it yet): nothing to do",
-                              userID: first.userID, orderID: first.orderID, grantIDs: active.map(\.grantID),
-                              report: duplicates.isEmpty ? nil : .duplicateGrants, findingKeys: duplicates.map(\.findingKey)), grants)
+        return (
+            LookupVerdict(
+                kind: .granted,
+                text: "granted to user \(first.userID) (\(list))\(twice); Apple has not shown the job this purchase "
+                    + "(no verified receipt, upload or notification of it yet): nothing to do",
+                userID: first.userID, orderID: first.orderID, grantIDs: active.map(\.grantID),
+                report: duplicates.isEmpty ? nil : .duplicateGrants, findingKeys: duplicates.map(\.findingKey)), grants
+        )
     }
 }

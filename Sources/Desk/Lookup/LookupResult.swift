@@ -62,6 +62,7 @@ public struct LookupResult: Sendable, Encodable {
     }
 
     /// The first line of an answer without Apple.
-    static let notAskedLine = "Apple was not asked (no App Store Server API key: IAP_ISSUER_ID, IAP_KEY_ID, IAP_PRIVATE_KEY_FILE): "
+    static let notAskedLine =
+        "Apple was not asked (no App Store Server API key: IAP_ISSUER_ID, IAP_KEY_ID, IAP_PRIVATE_KEY_FILE): "
         + "this answer is from our data and what the nights learned from Apple"
 }

@@ -5,6 +5,7 @@ import JobStore
 import Logging
 import NightDecide
 import NightLearn
+import NightReview
 import Postgres
 import Reconciliation
 import StoreIO
@@ -25,9 +26,11 @@ public struct LookupRun {
         case .order(let orderID):
             // Apple's invoice order ID is Apple's alone: no table of ours holds it.
             guard let api = settings.serverAPI else {
-                throw JobError(.configuration, "lookup of Apple's invoice order ID asks the App Store Server API: set IAP_ISSUER_ID, "
-                    + "IAP_KEY_ID and IAP_PRIVATE_KEY_FILE (an In-App Purchase key of App Store Connect), and IAP_BUNDLE_IDS; "
-                    + "without them, lookup --transaction, --our-order and --user answer from our data")
+                throw JobError(
+                    .configuration,
+                    "lookup of Apple's invoice order ID asks the App Store Server API: set IAP_ISSUER_ID, "
+                        + "IAP_KEY_ID and IAP_PRIVATE_KEY_FILE (an In-App Purchase key of App Store Connect), and IAP_BUNDLE_IDS; "
+                        + "without them, lookup --transaction, --our-order and --user answer from our data")
             }
             return try appleOrder(orderID, api: api)
         case .transaction(let transactionID):
@@ -48,7 +51,8 @@ public struct LookupRun {
         var signed: [String] = []
         for app in apps {
             if let answer = try caller.get(AppStoreEndpoints.orderLookup, "Look Up Order ID", id: orderID, in: .production, app: app),
-               !answer.signed.isEmpty {
+                !answer.signed.isEmpty
+            {
                 signed = answer.signed
                 break
             }
@@ -66,8 +70,12 @@ public struct LookupRun {
     func askTransaction(_ transactionID: String, caller: inout ServerAPICaller) throws -> String? {
         for app in apps {
             for environment in [AppStoreEnvironment.production, .sandbox] {
-                if let jws = try caller.get(AppStoreEndpoints.transactionInfo, "Get Transaction Info", id: transactionID,
-                                            in: environment, app: app) { return jws }
+                if let jws = try caller.get(
+                    AppStoreEndpoints.transactionInfo, "Get Transaction Info", id: transactionID,
+                    in: environment, app: app)
+                {
+                    return jws
+                }
             }
         }
         return nil
@@ -80,8 +88,10 @@ public struct LookupRun {
             switch settings.signedData.verifyTransaction(jws, bundleIDs: settings.bundleIDs.isEmpty ? nil : settings.bundleIDs) {
             case .success(let t): return t
             case .failure(.unknownRoot):
-                throw JobError(.configuration, "Apple's answer does not chain to the configured roots (\(settings.rootCertificatesSource)); "
-                    + "check IAP_ROOT_CERTIFICATES")
+                throw JobError(
+                    .configuration,
+                    "Apple's answer does not chain to the configured roots (\(settings.rootCertificatesSource)); "
+                        + "check IAP_ROOT_CERTIFICATES")
             case .failure(let rejection):
                 throw JobError(.temporary, "Apple's answer failed verification (\(rejection)); nothing in it is believed: try again later")
             }
@@ -96,14 +106,16 @@ public struct LookupRun {
             items = try reading { db, source, settings in
                 let decided = try LookupFamilies(db: db, source: source, settings: settings).decide(verified)
                 let ordered = verified.sorted {
-                    ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID)
+                    ($0.transaction.purchaseDate, $0.transaction.transactionID) < (
+                        $1.transaction.purchaseDate, $1.transaction.transactionID
+                    )
                 }
                 return try ordered.map { s in
                     let t = s.transaction
                     guard let (family, decision) = decided.family(of: t.transactionID, t.environment),
-                          let known = family.transactions.first(where: {
-                              $0.transaction.transactionID == t.transactionID && $0.transaction.environment == t.environment
-                          })
+                        let known = family.transactions.first(where: {
+                            $0.transaction.transactionID == t.transactionID && $0.transaction.environment == t.environment
+                        })
                     else {
                         throw JobError(.internalCheck, "transaction \(t.transactionID) was not among the families decided for it")
                     }
@@ -114,12 +126,15 @@ public struct LookupRun {
         }
         var lines = items.map(LookupResult.line)
         if items.isEmpty {
-            lines = [asked == "order"
-                ? "Apple has no order \(id) with a purchase in this app: check the order ID on the invoice e-mail (e.g. MK5TTTVWJH) and the app"
-                : "Apple knows no transaction \(id) in production or the sandbox for this app"]
+            lines = [
+                asked == "order"
+                    ? "Apple has no order \(id) with a purchase in this app: check the order ID on the invoice e-mail (e.g. MK5TTTVWJH) and the app"
+                    : "Apple knows no transaction \(id) in production or the sandbox for this app"
+            ]
         }
-        return LookupResult(asked: asked, id: id, apple: items.isEmpty ? "not_found" : "found", source: LookupResult.fromApple,
-                            transactions: items, lines: lines)
+        return LookupResult(
+            asked: asked, id: id, apple: items.isEmpty ? "not_found" : "found", source: LookupResult.fromApple,
+            transactions: items, lines: lines)
     }
 
     /// Runs `body` with the job's session, the session that reads the source relations (the
@@ -133,8 +148,10 @@ public struct LookupRun {
             try SourceDatabase.reading(settings, job: db, retry: true, logger: Logger(label: "iap-reconcile lookup")) { source in
                 // The night's statements read the job schema as its latest migration left it, and as
                 // this build's migrations made it (rows without a checksum yet: the next night fills them).
-                try SchemaCheck.requireCurrent(db, schema: settings.jobSchema, why: "lookup decides as the night does, from what the "
-                    + "nights learned; run `iap-reconcile migrate` (or a night) first")
+                try SchemaCheck.requireCurrent(
+                    db, schema: settings.jobSchema,
+                    why: "lookup decides as the night does, from what the "
+                        + "nights learned; run `iap-reconcile migrate` (or a night) first")
                 var settings = settings
                 settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
                 return try body(db, source, settings)
@@ -146,12 +163,16 @@ public struct LookupRun {
 extension LookupRun {
     /// The verdict on one Apple transaction of a decided family (`Lookup.verdict`, the night's
     /// rules), with the inferred order the night would give it.
-    func verdict(_ known: KnownTransaction, family: Family, decision: FamilyDecision, decided: LookupFamilies.Decided,
-                 settings: JobSettings) throws -> LookupVerdict {
+    func verdict(
+        _ known: KnownTransaction, family: Family, decision: FamilyDecision, decided: LookupFamilies.Decided,
+        settings: JobSettings
+    ) throws -> LookupVerdict {
         let t = known.transaction
-        guard let v = Lookup.verdict(transactionID: t.transactionID, environment: t.environment, in: family, decision: decision,
-                                     inferredOrder: decided.inferredOrder(t.transactionID, t.environment),
-                                     settings: settings.decisionSettings)
+        guard
+            let v = Lookup.verdict(
+                transactionID: t.transactionID, environment: t.environment, in: family, decision: decision,
+                inferredOrder: decided.inferredOrder(t.transactionID, t.environment),
+                settings: settings.decisionSettings)
         else { throw JobError(.internalCheck, "transaction \(t.transactionID) was not among the families decided for it") }
         return v
     }
@@ -180,9 +201,11 @@ extension LookupRun {
     /// when no night has.
     func firstSeen(_ keys: [String], db: PGConnection) throws -> String? {
         guard !keys.isEmpty else { return nil }
-        return try db.query("""
+        return try db.query(
+            """
             SELECT to_char(min(first_seen), 'YYYY-MM-DD') FROM \(settings.jobSchema.sql).findings
             WHERE finding_key = ANY(\(keys)::text[]) AND closed_on IS NULL
-            """).value(0, 0)
+            """
+        ).value(0, 0)
     }
 }

@@ -20,14 +20,18 @@ public enum LookupTarget: Sendable, Equatable {
     /// Checked before anything is asked: an order ID is letters and digits, a transaction id
     /// digits, an id of ours 1 to 200 bytes with no control character (exit 64 otherwise).
     /// `days`: `--days`, for `--user` only (nil: the night's window, `windowDays`).
-    public static func parse(orderID: String?, transactionID: String?, ourOrder: String? = nil, user: String? = nil,
-                             days: Int? = nil, windowDays: Int = 30) throws -> LookupTarget {
+    public static func parse(
+        orderID: String?, transactionID: String?, ourOrder: String? = nil, user: String? = nil,
+        days: Int? = nil, windowDays: Int = 30
+    ) throws -> LookupTarget {
         if days != nil, user == nil { throw JobError(.usage, "--days goes with --user") }
         switch (orderID, transactionID, ourOrder, user) {
         case (let o?, nil, nil, nil):
             guard ServerAPI.isPathSafe(o), o.utf8.count <= 32 else {
-                throw JobError(.usage, "'\(shown(o))' is not an Apple order ID (letters and digits, as on the invoice: MK5TTTVWJH); "
-                    + "for our own order id use --our-order")
+                throw JobError(
+                    .usage,
+                    "'\(shown(o))' is not an Apple order ID (letters and digits, as on the invoice: MK5TTTVWJH); "
+                        + "for our own order id use --our-order")
             }
             return .order(o)
         case (nil, let t?, nil, nil):

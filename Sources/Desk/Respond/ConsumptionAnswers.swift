@@ -4,6 +4,7 @@ import HTTP
 import Logging
 import NightDecide
 import NightLearn
+import NightReview
 import Postgres
 import Reconciliation
 import StoreIO
@@ -51,7 +52,8 @@ struct ConsumptionAnswers {
         // A request sent once whose answer was never stored (a kill during the call) is not sent
         // again past its window. Every other request past its window is decided below, as
         // `expired`, with the user the rules give it.
-        let closed = try db.query("""
+        let closed = try db.query(
+            """
             UPDATE \(S).consumption_requests
             SET state = 'unconfirmed',
                 detail = 'sent, Apple''s answer never stored (a run stopped during the call); not sent again',
@@ -60,14 +62,16 @@ struct ConsumptionAnswers {
             RETURNING notification_uuid, environment, transaction_id, product_id, user_id, requested_ms, reason, state, detail
             """)
         for i in 0..<closed.rowCount {
-            items.append(RespondResult.Item(
-                notification_uuid: closed.value(i, 0) ?? "", environment: closed.value(i, 1) ?? "",
-                transaction_id: closed.value(i, 2) ?? "", product_id: closed.value(i, 3) ?? "", user_id: closed.value(i, 4),
-                requested_at: UTC.timestamp(Int64(closed.value(i, 5) ?? "0") ?? 0), reason: closed.value(i, 6),
-                state: closed.value(i, 7) ?? "", detail: closed.value(i, 8)))
+            items.append(
+                RespondResult.Item(
+                    notification_uuid: closed.value(i, 0) ?? "", environment: closed.value(i, 1) ?? "",
+                    transaction_id: closed.value(i, 2) ?? "", product_id: closed.value(i, 3) ?? "", user_id: closed.value(i, 4),
+                    requested_at: UTC.timestamp(Int64(closed.value(i, 5) ?? "0") ?? 0), reason: closed.value(i, 6),
+                    state: closed.value(i, 7) ?? "", detail: closed.value(i, 8)))
         }
 
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             SELECT notification_uuid, environment, transaction_id, product_id, reason, requested_ms, signed_transaction, state
             FROM \(S).consumption_requests
             WHERE state IN ('new', 'would_send', 'sending', 'not_judged') AND requested_ms <= \(now)
@@ -75,10 +79,12 @@ struct ConsumptionAnswers {
             """)
         var open: [Open] = []
         for i in 0..<rows.rowCount {
-            open.append(Open(uuid: rows.value(i, 0) ?? "", environment: rows.value(i, 1) ?? "", transactionID: rows.value(i, 2) ?? "",
-                             productID: rows.value(i, 3) ?? "", reason: rows.value(i, 4),
-                             requestedMs: Int64(rows.value(i, 5) ?? "0") ?? 0, signed: rows.value(i, 6) ?? "",
-                             state: rows.value(i, 7) ?? ""))
+            open.append(
+                Open(
+                    uuid: rows.value(i, 0) ?? "", environment: rows.value(i, 1) ?? "", transactionID: rows.value(i, 2) ?? "",
+                    productID: rows.value(i, 3) ?? "", reason: rows.value(i, 4),
+                    requestedMs: Int64(rows.value(i, 5) ?? "0") ?? 0, signed: rows.value(i, 6) ?? "",
+                    state: rows.value(i, 7) ?? ""))
         }
         guard !open.isEmpty else { return items }
 
@@ -108,18 +114,23 @@ struct ConsumptionAnswers {
             if let failure = failures[o.uuid] {
                 decision = .notJudged(failure)
             } else if let t = verified[o.uuid],
-                      let (family, familyDecision) = decided.family(of: t.transaction.transactionID, t.transaction.environment),
-                      let verdict = Lookup.verdict(transactionID: t.transaction.transactionID, environment: t.transaction.environment,
-                                                   in: family, decision: familyDecision,
-                                                   inferredOrder: decided.inferredOrder(t.transaction.transactionID,
-                                                                                        t.transaction.environment),
-                                                   settings: rules) {
+                let (family, familyDecision) = decided.family(of: t.transaction.transactionID, t.transaction.environment),
+                let verdict = Lookup.verdict(
+                    transactionID: t.transaction.transactionID, environment: t.transaction.environment,
+                    in: family, decision: familyDecision,
+                    inferredOrder: decided.inferredOrder(
+                        t.transaction.transactionID,
+                        t.transaction.environment),
+                    settings: rules)
+            {
                 let facts = try shop.facts(for: t.transaction, in: family, db: source)
-                decision = RefundDefense.decide(transactionID: t.transaction.transactionID, environment: t.transaction.environment,
-                                                in: family, verdict: verdict, shop: facts, requestedAt: o.requestedMs, now: now,
-                                                settings: options.rules)
-                user = RefundDefense.user(of: t.transaction.transactionID, environment: t.transaction.environment, in: family,
-                                          verdict: verdict)
+                decision = RefundDefense.decide(
+                    transactionID: t.transaction.transactionID, environment: t.transaction.environment,
+                    in: family, verdict: verdict, shop: facts, requestedAt: o.requestedMs, now: now,
+                    settings: options.rules)
+                user = RefundDefense.user(
+                    of: t.transaction.transactionID, environment: t.transaction.environment, in: family,
+                    verdict: verdict)
             } else {
                 decision = .notJudged("the rules found no family for it")
             }
@@ -132,9 +143,10 @@ struct ConsumptionAnswers {
     /// Stores a decision and returns its line. An answer is `would_send` until `send` sends it
     /// (a `sending` one stays `sending`: it may have reached Apple).
     private func record(_ o: Open, _ decision: ConsumptionDecision, user: String?) throws -> RespondResult.Item {
-        var item = RespondResult.Item(notification_uuid: o.uuid, environment: o.environment, transaction_id: o.transactionID,
-                                      product_id: o.productID, user_id: user, requested_at: UTC.timestamp(o.requestedMs),
-                                      reason: o.reason, state: decision.state, detail: nil)
+        var item = RespondResult.Item(
+            notification_uuid: o.uuid, environment: o.environment, transaction_id: o.transactionID,
+            product_id: o.productID, user_id: user, requested_at: UTC.timestamp(o.requestedMs),
+            reason: o.reason, state: decision.state, detail: nil)
         var answer: ConsumptionAnswer?
         switch decision {
         case .answer(let a):
@@ -144,12 +156,15 @@ struct ConsumptionAnswers {
         case .notJudged(let why):
             item.detail = why
         case .expired:
-            item.detail = o.state == "would_send" ? "decided, never sent: sending was off"
+            item.detail =
+                o.state == "would_send"
+                ? "decided, never sent: sending was off"
                 : "not answered within 12 hours of the request"
         case .noConsent:
             break
         }
-        try db.query("""
+        try db.query(
+            """
             UPDATE \(S).consumption_requests
             SET state = \(item.state), detail = \(item.detail), user_id = \(user),
                 delivery_status = \(answer?.deliveryStatus.rawValue), consumption_percentage = \(answer?.consumptionPercentage),
@@ -172,8 +187,11 @@ struct ConsumptionAnswers {
         var puts: [ConsumptionPut] = []
         for (k, i) in indices.enumerated() {
             let env: AppStoreEnvironment = items[i].environment == "sandbox" ? .sandbox : .production
-            puts.append(ConsumptionPut(index: i, uuid: uuids[k], request: AppStoreEndpoints.consumption.request(
-                in: env, id: items[i].transaction_id, body: Array((items[i].body ?? "{}").utf8), bundleID: apps[uuids[k]])))
+            puts.append(
+                ConsumptionPut(
+                    index: i, uuid: uuids[k],
+                    request: AppStoreEndpoints.consumption.request(
+                        in: env, id: items[i].transaction_id, body: Array((items[i].body ?? "{}").utf8), bundleID: apps[uuids[k]])))
         }
         var transport = AppStoreTransport(settings: settings, service: "the App Store Server API")
         transport.serverAPI = api
@@ -182,7 +200,8 @@ struct ConsumptionAnswers {
         // Each request is stored as `sending` when the transport takes it, just before its call.
         let S = self.S, db = self.db
         var feed = MarkingFeed(puts) { put in
-            try db.query("""
+            try db.query(
+                """
                 UPDATE \(S).consumption_requests SET state = 'sending', sends = sends + 1 WHERE notification_uuid = \(put.uuid)
                 """)
         }
@@ -203,13 +222,15 @@ struct ConsumptionAnswers {
     private func store(_ outcome: ConsumptionPut.Outcome, uuid: String) throws {
         switch outcome {
         case .accepted(let status):
-            try db.query("""
+            try db.query(
+                """
                 UPDATE \(S).consumption_requests
                 SET state = 'sent', sent_at = to_timestamp(\(clock())::bigint / 1000.0), http_status = \(status), error_code = NULL
                 WHERE notification_uuid = \(uuid)
                 """)
         case .refused(let status, let code, let problem):
-            try db.query("""
+            try db.query(
+                """
                 UPDATE \(S).consumption_requests
                 SET state = 'rejected', http_status = \(status), error_code = \(code.map(Int64.init)), detail = \(problem)
                 WHERE notification_uuid = \(uuid)

@@ -53,14 +53,17 @@ struct RequestSources {
 
     /// Stores the CONSUMPTION_REQUEST among `payloads` (others are skipped), in one transaction
     /// with the position `reached` when given. Returns how many were new.
-    static func store(_ requests: [Request], source: String, db: PGConnection, schema: JobSchema,
-                      position: (environment: String, reachedMs: EpochMillis)?, positionSource: String? = nil) throws -> Int {
+    static func store(
+        _ requests: [Request], source: String, db: PGConnection, schema: JobSchema,
+        position: (environment: String, reachedMs: EpochMillis)?, positionSource: String? = nil
+    ) throws -> Int {
         let S = schema.sql
         var stored = 0
         try db.transaction {
             for r in requests {
                 let t = r.transaction.transaction
-                let inserted = try db.query("""
+                let inserted = try db.query(
+                    """
                     INSERT INTO \(S).consumption_requests (notification_uuid, environment, transaction_id,
                         original_transaction_id, product_id, apple_type, quantity, price_milli, currency, reason,
                         requested_ms, source, signed_transaction)
@@ -72,7 +75,8 @@ struct RequestSources {
                 stored += inserted.affectedRows
             }
             if let position {
-                try db.query("""
+                try db.query(
+                    """
                     INSERT INTO \(S).respond_positions (source, environment, reached_ms)
                     VALUES (\(positionSource ?? source), \(position.environment), \(position.reachedMs))
                     ON CONFLICT (source, environment) DO UPDATE SET reached_ms = greatest(respond_positions.reached_ms, EXCLUDED.reached_ms)
@@ -83,10 +87,13 @@ struct RequestSources {
     }
 
     /// Keeps a payload that failed a check, once per payload (its SHA-256), with the reason.
-    static func reject(_ payload: String, reason: String, receivedMs: EpochMillis?, source: String, db: PGConnection,
-                       schema: JobSchema) throws {
+    static func reject(
+        _ payload: String, reason: String, receivedMs: EpochMillis?, source: String, db: PGConnection,
+        schema: JobSchema
+    ) throws {
         let digest = SHA256.hash(data: Array(payload.utf8)).map { String(format: "%02x", $0) }.joined()
-        try db.query("""
+        try db.query(
+            """
             INSERT INTO \(schema.sql).respond_rejects (source, payload_sha256, received_ms, reason)
             VALUES (\(source), \(digest), \(receivedMs), \(reason)) ON CONFLICT (source, payload_sha256) DO NOTHING
             """)
@@ -109,15 +116,19 @@ struct RequestSources {
             guard let t = n.transaction, let signed = n.signedTransactionInfo else {
                 return .rejected("a CONSUMPTION_REQUEST without data.signedTransactionInfo")
             }
-            return .request(Request(uuid: n.uuid, requestedMs: n.signedDate, reason: n.consumptionRequestReason,
-                                    transaction: t, signedTransaction: signed))
+            return .request(
+                Request(
+                    uuid: n.uuid, requestedMs: n.signedDate, reason: n.consumptionRequestReason,
+                    transaction: t, signedTransaction: signed))
         }
     }
 
     /// Get Notification History for CONSUMPTION_REQUEST in both environments, from each stored
     /// position (less the overlap) to `now`.
-    func sweepHistory(db: PGConnection, api: ServerAPISettings, share: Double, counts: inout Counts,
-                      pager: inout Pager.Counts) throws {
+    func sweepHistory(
+        db: PGConnection, api: ServerAPISettings, share: Double, counts: inout Counts,
+        pager: inout Pager.Counts
+    ) throws {
         var transport = AppStoreTransport(settings: settings, service: "the App Store Server API")
         transport.serverAPI = api
         transport.rates = [:]
@@ -128,21 +139,24 @@ struct RequestSources {
         // IAP_BUNDLE_IDS is read, each from its own position.
         let apps: [String?] = settings.bundleIDList.isEmpty ? [nil] : settings.bundleIDList
         for app in apps {
-        let source = Self.historySource(app: app, first: settings.bundleIDList.first)
-        for environment in AppStoreEnvironment.allCases {
-            // Apple keeps 180 days in production, 30 in the sandbox (an hour's margin for clocks).
-            let maxDays: Int64 = environment == .production ? 180 : 30
-            let earliest = max(now, RespondRun.wallClock()) - maxDays * 86_400_000 + 3_600_000
-            let position = try db.query("""
-                SELECT reached_ms FROM \(S).respond_positions
-                WHERE source = \(source) AND environment = \(environment.rawValue)
-                """)
-            let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
-            let start = max(stored.map { $0 - Self.overlapMs } ?? now - Self.firstLookBackMs, earliest)
-            guard start < now else { continue }
-            sweeps.append(RequestSweep(sources: self, db: db, environment: environment, start: start, end: now, bundles: bundles,
-                                       app: app, source: source))
-        }
+            let source = Self.historySource(app: app, first: settings.bundleIDList.first)
+            for environment in AppStoreEnvironment.allCases {
+                // Apple keeps 180 days in production, 30 in the sandbox (an hour's margin for clocks).
+                let maxDays: Int64 = environment == .production ? 180 : 30
+                let earliest = max(now, RespondRun.wallClock()) - maxDays * 86_400_000 + 3_600_000
+                let position = try db.query(
+                    """
+                    SELECT reached_ms FROM \(S).respond_positions
+                    WHERE source = \(source) AND environment = \(environment.rawValue)
+                    """)
+                let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
+                let start = max(stored.map { $0 - Self.overlapMs } ?? now - Self.firstLookBackMs, earliest)
+                guard start < now else { continue }
+                sweeps.append(
+                    RequestSweep(
+                        sources: self, db: db, environment: environment, start: start, end: now, bundles: bundles,
+                        app: app, source: source))
+            }
         }
         let progress = StageProgress(stage: "requests", enabled: settings.progress)
         defer { progress.finish() }
@@ -159,7 +173,8 @@ struct RequestSources {
     /// one: the rows received since the stored position (less the overlap), in batches.
     /// `source`: where the source relations are read (`db` without SOURCE_DATABASE_URL).
     func readShopNotifications(db: PGConnection, source: PGConnection, counts: inout Counts) throws {
-        let shape = try source.query("""
+        let shape = try source.query(
+            """
             SELECT column_name, data_type FROM information_schema.columns
             WHERE table_schema = \(settings.sourceSchema) AND table_name = 'iap_notifications'
             """)
@@ -167,18 +182,23 @@ struct RequestSources {
         var columns: [String: String] = [:]
         for i in 0..<shape.rowCount { columns[shape.value(i, 0) ?? ""] = shape.value(i, 1) }
         guard columns["signed_payload"] == "text", columns["received_at"] == "timestamp with time zone" else {
-            throw JobError(.configuration, "\(settings.sourceSchema).iap_notifications must have signed_payload text and "
-                + "received_at timestamptz (it has: \(columns.keys.sorted().joined(separator: ", "))); fix the relation or drop it")
+            throw JobError(
+                .configuration,
+                "\(settings.sourceSchema).iap_notifications must have signed_payload text and "
+                    + "received_at timestamptz (it has: \(columns.keys.sorted().joined(separator: ", "))); fix the relation or drop it")
         }
-        let position = try db.query("""
+        let position = try db.query(
+            """
             SELECT reached_ms FROM \(S).respond_positions WHERE source = 'iap_notifications' AND environment = 'any'
             """)
-        var after = (position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil).map { $0 - Self.overlapMs }
+        var after =
+            (position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil).map { $0 - Self.overlapMs }
             ?? now - Self.firstLookBackMs
         let bundles: Set<String>? = settings.bundleIDs.isEmpty ? nil : settings.bundleIDs
         let batch = 2000
         while true {
-            let rows = try source.query("""
+            let rows = try source.query(
+                """
                 SELECT signed_payload, (extract(epoch FROM received_at) * 1000)::bigint AS ms
                 FROM \(src).iap_notifications
                 WHERE received_at > to_timestamp(\(after)::bigint / 1000.0) AND received_at <= to_timestamp(\(now)::bigint / 1000.0)
@@ -192,8 +212,9 @@ struct RequestSources {
                 reached = max(reached, ms)
                 counts.read += 1
                 guard let payload = rows.value(i, 0), !payload.isEmpty else {
-                    try Self.reject("null-at-\(ms)", reason: "signed_payload is null or empty", receivedMs: ms, source: "iap_notifications",
-                                    db: db, schema: settings.jobSchema)
+                    try Self.reject(
+                        "null-at-\(ms)", reason: "signed_payload is null or empty", receivedMs: ms, source: "iap_notifications",
+                        db: db, schema: settings.jobSchema)
                     counts.rejected += 1
                     continue
                 }
@@ -202,14 +223,17 @@ struct RequestSources {
                 case .other: break
                 case .rejected(let reason):
                     counts.rejected += 1
-                    logger.warning("a notification of iap_notifications failed a check and is not believed",
-                                   metadata: ["received_ms": "\(ms)", "reason": "\(reason)"])
-                    try Self.reject(payload, reason: reason, receivedMs: ms, source: "iap_notifications", db: db,
-                                    schema: settings.jobSchema)
+                    logger.warning(
+                        "a notification of iap_notifications failed a check and is not believed",
+                        metadata: ["received_ms": "\(ms)", "reason": "\(reason)"])
+                    try Self.reject(
+                        payload, reason: reason, receivedMs: ms, source: "iap_notifications", db: db,
+                        schema: settings.jobSchema)
                 }
             }
-            counts.stored += try Self.store(requests, source: "iap_notifications", db: db, schema: settings.jobSchema,
-                                            position: ("any", reached))
+            counts.stored += try Self.store(
+                requests, source: "iap_notifications", db: db, schema: settings.jobSchema,
+                position: ("any", reached))
             // A batch that ends inside a run of equal received_at: the next starts at it (the UUID
             // makes the overlap harmless). A batch that cannot advance (more rows in one
             // millisecond than a batch holds) stops the reading with a warning: those rows past
@@ -217,8 +241,9 @@ struct RequestSources {
             let next = reached - 1
             if rows.rowCount < batch { break }
             guard next > after else {
-                logger.warning("iap_notifications: more rows share one received_at millisecond than a batch holds; rows past the batch are not read: store received_at with clock_timestamp()",
-                               metadata: ["received_ms": "\(reached)", "batch": "\(batch)"])
+                logger.warning(
+                    "iap_notifications: more rows share one received_at millisecond than a batch holds; rows past the batch are not read: store received_at with clock_timestamp()",
+                    metadata: ["received_ms": "\(reached)", "batch": "\(batch)"])
                 break
             }
             after = next
@@ -240,8 +265,10 @@ final class RequestSweep: Conversation {
     private var token: String?
     private(set) var read = 0, stored = 0, rejected = 0
 
-    init(sources: RequestSources, db: PGConnection, environment: AppStoreEnvironment, start: Int64, end: Int64,
-         bundles: Set<String>?, app: String?, source: String) {
+    init(
+        sources: RequestSources, db: PGConnection, environment: AppStoreEnvironment, start: Int64, end: Int64,
+        bundles: Set<String>?, app: String?, source: String
+    ) {
         (self.sources, self.db, self.environment, self.start, self.end, self.bundles) = (sources, db, environment, start, end, bundles)
         (self.app, self.source) = (app, source)
     }
@@ -262,26 +289,31 @@ final class RequestSweep: Conversation {
                 requests.append(r)
             case .request, .other:
                 rejected += 1
-                try RequestSources.reject(payload, reason: "notification history answered with another type or environment",
-                                          receivedMs: nil, source: "notification_history", db: db, schema: sources.settings.jobSchema)
+                try RequestSources.reject(
+                    payload, reason: "notification history answered with another type or environment",
+                    receivedMs: nil, source: "notification_history", db: db, schema: sources.settings.jobSchema)
             case .rejected(let reason):
                 rejected += 1
-                sources.logger.warning("a notification failed a check and is not believed",
-                                       metadata: ["environment": "\(environment.rawValue)", "reason": "\(reason)"])
-                try RequestSources.reject(payload, reason: reason, receivedMs: nil, source: "notification_history", db: db,
-                                          schema: sources.settings.jobSchema)
+                sources.logger.warning(
+                    "a notification failed a check and is not believed",
+                    metadata: ["environment": "\(environment.rawValue)", "reason": "\(reason)"])
+                try RequestSources.reject(
+                    payload, reason: reason, receivedMs: nil, source: "notification_history", db: db,
+                    schema: sources.settings.jobSchema)
             }
         }
         let last = !page.hasMore
         // The position advances only with what was stored, in the same transaction.
-        stored += try RequestSources.store(requests, source: "notification_history", db: db, schema: sources.settings.jobSchema,
-                                           position: last ? (environment.rawValue, end) : nil, positionSource: source)
+        stored += try RequestSources.store(
+            requests, source: "notification_history", db: db, schema: sources.settings.jobSchema,
+            position: last ? (environment.rawValue, end) : nil, positionSource: source)
         if !last { token = page.paginationToken }
         return last
     }
 
     func abandon(_ problem: String) {
-        sources.logger.warning("the consumption request sweep stopped; it starts again from the same point next run",
-                               metadata: ["environment": "\(environment.rawValue)", "problem": "\(problem)"])
+        sources.logger.warning(
+            "the consumption request sweep stopped; it starts again from the same point next run",
+            metadata: ["environment": "\(environment.rawValue)", "problem": "\(problem)"])
     }
 }

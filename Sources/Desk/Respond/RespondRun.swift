@@ -50,8 +50,10 @@ public struct RespondResult: Sendable, Encodable {
     public var oldest_unanswered_age_seconds = 0.0
 
     public var lines: [String] {
-        var out = ["\(found) new refund request(s) found (\(read) read, \(rejected) rejected); \(decided.count) decided"
-            + (send ? "" : " (sending is off: --send or IAP_CONSUMPTION_RESPONSES=send)")]
+        var out = [
+            "\(found) new refund request(s) found (\(read) read, \(rejected) rejected); \(decided.count) decided"
+                + (send ? "" : " (sending is off: --send or IAP_CONSUMPTION_RESPONSES=send)")
+        ]
         for i in decided {
             let who = "\(i.environment) \(i.transaction_id) \(i.product_id)" + (i.user_id.map { " user \($0)" } ?? "")
             switch i.state {
@@ -89,16 +91,19 @@ public struct RespondRun {
         if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
         guard let api = settings.serverAPI else {
-            throw JobError(.configuration, "respond reads and answers Apple's refund requests through the App Store Server API: "
-                + "set IAP_ISSUER_ID, IAP_KEY_ID and IAP_PRIVATE_KEY_FILE (an In-App Purchase key) and IAP_BUNDLE_IDS")
+            throw JobError(
+                .configuration,
+                "respond reads and answers Apple's refund requests through the App Store Server API: "
+                    + "set IAP_ISSUER_ID, IAP_KEY_ID and IAP_PRIVATE_KEY_FILE (an In-App Purchase key) and IAP_BUNDLE_IDS")
         }
         let db: PGConnection
         do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
         defer { db.close() }
         return try Result { () throws -> RespondResult in
             try acquireLock(db)
-            try SchemaCheck.requireCurrent(db, schema: settings.jobSchema,
-                                           why: "respond never migrates; run `iap-reconcile migrate` first")
+            try SchemaCheck.requireCurrent(
+                db, schema: settings.jobSchema,
+                why: "respond never migrates; run `iap-reconcile migrate` first")
             var result = RespondResult(now: UTC.timestamp(now), send: options.send)
             var counts = RequestSources.Counts()
             var pager = Pager.Counts()
@@ -107,8 +112,9 @@ public struct RespondRun {
             let settings = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
                 var settings = self.settings
                 settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
-                try RequestSources(settings: settings, logger: logger, now: now).readShopNotifications(db: db, source: source,
-                                                                                                      counts: &counts)
+                try RequestSources(settings: settings, logger: logger, now: now).readShopNotifications(
+                    db: db, source: source,
+                    counts: &counts)
                 return settings
             }
             self.settings = settings
@@ -135,7 +141,8 @@ public struct RespondRun {
             result.requests_by_answer[states.value(i, 0) ?? "", default: 0] += Int(states.value(i, 1) ?? "0") ?? 0
         }
         let waiting: [String] = options.send ? ["new", "sending", "not_judged", "would_send"] : ["new", "sending", "not_judged"]
-        let oldest = try db.query("""
+        let oldest = try db.query(
+            """
             SELECT min(requested_ms) FROM \(S).consumption_requests
             WHERE state = ANY(\(waiting)::text[]) AND requested_ms + \(RefundDefense.windowMs) >= \(now) AND requested_ms <= \(now)
             """)
@@ -152,7 +159,9 @@ public struct RespondRun {
             guard DispatchTime.now().uptimeNanoseconds < deadline else { break }
             usleep(200_000)
         }
-        throw JobError(.temporary, "another iap-reconcile respond holds the lock on schema \(settings.jobSchema.name) "
-            + "(waited \(settings.lockWaitSeconds) s); not starting (the next run will answer what it leaves)")
+        throw JobError(
+            .temporary,
+            "another iap-reconcile respond holds the lock on schema \(settings.jobSchema.name) "
+                + "(waited \(settings.lockWaitSeconds) s); not starting (the next run will answer what it leaves)")
     }
 }

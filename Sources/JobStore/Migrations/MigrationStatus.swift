@@ -29,8 +29,11 @@ public enum MigrationStatus {
             case .toBackfill(let text)?:
                 (state, detail) = ("backfill", "no checksum recorded yet: the next migrate or run records \(text.checksum)")
             case .unknown?, nil:
-                (state, detail) = ("UNKNOWN", "no checksum, and none of the texts this version has had matches the database "
-                    + "(docs/contract.md, 'Migrations and their checksums')")
+                (state, detail) = (
+                    "UNKNOWN",
+                    "no checksum, and none of the texts this version has had matches the database "
+                        + "(docs/contract.md, 'Migrations and their checksums')"
+                )
             }
             rows.append(([String(row.version), row.appliedAt, row.checksum ?? "-", state, row.name], detail))
         }
@@ -43,8 +46,10 @@ public enum MigrationStatus {
             cells.enumerated().map { i, cell in i < 4 ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0) : cell }
                 .joined(separator: "  ")
         }
-        var lines = ["job schema \(check.schema.name): \(check.rows.count) migrations recorded, \(pending.count) pending "
-            + "(this build has 1 to \(Migrations.latest))", line(header)]
+        var lines = [
+            "job schema \(check.schema.name): \(check.rows.count) migrations recorded, \(pending.count) pending "
+                + "(this build has 1 to \(Migrations.latest))", line(header),
+        ]
         for row in rows {
             lines.append(line(row.cells))
             if let detail = row.detail { lines.append("    " + detail) }

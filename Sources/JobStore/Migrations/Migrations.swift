@@ -49,23 +49,29 @@ package enum Migrations {
     /// 78, nothing touched), fills in the checksums of rows recorded before there were any
     /// (`SchemaCheck.backfill`), and applies what is missing.
     @discardableResult
-    package static func apply(_ db: PGConnection, schema: JobSchema,
-                              onWait: ((_ version: Int, _ attempt: Int) -> Void)? = nil) throws -> Outcome {
+    package static func apply(
+        _ db: PGConnection, schema: JobSchema,
+        onWait: ((_ version: Int, _ attempt: Int) -> Void)? = nil
+    ) throws -> Outcome {
         // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema is there:
         // ask first, so a nightly role without it works once the schema exists.
         let exists = try db.query("SELECT 1 FROM pg_namespace WHERE nspname = \(schema.name)").rowCount > 0
         if !exists { try db.execute("CREATE SCHEMA \(schema.sql)") }
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS \(schema.sql).schema_migrations (
                 version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), checksum text)
             """)
         // The checksum column came after the table: a database of an earlier build gains it here.
         // Asked first: ALTER TABLE needs the table's owner even when the column is there, and a
         // nightly role that is not the owner must still run (chaos `privileges`).
-        let hasChecksum = try db.query("""
-            SELECT 1 FROM pg_attribute
-            WHERE attrelid = to_regclass(\(schema.sql.text + ".schema_migrations")) AND attname = 'checksum' AND NOT attisdropped
-            """).rowCount > 0
+        let hasChecksum =
+            try db.query(
+                """
+                SELECT 1 FROM pg_attribute
+                WHERE attrelid = to_regclass(\(schema.sql.text + ".schema_migrations")) AND attname = 'checksum' AND NOT attisdropped
+                """
+            ).rowCount > 0
         if !hasChecksum {
             try db.execute("ALTER TABLE \(schema.sql).schema_migrations ADD COLUMN IF NOT EXISTS checksum text")
         }
@@ -75,7 +81,9 @@ package enum Migrations {
             let check = try SchemaCheck.read(db, schema: schema)
             if let problem = check.refusal { throw JobError(.configuration, problem) }
             for (version, text) in check.backfill {
-                try db.query("UPDATE \(schema.sql).schema_migrations SET checksum = \(text.checksum) WHERE version = \(version) AND checksum IS NULL")
+                try db.query(
+                    "UPDATE \(schema.sql).schema_migrations SET checksum = \(text.checksum) WHERE version = \(version) AND checksum IS NULL"
+                )
             }
             outcome.unknownTexts = check.unknownTexts
         }
@@ -89,12 +97,14 @@ package enum Migrations {
                         // needs a table they read waits for it at most lockWaitMs, then steps back
                         // (their statements queue behind a waiting ALTER TABLE) and tries again.
                         try db.query("SELECT set_config('lock_timeout', \(String(lockWaitMs)), true)")
-                        let present = try db.query("""
+                        let present = try db.query(
+                            """
                             SELECT 1 FROM \(schema.sql).schema_migrations WHERE version = \(migration.version)
                             """)
                         guard present.rowCount == 0 else { return false }
                         try db.execute(migration.sql.replacingSchema(schema))
-                        try db.query("""
+                        try db.query(
+                            """
                             INSERT INTO \(schema.sql).schema_migrations (version, name, checksum)
                             VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                             """)
@@ -106,10 +116,12 @@ package enum Migrations {
                     // lock_not_available (our timeout) or a deadlock the server broke: nothing of
                     // this migration was kept; try it again after a pause.
                     guard waited < lockTries else {
-                        throw JobError(.temporary, "migration \(migration.version) waited for a table another session "
-                            + "holds \(lockTries + 1) times (\(error.message)); nothing of it was applied: run "
-                            + "`iap-reconcile migrate` again once the long transaction on the job schema has ended "
-                            + "(pg_stat_activity shows it)")
+                        throw JobError(
+                            .temporary,
+                            "migration \(migration.version) waited for a table another session "
+                                + "holds \(lockTries + 1) times (\(error.message)); nothing of it was applied: run "
+                                + "`iap-reconcile migrate` again once the long transaction on the job schema has ended "
+                                + "(pg_stat_activity shows it)")
                     }
                     waited += 1
                     onWait?(migration.version, waited)
@@ -157,10 +169,11 @@ package enum Migrations {
     static func definition(of name: String) -> String? {
         for migration in all.reversed() {
             let sql = migration.sql
-            guard let start = ["CREATE OR REPLACE FUNCTION {S}.\(name)(", "CREATE FUNCTION {S}.\(name)("]
-                .compactMap({ sql.range(of: $0, options: .backwards) }).max(by: { $0.lowerBound < $1.lowerBound }),
-                  let open = sql.range(of: "$fn$", range: start.upperBound..<sql.endIndex),
-                  let close = sql.range(of: "$fn$;", range: open.upperBound..<sql.endIndex)
+            guard
+                let start = ["CREATE OR REPLACE FUNCTION {S}.\(name)(", "CREATE FUNCTION {S}.\(name)("]
+                    .compactMap({ sql.range(of: $0, options: .backwards) }).max(by: { $0.lowerBound < $1.lowerBound }),
+                let open = sql.range(of: "$fn$", range: start.upperBound..<sql.endIndex),
+                let close = sql.range(of: "$fn$;", range: open.upperBound..<sql.endIndex)
             else { continue }
             return String(sql[start.lowerBound..<close.upperBound])
         }
@@ -186,9 +199,11 @@ public struct JobSchema: Sendable {
     public var sql: SQL { "\(ident: name)" }
 
     public init(_ name: String) throws {
-        let ok = !name.isEmpty && name.count <= 63 && name.utf8.allSatisfy { c in
-            (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c == 95
-        } && !(name.utf8.first! >= 48 && name.utf8.first! <= 57)
+        let ok =
+            !name.isEmpty && name.count <= 63
+            && name.utf8.allSatisfy { c in
+                (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c == 95
+            } && !(name.utf8.first! >= 48 && name.utf8.first! <= 57)
         guard ok else {
             throw JobError(.usage, "schema name '\(name)' is not a plain identifier (lower-case letters, digits, _)")
         }

@@ -79,8 +79,10 @@ package struct SchemaCheck {
         if let refusal = check.refusal { throw JobError(.configuration, refusal) }
         guard check.pending.isEmpty else {
             let migrated = check.rows.map(\.version).max() ?? 0
-            throw JobError(.configuration, "the job schema \(schema.name) is "
-                + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(Migrations.latest)") + ": " + why)
+            throw JobError(
+                .configuration,
+                "the job schema \(schema.name) is "
+                    + (migrated == 0 ? "not there yet" : "at migration \(migrated) of \(Migrations.latest)") + ": " + why)
         }
     }
 
@@ -91,14 +93,19 @@ package struct SchemaCheck {
             return SchemaCheck(schema: schema, rows: [], states: [:])
         }
         // Read-only callers may meet a table an earlier build made, without the column.
-        let hasChecksum = try db.query("""
-            SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(\(table)) AND attname = 'checksum' AND NOT attisdropped
-            """).rowCount > 0
-        let rows = try db.query("""
+        let hasChecksum =
+            try db.query(
+                """
+                SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(\(table)) AND attname = 'checksum' AND NOT attisdropped
+                """
+            ).rowCount > 0
+        let rows = try db.query(
+            """
             SELECT version, name, to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
                    \(hasChecksum ? "checksum" : "NULL::text" as SQL)
             FROM \(schema.sql).schema_migrations ORDER BY version
-            """).rows.map { Row(version: Int($0[0] ?? "") ?? 0, name: $0[1] ?? "", appliedAt: $0[2] ?? "", checksum: $0[3]) }
+            """
+        ).rows.map { Row(version: Int($0[0] ?? "") ?? 0, name: $0[1] ?? "", appliedAt: $0[2] ?? "", checksum: $0[3]) }
         let recorded = Set(rows.map(\.version))
         let bodies = rows.contains { $0.checksum == nil } ? try liveBodies(db, schema: schema) : []
         var states: [Int: State] = [:]
@@ -138,9 +145,11 @@ package struct SchemaCheck {
     /// sha256 of the body of every function in the job schema, the schema's name written `{S}`
     /// again, as the migrations' texts have it.
     static func liveBodies(_ db: PGConnection, schema: JobSchema) throws -> Set<String> {
-        let sources = try db.query("""
+        let sources = try db.query(
+            """
             SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = \(schema.name)
-            """).rows.compactMap { $0[0] }
+            """
+        ).rows.compactMap { $0[0] }
         return Set(sources.map { Migrations.sha256($0.replacingOccurrences(of: schema.sql.text + ".", with: "{S}.")) })
     }
 }

@@ -35,7 +35,7 @@ enum Conservation {
     /// are delivered), with its condition over `x`, as the CASE of `bucketSQL` says it first:
     /// `sql` counts those rows by a filter and joins only the others.
     static let firstBucket: [SourceRelation: (name: String, condition: SQL)] = [
-        .orders: ("delivered", delivered),
+        .orders: ("delivered", delivered)
     ]
 
     /// The rows a relation's first bucket does not take, made once per query (a materialized
@@ -46,8 +46,10 @@ enum Conservation {
     /// SQL CASE over the clean row `x` used for its key; NULL = no bucket. Reads the decide
     /// stage's working tables (`o`, `r`, `g` and their `bad_`, `dk_`: NightTables.swift).
     /// `layouts`: the reports' descriptions (a test hands in changed ones).
-    static func bucketSQL(_ relation: SourceRelation, settings: JobSettings,
-                          layouts: (ReportFile) -> ReportLayout = \.layout) -> (case: SQL, joins: SQL) {
+    static func bucketSQL(
+        _ relation: SourceRelation, settings: JobSettings,
+        layouts: (ReportFile) -> ReportLayout = \.layout
+    ) -> (case: SQL, joins: SQL) {
         let S = settings.jobSchema.sql
         let start: SQL = "to_timestamp(\(settings.windowStart)::bigint / 1000.0)"
         let end: SQL = "to_timestamp(\(settings.asOf)::bigint / 1000.0)"
@@ -67,26 +69,32 @@ enum Conservation {
         case .orders:
             // `rest`: the open orders, made once by `sql` (the first bucket's other rows).
             let openOrders: SQL = "(SELECT order_id FROM \(ident: restOfFirstBucket))"
-            return ("""
+            return (
+                """
                 CASE WHEN \(delivered) THEN 'delivered'
                      WHEN rep.k IS NOT NULL THEN 'open_reported'
                      WHEN ag.k IS NOT NULL OR vr.k IS NOT NULL THEN 'open_matched'
                      WHEN x.created_at < \(start) OR x.created_at > \(end) THEN 'outside_window'
                      WHEN x.created_at >= \(start) AND x.created_at <= \(end) THEN 'open_other'
                 END
-                """, [
+                """,
+                [
                     distinct(cell(.compensate, "order_id"), findings(.compensate), "rep", on: "order_id"),
                     // Only open orders reach these two, so their sets hold open orders only: a
                     // hash of the few open orders probed by the grants and receipts, instead of
                     // hashing a million of each.
                     distinct("order_id", "g WHERE revoked_ms IS NULL AND order_id IN \(openOrders)", "ag", on: "order_id"),
-                    distinct("r.order_id", "r JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id "
-                             + "WHERE s.definitive AND s.verdict = 'valid' AND r.order_id IN \(openOrders)", "vr", on: "order_id"),
-                ].joined(separator: "\n"))
+                    distinct(
+                        "r.order_id",
+                        "r JOIN \(S).receipt_state s ON s.receipt_id = r.receipt_id "
+                            + "WHERE s.definitive AND s.verdict = 'valid' AND r.order_id IN \(openOrders)", "vr", on: "order_id"),
+                ].joined(separator: "\n")
+            )
         case .receipts:
             // Over `receiptRows` (below): each receipt with its state, and `granted` only where
             // the third branch can be reached.
-            return ("""
+            return (
+                """
                 CASE WHEN x.definitive AND x.verdict = 'valid' THEN 'valid'
                      WHEN x.definitive AND x.verdict IN ('invalid_receipt', 'wrong_bundle') THEN 'rejected'
                      WHEN coalesce(x.verify_status, -1) IN (0, 21006) AND x.granted THEN 'settled_at_upload'
@@ -94,22 +102,26 @@ enum Conservation {
                      WHEN x.submitted_at >= \(start) AND x.submitted_at <= \(end) AND NOT coalesce(x.definitive, false)
                           THEN 'unresolved'
                 END
-                """, "")
+                """, ""
+            )
         case .grants:
             let linked: SQL = "(at.k IS NOT NULL OR rt.k IS NOT NULL OR ro.k IS NOT NULL)"
-            return ("""
+            return (
+                """
                 CASE WHEN cb.k IS NOT NULL THEN 'clawed_back'
                      WHEN dg.k IS NOT NULL THEN 'duplicate'
                      WHEN x.revoked_at IS NOT NULL OR \(linked) THEN 'kept'
                      WHEN x.revoked_at IS NULL AND NOT \(linked) THEN 'unverified'
                 END
-                """, [
+                """,
+                [
                     distinct(cell(.clawback, "grant_id"), findings(.clawback), "cb", on: "grant_id"),
                     distinct(cell(.duplicateGrants, "grant_id"), findings(.duplicateGrants), "dg", on: "grant_id"),
                     distinct("transaction_id", "\(S).apple_transactions", "at", on: "transaction_id"),
                     distinct("transaction_id", "r", "rt", on: "transaction_id"),
                     distinct("order_id", "r", "ro", on: "order_id"),
-                ].joined(separator: "\n"))
+                ].joined(separator: "\n")
+            )
         }
     }
 
@@ -155,20 +167,20 @@ enum Conservation {
         let (bucket, joins) = bucketSQL(relation, settings: settings)
         guard let copy = relation.copy else {
             return """
-            WITH firsts AS (
-                SELECT x.*, \(relation.hasProblem(jobSchema: settings.jobSchema)) AS bad
-                FROM \(relation.from(relation.firstRowPerKey(table)))
-            )
-            SELECT CASE WHEN bad THEN 'input_error' ELSE b END, count(*)
-            FROM (SELECT bad, \(bucket) AS b FROM firsts x \(joins)) placed GROUP BY 1
-            UNION ALL
-            SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
-            UNION ALL
-            SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
-                SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
-            UNION ALL
-            SELECT '#rows', count(*) FROM \(table)
-            """
+                WITH firsts AS (
+                    SELECT x.*, \(relation.hasProblem(jobSchema: settings.jobSchema)) AS bad
+                    FROM \(relation.from(relation.firstRowPerKey(table)))
+                )
+                SELECT CASE WHEN bad THEN 'input_error' ELSE b END, count(*)
+                FROM (SELECT bad, \(bucket) AS b FROM firsts x \(joins)) placed GROUP BY 1
+                UNION ALL
+                SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
+                UNION ALL
+                SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
+                    SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
+                UNION ALL
+                SELECT '#rows', count(*) FROM \(table)
+                """
         }
         let from = relation == .receipts ? receiptRows(settings: settings) : "\(ident: copy) x"
         var placed: SQL = "SELECT b, count(*) FROM (SELECT \(bucket) AS b FROM \(from) \(joins)) placed GROUP BY b"
@@ -194,13 +206,13 @@ enum Conservation {
                 """
         }
         return """
-        \(bucketed ? placed + "\nUNION ALL" : "" as SQL)
-        SELECT 'input_error', count(*) FROM \(ident: "bad_" + copy)
-        UNION ALL
-        SELECT 'input_error', coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy)
-        UNION ALL
-        SELECT '#rows', count(*) FROM \(table)
-        """
+            \(bucketed ? placed + "\nUNION ALL" : "" as SQL)
+            SELECT 'input_error', count(*) FROM \(ident: "bad_" + copy)
+            UNION ALL
+            SELECT 'input_error', coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy)
+            UNION ALL
+            SELECT '#rows', count(*) FROM \(table)
+            """
     }
 
     /// The tally of one relation, on `db` (the night's plan runs the four side by side: NightPlan.swift).
@@ -210,11 +222,14 @@ enum Conservation {
     /// grants': DecideStage.Result), so the relation's query only adds its input errors and its
     /// own row count; a row the rules never saw then shows as missing.
     /// The receipts' query also fills `unresolvedTable` afresh.
-    static func tally(_ relation: SourceRelation, db: PGConnection, settings: JobSettings, dropOne: String? = nil,
-                      counted: [String: Int]? = nil) throws -> RelationTally {
+    static func tally(
+        _ relation: SourceRelation, db: PGConnection, settings: JobSettings, dropOne: String? = nil,
+        counted: [String: Int]? = nil
+    ) throws -> RelationTally {
         let query = sql(relation, settings: settings, bucketed: counted == nil)
         if relation == .receipts {
-            try db.execute("""
+            try db.execute(
+                """
                 DROP TABLE IF EXISTS \(ident: unresolvedTable);
                 CREATE UNLOGGED TABLE \(ident: unresolvedTable) (receipt_id text) WITH (autovacuum_enabled = false)
                 """)
@@ -238,8 +253,10 @@ enum Conservation {
     }
 
     /// nil when every row of every relation is in exactly one bucket; else the one line to print.
-    static func problem(_ tallies: [String: RelationTally],
-                        relations: [SourceRelation] = SourceRelation.allCases) -> String? {
+    static func problem(
+        _ tallies: [String: RelationTally],
+        relations: [SourceRelation] = SourceRelation.allCases
+    ) -> String? {
         for relation in relations {
             guard let t = tallies[relation.rawValue] else { return "no tally for \(relation.rawValue)" }
             if t.unplaced > 0 || t.placed != t.rows {

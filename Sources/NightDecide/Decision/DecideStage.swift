@@ -80,9 +80,11 @@ public final class DecideStage: Sendable {
         try NightTables.create(db, schema: settings.jobSchema)
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
-        return Prepared(products: products, copies: try copiesSQL(db),
-                        crowdedKeys: crowdedKeysSQL(transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db),
-                                                    counted: counted(SourceCopy.namedTwice)))
+        return Prepared(
+            products: products, copies: try copiesSQL(db),
+            crowdedKeys: crowdedKeysSQL(
+                transactionIndexed: try indexLed(by: "transaction_id", of: .grants, db),
+                counted: counted(SourceCopy.namedTwice)))
     }
 
     /// input_errors.csv's rows: the copies' bad rows and duplicated keys.
@@ -99,15 +101,19 @@ public final class DecideStage: Sendable {
     /// once Postgres has sorted the grants' family rows (their first row arrived, or their query
     /// ended): from then on their session waits for the transactions' sort and a core would idle;
     /// and `merged` when every family is decided, before the inferred order match.
-    func decideFamilies(_ db: PGConnection, products: ProductCatalog, databaseOnly: Bool = false,
-                        reached: @escaping @Sendable (String) -> Void = { _ in }) throws -> Result {
+    func decideFamilies(
+        _ db: PGConnection, products: ProductCatalog, databaseOnly: Bool = false,
+        reached: @escaping @Sendable (String) -> Void = { _ in }
+    ) throws -> Result {
         let progress = StageProgress(stage: "decide", enabled: settings.progress)
         var result = Result()
-        let grants = FamilyStream(sql: grantRowsSQL, prepare: unknownFactsSQL, products: products,
-                                  settings: settings, keepRows: !databaseOnly, sorted: { reached("grants sorted") })
+        let grants = FamilyStream(
+            sql: grantRowsSQL, prepare: unknownFactsSQL, products: products,
+            settings: settings, keepRows: !databaseOnly, sorted: { reached("grants sorted") })
         defer { grants.finish() }
-        let transactions = FamilyStream(sql: transactionRowsSQL, products: products, settings: settings,
-                                        keepRows: !databaseOnly)
+        let transactions = FamilyStream(
+            sql: transactionRowsSQL, products: products, settings: settings,
+            keepRows: !databaseOnly)
         defer { transactions.finish() }
         // The rows the streams leave out (crowdedKeysSQL) are what they do not send of these.
         let all = try db.query("SELECT (SELECT count(*) FROM \(S).apple_transactions), (SELECT count(*) FROM g)")
@@ -138,8 +144,10 @@ public final class DecideStage: Sendable {
         var progressed = 0
         func flush() throws {
             guard !current.key.isEmpty else { return }
-            if FamilyStream.isQuiet(unreadTransactions: unreadTransactions.count, unreadGrants: unreadGrants.count,
-                                    transactions: current.transactions.count, grants: current.grants.count) {
+            if FamilyStream.isQuiet(
+                unreadTransactions: unreadTransactions.count, unreadGrants: unreadGrants.count,
+                transactions: current.transactions.count, grants: current.grants.count)
+            {
                 result.families += 1
                 result.quietFamilies += 1
                 result.grantBuckets["kept", default: 0] += 1
@@ -153,25 +161,31 @@ public final class DecideStage: Sendable {
             for line in unreadTransactions {
                 if case .transaction(let fact)? = read(line) {
                     current.transactions.append(fact)
-                } else { unreadable += 1 }
+                } else {
+                    unreadable += 1
+                }
             }
             for line in unreadGrants {
                 if case .grant(let fact, let kept)? = read(line) {
                     current.grants.append(fact)
                     currentKept.append(kept)
-                } else { unreadable += 1 }
+                } else {
+                    unreadable += 1
+                }
             }
             let decided = Decide.family(current, settings: decisions)
             result.families += 1
             if decided.compensations.isEmpty && decided.duplicates.isEmpty && decided.clawbacks.isEmpty
-                && decided.unattributed.isEmpty {
+                && decided.unattributed.isEmpty
+            {
                 // Nothing found (most families): no grant is clawed back or a duplicate.
                 for (grant, kept) in zip(current.grants, currentKept) {
                     result.grantBuckets[FindingWriter.bucket(grant.grant.grantID, kept: kept), default: 0] += 1
                 }
             } else {
-                try writer.add(FindingWriter.Family(
-                    decision: decided, grants: zip(current.grants, currentKept).map { ($0.grant.grantID, $1) }))
+                try writer.add(
+                    FindingWriter.Family(
+                        decision: decided, grants: zip(current.grants, currentKept).map { ($0.grant.grantID, $1) }))
             }
         }
         try sink.begin()
@@ -215,8 +229,10 @@ public final class DecideStage: Sendable {
         let leftOutTransactions = allTransactions - transactions.rows.load(ordering: .relaxed)
         let leftOutGrants = allGrants - grants.rows.load(ordering: .relaxed)
         guard leftOutTransactions == leftOutGrants, leftOutTransactions >= 0 else {
-            throw JobError(.internalCheck, "the family queries left out \(leftOutTransactions) transactions and "
-                + "\(leftOutGrants) grants of quiet families, where each has one of both; no report was written")
+            throw JobError(
+                .internalCheck,
+                "the family queries left out \(leftOutTransactions) transactions and "
+                    + "\(leftOutGrants) grants of quiet families, where each has one of both; no report was written")
         }
         result.families += leftOutGrants
         result.quietFamilies += leftOutGrants

@@ -167,26 +167,29 @@ extension DecideStage {
     /// `counted`: the third part already made (`SourceCopy` makes it at a source database, from its
     /// indexes), read instead.
     func crowdedKeysSQL(transactionIndexed: Bool, counted: SQL? = nil) -> SQL {
-        let namedTwice = counted.map { "SELECT k FROM \($0)" } ?? Self.namedTwiceSQL(
-            grants: "\(src).\(ident: SourceRelation.grants.rawValue)", transactionIndexed: transactionIndexed)
+        let namedTwice =
+            counted.map { "SELECT k FROM \($0)" }
+            ?? Self.namedTwiceSQL(
+                grants: "\(src).\(ident: SourceRelation.grants.rawValue)", transactionIndexed: transactionIndexed)
         let indexed = transactionIndexed && counted == nil
         return """
-        DROP TABLE IF EXISTS crowded_keys;
-        \(indexed ? "SET enable_hashagg = off;" : "" as SQL)
-        CREATE \(newTable("crowded_keys")) AS
-            SELECT original_transaction_id AS k FROM \(appleTransactions) WHERE original_transaction_id <> transaction_id
-            UNION
-            SELECT transaction_id FROM \(appleTransactions) WHERE environment <> 'production'
-            UNION
-            \(namedTwice);
-        \(indexed ? "RESET enable_hashagg;" : "" as SQL)
-        ANALYZE crowded_keys
-        """
+            DROP TABLE IF EXISTS crowded_keys;
+            \(indexed ? "SET enable_hashagg = off;" : "" as SQL)
+            CREATE \(newTable("crowded_keys")) AS
+                SELECT original_transaction_id AS k FROM \(appleTransactions) WHERE original_transaction_id <> transaction_id
+                UNION
+                SELECT transaction_id FROM \(appleTransactions) WHERE environment <> 'production'
+                UNION
+                \(namedTwice);
+            \(indexed ? "RESET enable_hashagg;" : "" as SQL)
+            ANALYZE crowded_keys
+            """
     }
 
     /// `crowdedKeysSQL`'s third part over `grants` (column `k`): the ids two grants name.
     static func namedTwiceSQL(grants: SQL, transactionIndexed: Bool) -> SQL {
-        transactionIndexed ? """
+        transactionIndexed
+            ? """
             SELECT transaction_id FROM \(grants) WHERE transaction_id IS NOT NULL
             GROUP BY transaction_id HAVING count(*) > 1
             UNION
@@ -197,7 +200,8 @@ extension DecideStage {
             ) o
             LEFT JOIN LATERAL (SELECT 1 AS hit FROM \(grants) g WHERE g.transaction_id = o.k LIMIT 1) h ON true
             WHERE o.n > 1 OR h.hit IS NOT NULL
-            """ : """
+            """
+            : """
             SELECT k FROM (
                 SELECT transaction_id AS k FROM \(grants)
                 UNION ALL
@@ -252,12 +256,14 @@ extension DecideStage {
     /// The working tables `run` makes side by side, made in order on one session from `sources`
     /// (the source relations, or copies of some of their rows), but `crowded_keys`: the caller
     /// makes it (`crowdedKeysSQL`, or `everyKeyCrowdedSQL` to have every family sent).
-    func prepareInOrder(_ db: PGConnection, sources: (SourceRelation) -> SQL) throws -> ProductCatalog {
+    package func prepareInOrder(_ db: PGConnection, sources: (SourceRelation) -> SQL) throws -> ProductCatalog {
         try db.execute(productsSQL)
         let products = try ProductCatalog.load(db)
         for relation in [SourceRelation.receipts, .orders, .grants] {
-            try db.execute(relation.copySQL(source: sources(relation), jobSchema: settings.jobSchema,
-                                            newTable: { newTable($0) }))
+            try db.execute(
+                relation.copySQL(
+                    source: sources(relation), jobSchema: settings.jobSchema,
+                    newTable: { newTable($0) }))
         }
         try db.execute(unknownGrantsSQL)
         try prepareTokenOrders(db)
@@ -268,7 +274,7 @@ extension DecideStage {
     }
 
     /// `crowded_keys` holding every transaction id: the family queries then leave no family out.
-    var everyKeyCrowdedSQL: SQL {
+    package var everyKeyCrowdedSQL: SQL {
         """
         DROP TABLE IF EXISTS crowded_keys;
         CREATE \(newTable("crowded_keys")) AS
@@ -279,7 +285,7 @@ extension DecideStage {
 
     /// Every family the `T` and `G` queries send, whole, by key (no quiet family is skipped
     /// unread): for lookup's few families and the tests, never for a night.
-    func allFamilies(_ db: PGConnection, products: ProductCatalog) throws -> [String: Family] {
+    package func allFamilies(_ db: PGConnection, products: ProductCatalog) throws -> [String: Family] {
         var families: [String: Family] = [:]
         for sql in [transactionRowsSQL, grantRowsSQL] {
             try db.copyOut("COPY (\(sql)) TO STDOUT") { line in

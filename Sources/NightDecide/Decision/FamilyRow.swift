@@ -15,7 +15,8 @@ enum TransactionColumn: Int, CaseIterable {
     /// The transaction is in production, neither refunded nor revoked, and one active grant of its
     /// own covers it (not `owed`): `settled` when it is its family's only one; with its key its own
     /// id and not crowded, its family is left out of the `T` query (DecideStage.crowdedKeysSQL).
-    static let standsCovered: SQL = "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
+    static let standsCovered: SQL =
+        "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
         + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL"
 
     /// A refund stands unless a REFUND_REVERSED came at or after it (`Revocation.isReversed`; the
@@ -159,9 +160,9 @@ struct FamilyRow {
     /// `products`; nil when a required field is missing.
     func transaction(_ products: ProductCatalog) -> KnownTransaction? {
         guard let tid = self[TransactionColumn.transactionID], let otid = self[TransactionColumn.key],
-              let env = self[TransactionColumn.environment].flatMap(AppStoreEnvironment.init(rawValue:)),
-              let pid = self[TransactionColumn.productID], let qty = self[TransactionColumn.quantity].flatMap({ Int($0) }),
-              let pd = self[TransactionColumn.purchaseMs].flatMap({ Int64($0) })
+            let env = self[TransactionColumn.environment].flatMap(AppStoreEnvironment.init(rawValue:)),
+            let pid = self[TransactionColumn.productID], let qty = self[TransactionColumn.quantity].flatMap({ Int($0) }),
+            let pd = self[TransactionColumn.purchaseMs].flatMap({ Int64($0) })
         else { return nil }
         let t = AppleTransaction(
             transactionID: tid, originalTransactionID: otid, productID: pid, quantity: qty, purchaseDate: pd,
@@ -171,43 +172,52 @@ struct FamilyRow {
             webOrderLineItemID: self[.webOrderLineItemID], environment: env, bundleID: self[TransactionColumn.bundleID])
         var order: OrderRef?
         if let oid = self[TransactionColumn.orderID], let user = self[.orderUserID],
-           let product = self[.orderProductID], let created = self[.orderCreatedMs].flatMap({ Int64($0) }) {
+            let product = self[.orderProductID], let created = self[.orderCreatedMs].flatMap({ Int64($0) })
+        {
             order = OrderRef(orderID: oid, userID: user, productID: product, createdAt: created)
         }
         var price = PriceFacts()
-        if let m = self[.applePrice].flatMap({ Int64($0) }), let c = self[.appleCurrency] { price.apple = Money(milliunits: m, currency: c) }
+        if let m = self[.applePrice].flatMap({ Int64($0) }), let c = self[.appleCurrency] {
+            price.apple = Money(milliunits: m, currency: c)
+        }
         let product = products[pid]
         price.listUnit = product?.listUnit
         // Apple's refund facts as learned; the core decides what stands (`KnownTransaction.learned`).
-        let revocation = Revocation(cancellationDate: self[.cancellationMs].flatMap { Int64($0) },
-                                    cancellationReason: self[.cancellationReason],
-                                    revocationDate: self[.revocationMs].flatMap { Int64($0) },
-                                    revocationType: self[.revocationType], reversedDate: self[.reversedMs].flatMap { Int64($0) })
-        return KnownTransaction(transaction: t, productType: product?.type,
-                                receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order,
-                                source: self[.source].flatMap(TransactionSource.init(rawValue:)) ?? .receipt, price: price,
-                                storefront: self[.storefront]).learned(revocation)
+        let revocation = Revocation(
+            cancellationDate: self[.cancellationMs].flatMap { Int64($0) },
+            cancellationReason: self[.cancellationReason],
+            revocationDate: self[.revocationMs].flatMap { Int64($0) },
+            revocationType: self[.revocationType], reversedDate: self[.reversedMs].flatMap { Int64($0) })
+        return KnownTransaction(
+            transaction: t, productType: product?.type,
+            receiptID: self[.receiptID], userID: self[TransactionColumn.userID], exactOrder: order,
+            source: self[.source].flatMap(TransactionSource.init(rawValue:)) ?? .receipt, price: price,
+            storefront: self[.storefront]
+        ).learned(revocation)
     }
 
     /// A `G` row as the core's `GrantFacts`, its product's type and list price from `products`;
     /// nil when a required field is missing.
     func grant(_ products: ProductCatalog) -> GrantFacts? {
         guard let gid = self[GrantColumn.grantID], let user = self[GrantColumn.userID],
-              let pid = self[GrantColumn.productID], let tid = self[GrantColumn.transactionID],
-              let qty = self[GrantColumn.quantity].flatMap({ Int($0) }),
-              let granted = self[GrantColumn.grantedMs].flatMap({ Int64($0) })
+            let pid = self[GrantColumn.productID], let tid = self[GrantColumn.transactionID],
+            let qty = self[GrantColumn.quantity].flatMap({ Int($0) }),
+            let granted = self[GrantColumn.grantedMs].flatMap({ Int64($0) })
         else { return nil }
-        let grant = Grant(grantID: gid, userID: user, orderID: self[GrantColumn.orderID], productID: pid, transactionID: tid,
-                          originalTransactionID: self[GrantColumn.originalTransactionID], quantity: qty,
-                          grantedAt: granted, revokedAt: self[.revokedMs].flatMap { Int64($0) })
+        let grant = Grant(
+            grantID: gid, userID: user, orderID: self[GrantColumn.orderID], productID: pid, transactionID: tid,
+            originalTransactionID: self[GrantColumn.originalTransactionID], quantity: qty,
+            grantedAt: granted, revokedAt: self[.revokedMs].flatMap { Int64($0) })
         func count(_ c: GrantColumn) -> Int { Int(self[c] ?? "0") ?? 0 }
-        let links = ReceiptLinks(linked: count(.linkedReceipts), rejectedInvalid: count(.rejectedInvalid),
-                                 rejectedWrongBundle: count(.rejectedWrongBundle),
-                                 verifiedWithoutTransaction: count(.verifiedWithoutTransaction))
+        let links = ReceiptLinks(
+            linked: count(.linkedReceipts), rejectedInvalid: count(.rejectedInvalid),
+            rejectedWrongBundle: count(.rejectedWrongBundle),
+            verifiedWithoutTransaction: count(.verifiedWithoutTransaction))
         let product = products[pid]
-        return GrantFacts(grant: grant, productType: product?.type,
-                          links: links, linkedOrderQuantity: self[.linkedOrderQuantity].flatMap { Int($0) },
-                          listUnitPrice: product?.listUnit)
+        return GrantFacts(
+            grant: grant, productType: product?.type,
+            links: links, linkedOrderQuantity: self[.linkedOrderQuantity].flatMap { Int($0) },
+            listUnitPrice: product?.listUnit)
     }
 }
 
@@ -217,7 +227,7 @@ struct FamilyRow {
 /// where only the rows a rule reads need them. A
 /// product that is not here (Apple's, unknown to the source) has no type and no price, as the
 /// LEFT JOIN gave.
-struct ProductCatalog: Sendable {
+package struct ProductCatalog: Sendable {
     struct Product: Sendable {
         let type: ProductType?
         let listUnit: Money?

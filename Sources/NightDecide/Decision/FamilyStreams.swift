@@ -69,8 +69,10 @@ final class FamilyStream: @unchecked Sendable {
     /// (`run --database-only`, the benchmark's measure of Postgres alone). `sorted` is called once,
     /// on the reading thread, when the first row arrives (Postgres has sorted them all) or, if
     /// none does, when the query ends or fails.
-    init(sql: SQL, prepare: SQL = "", products: ProductCatalog, settings: JobSettings, keepRows: Bool = true,
-         sorted: @escaping @Sendable () -> Void = {}) {
+    init(
+        sql: SQL, prepare: SQL = "", products: ProductCatalog, settings: JobSettings, keepRows: Bool = true,
+        sorted: @escaping @Sendable () -> Void = {}
+    ) {
         let thread = Thread { [self] in
             var announced = false
             defer { if !announced { sorted() } }

@@ -73,8 +73,11 @@ final class FindingWriter: @unchecked Sendable {
     /// A decided grant's bucket in the conservation tally, tried in the tally's order
     /// (Conservation.buckets): clawed back, a duplicate, else kept or unverified (`kept`).
     static func bucket(_ grantID: String, kept: Bool, clawedBack: Set<String> = [], duplicated: Set<String> = []) -> String {
-        clawedBack.contains(grantID) ? "clawed_back" : duplicated.contains(grantID) ? "duplicate"
-            : kept ? "kept" : "unverified"
+        clawedBack.contains(grantID)
+            ? "clawed_back"
+            : duplicated.contains(grantID)
+                ? "duplicate"
+                : kept ? "kept" : "unverified"
     }
 
     /// Hands a family over; throws what the writing thread met, once it has stopped.

@@ -15,6 +15,9 @@ import Reconciliation
 package struct HeldNight {
     let settings: JobSettings
     let runID: Int64
+
+    /// The hold check of run `runID` (`check` uses run 0: none).
+    package init(settings: JobSettings, runID: Int64) { (self.settings, self.runID) = (settings, runID) }
     var S: SQL { settings.jobSchema.sql }
     var day: String { UTC.date(settings.asOf) }
 
@@ -35,7 +38,8 @@ package struct HeldNight {
         for (relation, copy, time) in Self.copies {
             let ms: SQL = "c.\(ident: String(time.dropLast(3)) + "_ms")"
             // One scan of the copy for both of its counts.
-            let r = try db.query("""
+            let r = try db.query(
+                """
                 SELECT count(*), count(*) FILTER (WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)),
                        (SELECT count(*) FROM \(ident: "bad_" + copy)) + (SELECT coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy))
                 FROM \(ident: copy) c
@@ -43,13 +47,15 @@ package struct HeldNight {
             let clean = Int(r.value(0, 0) ?? "") ?? 0, errors = Int(r.value(0, 2) ?? "") ?? 0
             let share = Self.share(cleanRows: clean)
             let key: SQL = "c.\(ident: relation.key)"
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO \(S).held_key_digests (run_id, relation, key, digest)
                 SELECT \(runID), \(relation.rawValue), \(key)::text, \(Self.digestSQL(relation))
                 FROM \(ident: copy) c
                 WHERE \(key) IS NOT NULL\(share == 1 ? "" : " AND (hashtextextended(\(key)::text, 0) & \(literal: .int(share - 1))) = 0" as SQL)
                 """)
-            let k = try db.query("""
+            let k = try db.query(
+                """
                 SELECT count(*), count(*) FILTER (WHERE h.digest <> k.digest)
                 FROM \(S).held_key_digests h JOIN \(S).key_digests k ON k.relation = h.relation AND k.key = h.key
                 WHERE h.run_id = \(runID) AND h.relation = \(relation.rawValue)
@@ -130,7 +136,8 @@ package struct HeldNight {
         let count = try db.query("SELECT count(*) FROM \(S).runs WHERE \(Self.publishedSQL) AND run_id <> \(runID)")
         result.count = Int(count.value(0, 0) ?? "") ?? 0
         // The last one's relations: rows and input errors from its tally, rows in the window when it kept them.
-        let last = try db.query("""
+        let last = try db.query(
+            """
             WITH n AS (\(nights) LIMIT 1)
             SELECT t.key, t.value->>'rows', t.value->>'input_error', n.summary->'window_rows'->>t.key
             FROM n, jsonb_each(CASE WHEN jsonb_typeof(n.summary->'tally') = 'object' THEN n.summary->'tally' ELSE '{}' END) t
@@ -139,13 +146,15 @@ package struct HeldNight {
             var relations: [String: NightFigures.Relation] = [:]
             for i in 0..<last.rowCount {
                 guard let name = last.value(i, 0), let rows = last.value(i, 1).flatMap({ Int($0) }) else { continue }
-                relations[name] = NightFigures.Relation(rows: rows, inputErrors: last.value(i, 2).flatMap { Int($0) } ?? 0,
-                                                        inWindow: last.value(i, 3).flatMap { Int($0) })
+                relations[name] = NightFigures.Relation(
+                    rows: rows, inputErrors: last.value(i, 2).flatMap { Int($0) } ?? 0,
+                    inWindow: last.value(i, 3).flatMap { Int($0) })
             }
             result.last = NightFigures(relations: relations, reports: [:])
         }
         let reports = NightHold.watchedReports
-        let history = try db.query("""
+        let history = try db.query(
+            """
             WITH n AS (\(nights) LIMIT \(literal: .int(HoldThresholds.medianOver)))
             SELECT \(reports.map { "n.summary->'counts'->>\(literal: .text($0))" as SQL }.joined(separator: ", ")) FROM n ORDER BY n.d DESC
             """)
@@ -190,7 +199,8 @@ package struct HeldNight {
     /// as `historySQL` would have written it that night, then the run marked released.
     static func applyRelease(_ db: PGConnection, schema: JobSchema, runID: Int64, by: String, note: String) throws {
         let S = schema.sql
-        try db.query("""
+        try db.query(
+            """
             INSERT INTO \(S).findings AS f (finding_key, report, first_seen, last_seen, closed_on)
             SELECT finding_key, report, night, night, NULL FROM \(S).held_findings WHERE run_id = \(runID) AND closed_on IS NULL
             ON CONFLICT (finding_key) DO UPDATE SET
@@ -198,22 +208,26 @@ package struct HeldNight {
                 last_seen = greatest(f.last_seen, EXCLUDED.last_seen),
                 closed_on = NULL
             """)
-        try db.query("""
+        try db.query(
+            """
             UPDATE \(S).findings f SET closed_on = h.closed_on, closed_because = h.closed_because
             FROM \(S).held_findings h
             WHERE h.run_id = \(runID) AND h.closed_on IS NOT NULL AND f.finding_key = h.finding_key AND f.closed_on IS NULL
             """)
         try db.query("DELETE FROM \(S).held_findings WHERE run_id = \(runID)")
         // Its keys become the ones the next night compares with (the released night is the last published).
-        try db.query("""
+        try db.query(
+            """
             DELETE FROM \(S).key_digests WHERE relation IN (SELECT relation FROM \(S).held_key_digests WHERE run_id = \(runID))
             """)
-        try db.query("""
+        try db.query(
+            """
             INSERT INTO \(S).key_digests (relation, key, digest)
             SELECT relation, key, digest FROM \(S).held_key_digests WHERE run_id = \(runID)
             """)
         try db.query("DELETE FROM \(S).held_key_digests")
-        try db.query("""
+        try db.query(
+            """
             UPDATE \(S).runs SET released_at = now(), released_by = \(by), release_note = \(note) WHERE run_id = \(runID)
             """)
     }

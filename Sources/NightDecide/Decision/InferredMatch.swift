@@ -31,7 +31,8 @@ final class CompensationSpool: @unchecked Sendable {
     /// A candidate to match later: the row as `none` would write it, to be given its order.
     func candidate(_ c: CompensationCandidate, row: CompensationRow) throws {
         let t = c.transaction
-        try add(["C", c.userID, t.productID, String(t.purchaseDate), t.transactionID, t.environment.rawValue, nil]
+        try add(
+            ["C", c.userID, t.productID, String(t.purchaseDate), t.transactionID, t.environment.rawValue, nil]
                 + row.cells.map { Optional($0) })
     }
 
@@ -68,8 +69,9 @@ extension DecideStage {
         var purchases: [(ms: EpochMillis, key: String, cells: [String])] = []
         func finish() throws {
             guard let g = group, !purchases.isEmpty else { return }
-            let matched = Decide.inferOrders(userID: g.user, productID: g.product, purchases: purchases.map(\.ms),
-                                             openOrders: orders)
+            let matched = Decide.inferOrders(
+                userID: g.user, productID: g.product, purchases: purchases.map(\.ms),
+                openOrders: orders)
             for (p, order) in zip(purchases, matched) {
                 var row = p.cells
                 row[Self.orderCell] = order?.orderID ?? ""
@@ -80,7 +82,8 @@ extension DecideStage {
         // Fresh statistics, so the planner hashes the spool for the two (anti-)joins instead of
         // scanning it once per open order.
         try db.execute("ANALYZE \(S).compensation_spool")
-        try db.copyOut("""
+        try db.copyOut(
+            """
             COPY (SELECT * FROM (
             SELECT 'C' AS kind, s.user_id, s.product_id, s.purchase_ms AS at, s.transaction_id AS id, s.environment,
                    \(cells.map { "s.\(ident: $0)" as SQL }.joined(separator: ", "))
@@ -94,10 +97,12 @@ extension DecideStage {
               AND NOT EXISTS (SELECT 1 FROM \(S).compensation_spool s WHERE s.kind = 'E' AND s.exact_order_id = o.order_id)
             ) x ORDER BY user_id COLLATE "C", product_id COLLATE "C", kind DESC, at, id COLLATE "C", environment COLLATE "C"
             ) TO STDOUT
-            """) { line in
+            """
+        ) { line in
             let f = CopyText.fields(line)
             guard f.count == 6 + cells.count, let user = f[1], let product = f[2], let at = f[3].flatMap({ Int64($0) }),
-                  let id = f[4] else { return }
+                let id = f[4]
+            else { return }
             if group?.user != user || group?.product != product {
                 try finish()
                 group = (user, product)
@@ -105,8 +110,10 @@ extension DecideStage {
                 purchases.removeAll(keepingCapacity: true)
             }
             if f[0] == "O" {
-                orders.append(Order(orderID: id, userID: user, productID: product, quantity: Int(f[5] ?? "1") ?? 1,
-                                    status: "open", transactionID: nil, createdAt: at))
+                orders.append(
+                    Order(
+                        orderID: id, userID: user, productID: product, quantity: Int(f[5] ?? "1") ?? 1,
+                        status: "open", transactionID: nil, createdAt: at))
             } else {
                 purchases.append((at, "compensate|\(id)|\(f[5] ?? "")", f[6...].map { $0 ?? "" }))
             }

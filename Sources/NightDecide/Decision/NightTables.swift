@@ -18,8 +18,10 @@ import Postgres
 
 enum NightTables {
     /// Every working table, for the drops (a new one belongs in this list).
-    static let names = ["p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
-                        "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable]
+    static let names = [
+        "p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
+        "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable,
+    ]
 
     /// No working table of an earlier run, and this session finds the new ones by name.
     static func create(_ db: PGConnection, schema: JobSchema) throws {
@@ -34,7 +36,8 @@ enum NightTables {
     /// statements side by side (the plan: NightPlan.swift), so a worker only takes a core from
     /// another of them and adds its coordination (docs/benchmarks.md, "Measured choices").
     static func use(_ db: PGConnection, schema: JobSchema) throws {
-        try db.execute("""
+        try db.execute(
+            """
             SELECT set_config('search_path', \(literal: .text(schema.sql.text + ", ")) || current_setting('search_path'), false);
             SET work_mem = '128MB'; SET jit = off; SET max_parallel_workers_per_gather = 0
             """)

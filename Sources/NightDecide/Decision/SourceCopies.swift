@@ -11,7 +11,7 @@ import Postgres
 
 extension SourceRelation {
     /// The temporary table of its clean rows (products, a handful of rows, have none).
-    var copy: String? {
+    package var copy: String? {
         switch self {
         case .products: return nil
         case .orders: return "o"
@@ -40,7 +40,8 @@ extension SourceRelation {
     /// Whether the relation in `schema` (on `db`) has a valid, whole (not partial) btree index whose
     /// first column is `column`.
     func indexLed(by column: String, schema: String, _ db: PGConnection) throws -> Bool {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT EXISTS (
                 SELECT 1 FROM pg_index i
                 JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -71,8 +72,10 @@ extension SourceRelation {
     /// database counts them there, in the copy's snapshot, from the source's indexes:
     /// `SourceCopy`), read instead of counting again.
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
-    func copySQL(source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false, counted: SQL? = nil,
-                 newTable: (SQL) -> SQL) -> SQL {
+    func copySQL(
+        source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false, counted: SQL? = nil,
+        newTable: (SQL) -> SQL
+    ) -> SQL {
         guard let copyName = copy else { return "" }
         let checks = checks(jobSchema: jobSchema)
         let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" as SQL }.joined(separator: ",\n       ")
@@ -80,29 +83,29 @@ extension SourceRelation {
         let copy: SQL = "\(ident: copyName)", dk: SQL = "\(ident: "dk_" + copyName)", badCopy: SQL = "\(ident: "bad_" + copyName)"
         let key = keySQL
         return """
-        DROP TABLE IF EXISTS \(copy), \(badCopy), \(dk);
-        \(keyIndexed && counted == nil ? "SET enable_hashagg = off;" : "" as SQL)
-        CREATE \(newTable(dk)) AS \(counted.map { "SELECT k, n FROM \($0)" } ?? duplicatedKeysSQL(source: source));
-        \(keyIndexed && counted == nil ? "RESET enable_hashagg;" : "" as SQL)
-        ANALYZE \(dk);
-        CREATE \(newTable(copy)) AS
-        SELECT y.*, (\(bad)) AS bad FROM (
-            SELECT \(copyColumns), x.dup_key,
-                   \(problems)
-            FROM (
-                SELECT x.*, false AS dup_key FROM \(source) x WHERE x.\(key) IS NULL OR x.\(key) NOT IN (SELECT k FROM \(dk))
-                UNION ALL
-                (SELECT DISTINCT ON (\(key)) x.*, true FROM \(source) x WHERE x.\(key) IN (SELECT k FROM \(dk))
-                 ORDER BY \(key), \(firstRowOrder))
-            ) x\(productJoin)
-            OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
-        ) y;
-        CREATE \(newTable(badCopy)) AS SELECT * FROM \(copy) WITH NO DATA;
-        WITH moved AS (DELETE FROM \(copy) WHERE bad RETURNING *) INSERT INTO \(badCopy) SELECT * FROM moved;
-        SET default_statistics_target = 10;
-        ANALYZE \(copy);
-        RESET default_statistics_target;
-        """
+            DROP TABLE IF EXISTS \(copy), \(badCopy), \(dk);
+            \(keyIndexed && counted == nil ? "SET enable_hashagg = off;" : "" as SQL)
+            CREATE \(newTable(dk)) AS \(counted.map { "SELECT k, n FROM \($0)" } ?? duplicatedKeysSQL(source: source));
+            \(keyIndexed && counted == nil ? "RESET enable_hashagg;" : "" as SQL)
+            ANALYZE \(dk);
+            CREATE \(newTable(copy)) AS
+            SELECT y.*, (\(bad)) AS bad FROM (
+                SELECT \(copyColumns), x.dup_key,
+                       \(problems)
+                FROM (
+                    SELECT x.*, false AS dup_key FROM \(source) x WHERE x.\(key) IS NULL OR x.\(key) NOT IN (SELECT k FROM \(dk))
+                    UNION ALL
+                    (SELECT DISTINCT ON (\(key)) x.*, true FROM \(source) x WHERE x.\(key) IN (SELECT k FROM \(dk))
+                     ORDER BY \(key), \(firstRowOrder))
+                ) x\(productJoin)
+                OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
+            ) y;
+            CREATE \(newTable(badCopy)) AS SELECT * FROM \(copy) WITH NO DATA;
+            WITH moved AS (DELETE FROM \(copy) WHERE bad RETURNING *) INSERT INTO \(badCopy) SELECT * FROM moved;
+            SET default_statistics_target = 10;
+            ANALYZE \(copy);
+            RESET default_statistics_target;
+            """
     }
 }
 
@@ -116,8 +119,9 @@ extension DecideStage {
         // The receipts first: the longest copy (its checks decode base64), so the other two share
         // the second core meanwhile.
         return [SourceRelation.receipts, .orders, .grants].map {
-            $0.copySQL(source: "\(src).\($0.name)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0),
-                       counted: counted(SourceCopy.duplicatedKeys($0)), newTable: { newTable($0) })
+            $0.copySQL(
+                source: "\(src).\($0.name)", jobSchema: settings.jobSchema, keyIndexed: indexed.contains($0),
+                counted: counted(SourceCopy.duplicatedKeys($0)), newTable: { newTable($0) })
         }
     }
 

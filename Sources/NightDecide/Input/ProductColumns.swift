@@ -64,16 +64,20 @@ extension DecideStage {
                 """
             }
             guard let copy = relation.copy else {
-                return [rows(from: relation.from(table), \.problem, where: "true"), """
+                return [
+                    rows(from: relation.from(table), \.problem, where: "true"),
+                    """
                     SELECT \(literal: relationName), \(key), \(literal: keyName), 'duplicate key (' || count(*) || ' rows)'
                     FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
-                    """]
+                    """,
+                ]
             }
             var parts = [rows(from: "\(ident: "bad_" + copy) x", { "x.\($0.problemColumn)" }, where: "NOT x.dup_key")]
             if duplicated.contains(relation) {
                 parts.append(rows(from: relation.from(table), \.problem, where: "x.\(key) IN (SELECT k FROM \(ident: "dk_" + copy))"))
             }
-            parts.append("SELECT \(literal: relationName), k, \(literal: keyName), 'duplicate key (' || n || ' rows)' FROM \(ident: "dk_" + copy)")
+            parts.append(
+                "SELECT \(literal: relationName), k, \(literal: keyName), 'duplicate key (' || n || ' rows)' FROM \(ident: "dk_" + copy)")
             return parts
         }
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID)::bigint FROM ("

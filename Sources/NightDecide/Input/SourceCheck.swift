@@ -10,7 +10,7 @@ public enum SourceCheck {
 
     /// Optional columns: absent is fine, present must have the kind shown (contract §1).
     static let optional: [(relation: String, columns: [(String, Kind)])] = [
-        ("iap_products", [("price", .number), ("currency", .text)]),
+        ("iap_products", [("price", .number), ("currency", .text)])
     ]
 
     /// What the check found beyond the required columns.
@@ -21,19 +21,35 @@ public enum SourceCheck {
 
     static let relations: [(name: String, columns: [(String, Kind)])] = [
         ("iap_products", [("product_id", .text), ("product_type", .text), ("bundle_id", .text)]),
-        ("iap_orders", [("order_id", .text), ("user_id", .text), ("product_id", .text), ("quantity", .integer),
-                        ("status", .text), ("transaction_id", .text), ("created_at", .timestamp)]),
-        ("iap_receipts", [("receipt_id", .text), ("user_id", .text), ("order_id", .text), ("transaction_id", .text),
-                          ("receipt_data", .text), ("submitted_at", .timestamp), ("verify_status", .integer)]),
-        ("iap_grants", [("grant_id", .text), ("user_id", .text), ("order_id", .text), ("product_id", .text),
-                        ("transaction_id", .text), ("original_transaction_id", .text), ("quantity", .integer),
-                        ("granted_at", .timestamp), ("revoked_at", .timestamp)]),
+        (
+            "iap_orders",
+            [
+                ("order_id", .text), ("user_id", .text), ("product_id", .text), ("quantity", .integer),
+                ("status", .text), ("transaction_id", .text), ("created_at", .timestamp),
+            ]
+        ),
+        (
+            "iap_receipts",
+            [
+                ("receipt_id", .text), ("user_id", .text), ("order_id", .text), ("transaction_id", .text),
+                ("receipt_data", .text), ("submitted_at", .timestamp), ("verify_status", .integer),
+            ]
+        ),
+        (
+            "iap_grants",
+            [
+                ("grant_id", .text), ("user_id", .text), ("order_id", .text), ("product_id", .text),
+                ("transaction_id", .text), ("original_transaction_id", .text), ("quantity", .integer),
+                ("granted_at", .timestamp), ("revoked_at", .timestamp),
+            ]
+        ),
     ]
 
     /// Throws exit 65 naming every missing relation or column, or a column of the wrong kind.
     @discardableResult
     public static func verify(_ db: PGConnection, schema: String) throws -> Shape {
-        let result = try db.query("""
+        let result = try db.query(
+            """
             SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
             FROM pg_class c
             JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -76,12 +92,15 @@ public enum SourceCheck {
         let products = found["iap_products"] ?? [:]
         shape.listPrices = products["price"] != nil && products["currency"] != nil
         if (products["price"] != nil) != (products["currency"] != nil) {
-            problems.append("\(schema).iap_products has " + (products["price"] != nil ? "price without currency" : "currency without price")
-                + " (the optional list price needs both)")
+            problems.append(
+                "\(schema).iap_products has " + (products["price"] != nil ? "price without currency" : "currency without price")
+                    + " (the optional list price needs both)")
         }
         if !problems.isEmpty {
-            throw JobError(.sourceMismatch, "source relations do not match the contract: "
-                + problems.joined(separator: "; ") + " (see docs/contract.md, 'Source relations')")
+            throw JobError(
+                .sourceMismatch,
+                "source relations do not match the contract: "
+                    + problems.joined(separator: "; ") + " (see docs/contract.md, 'Source relations')")
         }
         try checkPrivileges(db, schema: schema)
         return shape
@@ -90,7 +109,8 @@ public enum SourceCheck {
     /// Every source relation must be readable by the job's role: one line naming each missing
     /// privilege (exit 78), before any row is read, rather than a failure halfway through.
     static func checkPrivileges(_ db: PGConnection, schema: String) throws {
-        let result = try db.query("""
+        let result = try db.query(
+            """
             SELECT r.name, has_schema_privilege(current_user, s.name, 'USAGE')
                    AND has_table_privilege(current_user, format('%I.%I', s.name, r.name), 'SELECT'),
                    current_user
@@ -104,8 +124,10 @@ public enum SourceCheck {
             if result.value(row, 1) != "t" { missing.append("SELECT on \(schema).\(result.value(row, 0) ?? "")") }
         }
         if !missing.isEmpty {
-            throw JobError(.configuration, "the database role \(role) lacks a privilege: " + missing.joined(separator: ", ")
-                + " (grant it, see docs/contract.md, 'Database privileges')")
+            throw JobError(
+                .configuration,
+                "the database role \(role) lacks a privilege: " + missing.joined(separator: ", ")
+                    + " (grant it, see docs/contract.md, 'Database privileges')")
         }
     }
 

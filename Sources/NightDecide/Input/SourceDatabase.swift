@@ -19,8 +19,10 @@ package enum SourceDatabase {
     static func checkURL(_ settings: JobSettings) throws {
         guard let url = settings.sourceDatabaseURL else { return }
         do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
-            throw JobError(.configuration, "SOURCE_DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
-                + "fix it in the environment (see docs/contract.md, 'Environment variables')")
+            throw JobError(
+                .configuration,
+                "SOURCE_DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
+                    + "fix it in the environment (see docs/contract.md, 'Environment variables')")
         }
     }
 
@@ -37,8 +39,10 @@ package enum SourceDatabase {
             throw JobError.from(error, doing: "connecting to the source database (SOURCE_DATABASE_URL)")
         }
         do {
-            for statement: SQL in ["SET client_encoding = 'UTF8'", "SET DateStyle = 'ISO'", "SET IntervalStyle = 'postgres'",
-                                   "SET extra_float_digits = 3", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"] {
+            for statement: SQL in [
+                "SET client_encoding = 'UTF8'", "SET DateStyle = 'ISO'", "SET IntervalStyle = 'postgres'",
+                "SET extra_float_digits = 3", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            ] {
                 try db.execute(statement)
             }
             if let snapshot { try db.execute("SET TRANSACTION SNAPSHOT \(literal: .string(snapshot))") }
@@ -53,8 +57,10 @@ package enum SourceDatabase {
     /// `SOURCE_DATABASE_URL`, else a read-only snapshot session on the source database (closed
     /// after). `retry`: `body` only reads, so on a recovery conflict it runs once more (lookup);
     /// respond, which stores as it reads, leaves that to its next run (exit 75 either way).
-    package static func reading<T>(_ settings: JobSettings, job: PGConnection, retry: Bool, logger: Logger,
-                           _ body: (PGConnection) throws -> T) throws -> T {
+    package static func reading<T>(
+        _ settings: JobSettings, job: PGConnection, retry: Bool, logger: Logger,
+        _ body: (PGConnection) throws -> T
+    ) throws -> T {
         guard settings.sourceDatabaseURL != nil else { return try body(job) }
         try checkURL(settings)
         let what = "reading the source relations on SOURCE_DATABASE_URL"
@@ -75,8 +81,11 @@ package enum SourceDatabase {
     /// `varchar`: the values are the same, and the type is named by identifiers, never by text),
     /// else `text` (a domain, an enum, citext: the job's database may not know them; the source
     /// check has already refused them where the night reads them).
-    package static func columns(_ source: PGConnection, schema: String, relation: String) throws -> [(name: String, type: String, cast: Bool)] {
-        let r = try source.query("""
+    package static func columns(_ source: PGConnection, schema: String, relation: String) throws -> [(
+        name: String, type: String, cast: Bool
+    )] {
+        let r = try source.query(
+            """
             SELECT a.attname, t.typname, t.typnamespace = 'pg_catalog'::regnamespace
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
@@ -110,8 +119,11 @@ package enum SourceDatabase {
 
     /// The exit-75 line of a second failure (`mayBeRecoveryConflict`).
     static func conflictLine(_ what: String, _ e: PGError, again: Bool) -> String {
-        let said = e.isRecoveryConflict ? "" : "; the source database ended the session while the job held its snapshot, "
-            + "as a hot standby does on a recovery conflict (its log says why)"
+        let said =
+            e.isRecoveryConflict
+            ? ""
+            : "; the source database ended the session while the job held its snapshot, "
+                + "as a hot standby does on a recovery conflict (its log says why)"
         return "\(what): \(e)\(again ? " (the second time)" : "")\(said); \(recoveryConflictAdvice)"
     }
 
@@ -122,8 +134,9 @@ package enum SourceDatabase {
         do {
             return try body()
         } catch let e as PGError where mayBeRecoveryConflict(e) {
-            logger.warning("the source database cancelled the read or ended the session (a recovery conflict on a standby?); reading again once",
-                           metadata: ["doing": "\(what)", "error": "\(Secrets.redact(e.description))"])
+            logger.warning(
+                "the source database cancelled the read or ended the session (a recovery conflict on a standby?); reading again once",
+                metadata: ["doing": "\(what)", "error": "\(Secrets.redact(e.description))"])
         }
         do {
             return try body()
@@ -147,8 +160,10 @@ struct SourceCopy {
     /// The copy's schema in the job's database.
     static func schema(of jobSchema: JobSchema) throws -> JobSchema {
         guard jobSchema.name.count <= 56 else {
-            throw JobError(.configuration, "with SOURCE_DATABASE_URL the job schema's name must be at most 56 characters "
-                + "(the copy of the sources is \(jobSchema.name)_source)")
+            throw JobError(
+                .configuration,
+                "with SOURCE_DATABASE_URL the job schema's name must be at most 56 characters "
+                    + "(the copy of the sources is \(jobSchema.name)_source)")
         }
         return try JobSchema(jobSchema.name + "_source")
     }
@@ -176,8 +191,10 @@ struct SourceCopy {
         let copy = try Self.schema(of: settings.jobSchema)
         try claimSchema(db, copy)
         var attempt = 0
-        return try SourceDatabase.retryingRecoveryConflict("copying the source relations from SOURCE_DATABASE_URL",
-                                                            logger: logger) {
+        return try SourceDatabase.retryingRecoveryConflict(
+            "copying the source relations from SOURCE_DATABASE_URL",
+            logger: logger
+        ) {
             attempt += 1
             return try copyOnce(db, into: copy, attempt: attempt)
         }
@@ -185,14 +202,17 @@ struct SourceCopy {
 
     /// Creates the copy's schema, or makes sure the one there is the job's.
     private func claimSchema(_ db: PGConnection, _ copy: JobSchema) throws {
-        let found = try db.query("""
+        let found = try db.query(
+            """
             SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = \(copy.name)
             """)
         if found.rowCount == 0 {
             try db.execute("CREATE SCHEMA IF NOT EXISTS \(copy.sql); COMMENT ON SCHEMA \(copy.sql) IS \(literal: .string(Self.marker))")
         } else if found.value(0, 0) != Self.marker {
-            throw JobError(.configuration, "the job's database has a schema \(copy.name) that is not the job's copy of the "
-                + "sources (its comment is not the job's); the night would overwrite it: rename it, or choose another --job-schema")
+            throw JobError(
+                .configuration,
+                "the job's database has a schema \(copy.name) that is not the job's copy of the "
+                    + "sources (its comment is not the job's); the night would overwrite it: rename it, or choose another --job-schema")
         }
     }
 
@@ -224,9 +244,10 @@ struct SourceCopy {
         var whole: [SourceRelation: Piece] = [:]
         for relation in SourceRelation.allCases {
             let cols = try SourceDatabase.columns(source, schema: schema, relation: relation.rawValue)
-            whole[relation] = Piece(table: relation.rawValue, columns: cols,
-                                    select: "SELECT \(SourceDatabase.selectList(cols)) FROM \(ident: schema).\(ident: relation.rawValue)",
-                                    relation: relation.rawValue)
+            whole[relation] = Piece(
+                table: relation.rawValue, columns: cols,
+                select: "SELECT \(SourceDatabase.selectList(cols)) FROM \(ident: schema).\(ident: relation.rawValue)",
+                relation: relation.rawValue)
         }
         let keys = try keyPieces(source, columns: whole.mapValues(\.columns))
         let stale = (SourceRelation.allCases.map(Self.duplicatedKeys) + [Self.namedTwice]).map { "\(copy.sql).\(ident: $0)" as SQL }
@@ -271,11 +292,13 @@ struct SourceCopy {
     /// orders, receipts and grants, and the ids two grants name. Only where the copy compares
     /// the same bytes the source groups: a key of a built-in type (not cast to text) whose
     /// collation is deterministic; elsewhere the decide stage counts the copy as before.
-    private func keyPieces(_ source: PGConnection, columns: [SourceRelation: [(name: String, type: String, cast: Bool)]]) throws -> [Piece] {
+    private func keyPieces(_ source: PGConnection, columns: [SourceRelation: [(name: String, type: String, cast: Bool)]]) throws -> [Piece]
+    {
         let schema = settings.sourceSchema
         func bytewise(_ relation: SourceRelation, _ names: [String]) throws -> Bool {
             guard names.allSatisfy({ name in columns[relation]?.contains { $0.name == name && !$0.cast } == true }) else { return false }
-            let r = try source.query("""
+            let r = try source.query(
+                """
                 SELECT bool_and(coalesce(co.collisdeterministic, true)) FROM pg_attribute a
                 JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
                 LEFT JOIN pg_collation co ON co.oid = a.attcollation
@@ -288,17 +311,22 @@ struct SourceCopy {
         for relation in SourceRelation.allCases where relation.copy != nil {
             guard try bytewise(relation, [relation.key]), let keyType = type(relation, relation.key) else { continue }
             let table: SQL = "\(ident: schema).\(ident: relation.rawValue)"
-            pieces.append(Piece(table: Self.duplicatedKeys(relation), columns: [("k", keyType, false), ("n", "int8", false)],
-                                select: relation.duplicatedKeysSQL(source: table), relation: nil,
-                                indexed: try relation.indexLed(by: relation.key, schema: schema, source)))
+            pieces.append(
+                Piece(
+                    table: Self.duplicatedKeys(relation), columns: [("k", keyType, false), ("n", "int8", false)],
+                    select: relation.duplicatedKeysSQL(source: table), relation: nil,
+                    indexed: try relation.indexLed(by: relation.key, schema: schema, source)))
         }
         let ids = ["transaction_id", "original_transaction_id"]
         if try bytewise(.grants, ids), let t = type(.grants, ids[0]), type(.grants, ids[1]) == t {
             let indexed = try SourceRelation.grants.indexLed(by: "transaction_id", schema: schema, source)
-            pieces.append(Piece(table: Self.namedTwice, columns: [("k", t, false)],
-                                select: DecideStage.namedTwiceSQL(grants: "\(ident: schema).\(ident: SourceRelation.grants.rawValue)",
-                                                                  transactionIndexed: indexed),
-                                relation: nil, indexed: indexed))
+            pieces.append(
+                Piece(
+                    table: Self.namedTwice, columns: [("k", t, false)],
+                    select: DecideStage.namedTwiceSQL(
+                        grants: "\(ident: schema).\(ident: SourceRelation.grants.rawValue)",
+                        transactionIndexed: indexed),
+                    relation: nil, indexed: indexed))
         }
         return pieces
     }
@@ -306,8 +334,10 @@ struct SourceCopy {
     /// Streams `lane`'s pieces from a source session on `snapshot` into the copy's schema, each in a
     /// job transaction of its own; the rows of each whole relation, by name. `holdMs`: the tests'
     /// fault, the snapshot held after the lane's first piece.
-    private static func copy(_ lane: [Piece], snapshot: String, into copy: JobSchema, settings: JobSettings,
-                             logger: Logger, holdMs: Int) throws -> [String: Int] {
+    private static func copy(
+        _ lane: [Piece], snapshot: String, into copy: JobSchema, settings: JobSettings,
+        logger: Logger, holdMs: Int
+    ) throws -> [String: Int] {
         do {
             return try copySides(lane, snapshot: snapshot, into: copy, settings: settings, logger: logger, holdMs: holdMs)
         } catch let e as SourceSide {
@@ -328,8 +358,10 @@ struct SourceCopy {
     private struct SourceSide: Error { let error: Error }
     private struct JobSide: Error { let error: Error }
 
-    private static func copySides(_ lane: [Piece], snapshot: String, into copy: JobSchema, settings: JobSettings,
-                                  logger: Logger, holdMs: Int) throws -> [String: Int] {
+    private static func copySides(
+        _ lane: [Piece], snapshot: String, into copy: JobSchema, settings: JobSettings,
+        logger: Logger, holdMs: Int
+    ) throws -> [String: Int] {
         func onSource<T>(_ body: () throws -> T) throws -> T {
             do { return try body() } catch let e as JobSide { throw e } catch { throw SourceSide(error: error) }
         }
@@ -342,7 +374,8 @@ struct SourceCopy {
             let table: SQL = "\(copy.sql).\(ident: piece.table)"
             var n = -1
             try db.transaction {
-                try db.execute("""
+                try db.execute(
+                    """
                     SET LOCAL client_encoding = 'UTF8'; SET LOCAL DateStyle = 'ISO'; SET LOCAL IntervalStyle = 'postgres';
                     DROP TABLE IF EXISTS \(table);
                     CREATE UNLOGGED TABLE \(table) (\(SourceDatabase.definitions(piece.columns))) WITH (autovacuum_enabled = off)

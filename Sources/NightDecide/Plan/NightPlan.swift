@@ -41,11 +41,15 @@ final class NightValues: Sendable {
 enum NightPlan {
     static func make(_ stages: Night.Stages, command: String, values: NightValues, logger: Logger) -> Plan {
         var steps: [PlanStep] = []
-        func add(_ name: String, _ stage: String, _ session: PlanStep.Session, reads: [String] = [], writes: [String] = [],
-                 after: [String] = [], milestones: [String] = [], note: String = "",
-                 _ work: @escaping @Sendable (StepContext) throws -> Void) {
-            steps.append(PlanStep(name: name, stage: stage, session: session, reads: reads, writes: writes, after: after,
-                                  milestones: milestones, note: note, work: work))
+        func add(
+            _ name: String, _ stage: String, _ session: PlanStep.Session, reads: [String] = [], writes: [String] = [],
+            after: [String] = [], milestones: [String] = [], note: String = "",
+            _ work: @escaping @Sendable (StepContext) throws -> Void
+        ) {
+            steps.append(
+                PlanStep(
+                    name: name, stage: stage, session: session, reads: reads, writes: writes, after: after,
+                    milestones: milestones, note: note, work: work))
         }
         let source = SourceRelation.allCases.map { "source." + $0.rawValue }
         @Sendable func decide() -> DecideStage {
@@ -54,16 +58,20 @@ enum NightPlan {
         }
         @Sendable func writer() -> ReportWriter { ReportWriter(settings: values.settings, logger: logger) }
 
-        add("migrate", "migrate", .main, reads: ["job.schema_migrations"], writes: ["job"],
-            note: "stops with exit 78 when a migration's checksum differs from this build's") { c in
+        add(
+            "migrate", "migrate", .main, reads: ["job.schema_migrations"], writes: ["job"],
+            note: "stops with exit 78 when a migration's checksum differs from this build's"
+        ) { c in
             let migrated = try Migrations.apply(c.db, schema: values.settings.jobSchema) { version, attempt in
-                logger.warning("""
+                logger.warning(
+                    """
                     migration \(version) waited \(Migrations.lockWaitMs / 1000) s for a table another session (respond, \
                     lookup) holds; trying again (\(attempt) of \(Migrations.lockTries))
                     """)
             }
             for version in migrated.unknownTexts {
-                logger.warning("""
+                logger.warning(
+                    """
                     the job schema's migration \(version) has no checksum, and none of the texts version \(version) has had \
                     in this build's history matches what the database holds (its functions); going on: see \
                     `iap-reconcile migrate --status` and docs/contract.md, 'Migrations and their checksums'
@@ -75,11 +83,13 @@ enum NightPlan {
         if values.settings.sourceDatabaseURL != nil {
             // SOURCE_DATABASE_URL: the sources checked there and copied here, in one snapshot;
             // from here on `source.X` is the copy (`settings.sourceSchema` names its schema).
-            add("copy sources", "copy", .main, reads: ["source database"], writes: source + ["value: settings"],
+            add(
+                "copy sources", "copy", .main, reads: ["source database"], writes: source + ["value: settings"],
                 note: "checks the source relations on SOURCE_DATABASE_URL and streams them by COPY, in one read-only "
                     + "REPEATABLE READ snapshot read by three sessions side by side, into <job schema>_source, with the keys the "
                     + "decide stage counts counted there from the source's indexes; a recovery conflict is read again once, "
-                    + "then exit 75") { c in
+                    + "then exit 75"
+            ) { c in
                 let copied = try SourceCopy(settings: values.settings, logger: logger).run(c.db)
                 values.with {
                     $0.settings.sourceSchema = copied.schema.name
@@ -107,23 +117,35 @@ enum NightPlan {
         }
         let settings = values.settings
         if verify {
-            add("verify receipts", "verify", .main,
+            add(
+                "verify receipts", "verify", .main,
                 reads: ["source.iap_receipts", "job.receipt_state", "value: run id"],
-                writes: ["job.receipt_state", "job.verify_attempts", "job.apple_transactions", "job.receipt_transactions",
-                         "value: verification"],
-                note: "receipts to Apple over HTTP, signed transactions on the verifier threads; answers written on a session of its own") { c in
+                writes: [
+                    "job.receipt_state", "job.verify_attempts", "job.apple_transactions", "job.receipt_transactions",
+                    "value: verification",
+                ],
+                note: "receipts to Apple over HTTP, signed transactions on the verifier threads; answers written on a session of its own"
+            ) { c in
                 let counts = try VerifyStage(settings: values.settings, runID: values.summary.runID, logger: logger).run(db: c.db)
                 values.with { $0.summary.verification = counts }
             }
             if let api = settings.serverAPI, settings.apiSweeps {
-                add("sweep the Server API", "sweep", .main,
-                    reads: ["job.notification_sweeps", "job.history_customers", "job.receipt_transactions", "value: run id",
-                            "source.iap_orders", "source.iap_receipts"],
-                    writes: ["job.notifications", "job.notification_sweeps", "job.history_customers", "job.apple_transactions",
-                             "value: sweeps"],
-                    note: "notification history and customers' transaction histories, over HTTP") { c in
-                    let s = try ServerAPISweeps(settings: values.settings, api: api, runID: values.summary.runID,
-                                                logger: logger).run(db: c.db)
+                add(
+                    "sweep the Server API", "sweep", .main,
+                    reads: [
+                        "job.notification_sweeps", "job.history_customers", "job.receipt_transactions", "value: run id",
+                        "source.iap_orders", "source.iap_receipts",
+                    ],
+                    writes: [
+                        "job.notifications", "job.notification_sweeps", "job.history_customers", "job.apple_transactions",
+                        "value: sweeps",
+                    ],
+                    note: "notification history and customers' transaction histories, over HTTP"
+                ) { c in
+                    let s = try ServerAPISweeps(
+                        settings: values.settings, api: api, runID: values.summary.runID,
+                        logger: logger
+                    ).run(db: c.db)
                     values.with { $0.summary.sweeps = s }
                 }
             }
@@ -132,13 +154,17 @@ enum NightPlan {
             // After the sweeps (their Apple traffic first), beside the decide stage on a session of its
             // own: it writes only its own tables, and never fails the night (a 401/403 or an
             // unreachable App Store Connect ends this step alone: skipped_checks).
-            add("sales reports", "sales", .own,
+            add(
+                "sales reports", "sales", .own,
                 reads: ["job.sales_report_days", "source.iap_products", "value: settings", "value: run id", "value: sweeps"],
                 writes: ["job.sales_report_days", "job.sales_report_rows", "job.sales_report_errors", "value: sales reports"],
                 note: "Apple's daily Summary Sales Report of every day of the window not held yet, over HTTP; a day stored "
-                    + "in one transaction") { c in
-                let counts = SalesReportStep(settings: values.settings, connect: connect, runID: values.summary.runID,
-                                             logger: logger).run(db: c.db)
+                    + "in one transaction"
+            ) { c in
+                let counts = SalesReportStep(
+                    settings: values.settings, connect: connect, runID: values.summary.runID,
+                    logger: logger
+                ).run(db: c.db)
                 values.with {
                     $0.summary.salesReports = counts
                     if let reason = counts.skipped {
@@ -151,20 +177,26 @@ enum NightPlan {
         let databaseOnly = isDatabaseOnly(stages)
 
         // The decide stage: the working tables, side by side.
-        add("working tables", "decide", .main, reads: ["source", "value: settings"], writes: ["night", "value: catalog"],
-            note: "drops an earlier run's working tables; the copies' statements depend on the source's indexes") { c in
+        add(
+            "working tables", "decide", .main, reads: ["source", "value: settings"], writes: ["night", "value: catalog"],
+            note: "drops an earlier run's working tables; the copies' statements depend on the source's indexes"
+        ) { c in
             let prepared = try decide().prepare(c.db)
             values.with { $0.prepared = prepared }
         }
         let copies: [(SourceRelation, String)] = [(.receipts, "r"), (.orders, "o"), (.grants, "g")]
         for (i, (relation, copy)) in copies.enumerated() {
-            add("copy \(relation.rawValue)", "decide", .pool, reads: ["source." + relation.rawValue, "value: catalog"],
-                writes: ["night.\(copy)", "night.bad_\(copy)", "night.dk_\(copy)"]) { c in
+            add(
+                "copy \(relation.rawValue)", "decide", .pool, reads: ["source." + relation.rawValue, "value: catalog"],
+                writes: ["night.\(copy)", "night.bad_\(copy)", "night.dk_\(copy)"]
+            ) { c in
                 try c.db.run(values.with { $0.prepared!.copies[i] })
             }
         }
-        add("crowded keys", "decide", .pool, reads: ["source.iap_grants", "job.apple_transactions", "value: catalog"],
-            writes: ["night.crowded_keys"], note: "the families no rule can find anything in, left out of the family queries") { c in
+        add(
+            "crowded keys", "decide", .pool, reads: ["source.iap_grants", "job.apple_transactions", "value: catalog"],
+            writes: ["night.crowded_keys"], note: "the families no rule can find anything in, left out of the family queries"
+        ) { c in
             try c.db.run(values.with { $0.prepared!.crowdedKeys })
         }
         add("unknown grants", "decide", .pool, reads: ["night.g", "job.apple_transactions"], writes: ["night.unknown"]) { c in
@@ -173,16 +205,22 @@ enum NightPlan {
         add("token orders", "decide", .pool, reads: ["night.o", "job.apple_transactions"], writes: ["night.token_orders"]) { c in
             try decide().prepareTokenOrders(c.db)
         }
-        add("attribution", "decide", .pool,
-            reads: ["night.r", "night.g", "night.o", "night.token_orders", "job.apple_transactions"], writes: ["night.who"]) { c in
+        add(
+            "attribution", "decide", .pool,
+            reads: ["night.r", "night.g", "night.o", "night.token_orders", "job.apple_transactions"], writes: ["night.who"]
+        ) { c in
             try c.db.run(decide().attributionSQL)
         }
-        let familyReads = ["night.g", "night.r", "night.o", "night.p", "night.known_products", "night.unknown", "night.who",
-                           "night.crowded_keys", "job.apple_transactions", "job.receipt_transactions", "job.receipt_state",
-                           "value: catalog"]
+        let familyReads = [
+            "night.g", "night.r", "night.o", "night.p", "night.known_products", "night.unknown", "night.who",
+            "night.crowded_keys", "job.apple_transactions", "job.receipt_transactions", "job.receipt_state",
+            "value: catalog",
+        ]
         if databaseOnly {
-            add("families", "decide", .main, reads: familyReads, writes: ["value: families"],
-                note: "the family queries' rows read and dropped: what Postgres alone needs (the benchmark's floor)") { c in
+            add(
+                "families", "decide", .main, reads: familyReads, writes: ["value: families"],
+                note: "the family queries' rows read and dropped: what Postgres alone needs (the benchmark's floor)"
+            ) { c in
                 let r = try decide().decideFamilies(c.db, products: values.with { $0.prepared!.products }, databaseOnly: true)
                 values.with { $0.decided = r }
             }
@@ -191,44 +229,56 @@ enum NightPlan {
             }
             return Plan(steps)
         }
-        add("input errors", "decide", .pool,
+        add(
+            "input errors", "decide", .pool,
             reads: ["night.bad_r", "night.bad_o", "night.bad_g", "night.dk_r", "night.dk_o", "night.dk_g"],
-            writes: ["job.input_errors"]) { c in
+            writes: ["job.input_errors"]
+        ) { c in
             try decide().recordInputErrors(c.db)
         }
         add("empty findings", "decide", .pool, writes: ["job.current_findings"]) { c in
             try FindingSink.empty(c.db, schema: values.settings.jobSchema)
         }
         let decidedReports: [ReportFile] = [.compensate, .duplicateGrants, .clawback, .unattributed]
-        add("families", "decide", .main, reads: familyReads,
+        add(
+            "families", "decide", .main, reads: familyReads,
             writes: decidedReports.map { "job.current_findings: " + $0.rawValue } + ["job.compensation_spool", "value: families"],
             milestones: ["grants sorted", "merged"],
             note: "each kind of family row streamed sorted on a session of its own, merged and decided here; "
-                + "findings written on a third session; then the inferred order match from the spool") { c in
+                + "findings written on a third session; then the inferred order match from the spool"
+        ) { c in
             let r = try decide().decideFamilies(c.db, products: values.with { $0.prepared!.products }, reached: c.reached)
             values.with { $0.decided = r }
         }
         let tallyReads: [SourceRelation: [String]] = [
-            .receipts: ["night.r", "night.bad_r", "night.dk_r", "job.receipt_state", "job.receipt_transactions",
-                        "job.apple_transactions", "source.iap_grants"],
-            .orders: ["night.o", "night.bad_o", "night.dk_o", "night.g", "job.apple_transactions",
-                      "job.current_findings: compensate.csv", "job.current_findings: unattributed.csv"],
+            .receipts: [
+                "night.r", "night.bad_r", "night.dk_r", "job.receipt_state", "job.receipt_transactions",
+                "job.apple_transactions", "source.iap_grants",
+            ],
+            .orders: [
+                "night.o", "night.bad_o", "night.dk_o", "night.g", "job.apple_transactions",
+                "job.current_findings: compensate.csv", "job.current_findings: unattributed.csv",
+            ],
             .grants: ["night.g", "night.bad_g", "night.dk_g", "value: families"],
             .products: ["night.p", "source.iap_products"],
         ]
         // refunds.csv's rows read no decided family: beside the inferred order match, which leaves a core idle.
-        add("refunds", "decide", .pool,
+        add(
+            "refunds", "decide", .pool,
             reads: ["job.apple_transactions", "job.receipt_transactions", "night.r", "night.g", "night.p", "night.who"],
-            writes: ["job.current_findings: refunds.csv"], after: ["families: merged"]) { c in
+            writes: ["job.current_findings: refunds.csv"], after: ["families: merged"]
+        ) { c in
             try c.db.run(decide().refundsSQL)
         }
         // The tally (contract §1), beside other work. The receipts first, because unresolved.csv is
         // their `unresolved` bucket; they start when the grants' family rows are sorted: from then
         // until the transactions' sort ends only that sort would run.
         let dropOne = settings.faultDropTallyRow
-        add("tally receipts", "tally", .own, reads: tallyReads[.receipts]!, writes: ["night.unresolved_ids", "value: tally: receipts"],
+        add(
+            "tally receipts", "tally", .own, reads: tallyReads[.receipts]!, writes: ["night.unresolved_ids", "value: tally: receipts"],
             after: ["families: grants sorted"],
-            note: "stops the night (exit 70) when a receipt is in no bucket or in two") { c in
+            note: "stops the night (exit 70) when a receipt is in no bucket or in two"
+        ) { c in
             let t = try Conservation.tally(.receipts, db: c.db, settings: values.settings, dropOne: dropOne)
             try values.with {
                 $0.summary.tally[SourceRelation.receipts.rawValue] = t
@@ -239,20 +289,24 @@ enum NightPlan {
         }
         for relation in [SourceRelation.orders, .grants, .products] {
             let bySQL = relation != .grants || settings.tallyGrantsBySQL
-            add("tally \(relation.rawValue)", "tally", .own, reads: tallyReads[relation]!, writes: ["value: tally: \(relation.rawValue)"],
-                note: relation == .grants && !bySQL ? "the clean grants' buckets as the rules counted them; SQL adds the input errors" : "") { c in
+            add(
+                "tally \(relation.rawValue)", "tally", .own, reads: tallyReads[relation]!, writes: ["value: tally: \(relation.rawValue)"],
+                note: relation == .grants && !bySQL ? "the clean grants' buckets as the rules counted them; SQL adds the input errors" : ""
+            ) { c in
                 let counted = bySQL ? nil : values.with { $0.decided.grantBuckets }
                 let t = try Conservation.tally(relation, db: c.db, settings: values.settings, dropOne: dropOne, counted: counted)
                 values.with { $0.summary.tally[relation.rawValue] = t }
             }
         }
         // Before the history is written: a night that looks wrong writes none (HeldNight.swift).
-        add("hold check", "write", .own,
+        add(
+            "hold check", "write", .own,
             reads: ["job.current_findings", "job.runs", "job.key_digests", "value: run id", "value: tally: iap_products"]
                 + ["o", "r", "g"].flatMap { ["night.\($0)", "night.bad_\($0)", "night.dk_\($0)"] },
             writes: ["value: held", "job.held_key_digests"],
             note: "tonight's rows, input errors and findings against the thresholds and the last published nights; "
-                + "a night that looks wrong is held (exit 65, its reports under <out>/held/)") { c in
+                + "a night that looks wrong is held (exit 65, its reports under <out>/held/)"
+        ) { c in
             let (settings, runID, products) = values.with {
                 ($0.settings, $0.summary.runID, $0.summary.tally[SourceRelation.products.rawValue])
             }
@@ -264,17 +318,22 @@ enum NightPlan {
                 $0.summary.windowRows = tonight.relations.compactMapValues(\.inWindow)
             }
         }
-        add("key digests", "write", .own, reads: ["job.held_key_digests", "value: held"], writes: ["job.key_digests", "job.held_key_digests"],
+        add(
+            "key digests", "write", .own, reads: ["job.held_key_digests", "value: held"],
+            writes: ["job.key_digests", "job.held_key_digests"],
             note: "a sample of tonight's keys and what each holds, which the next night compares with; a held night's "
-                + "wait for its release") { c in
+                + "wait for its release"
+        ) { c in
             let (settings, runID, held) = values.with { ($0.settings, $0.summary.runID, !$0.summary.held.isEmpty) }
             if !held { try c.db.run(HeldNight(settings: settings, runID: runID).publishKeysSQL) }
         }
-        add("findings history", "write", .own,
+        add(
+            "findings history", "write", .own,
             reads: ["job.current_findings", "job.findings", "night.g", "job.apple_transactions", "value: held"],
             writes: ["job.findings", "job.held_findings"],
             note: "first_seen, closed_on and why (a held night's kept aside for its release); the CSV files compute "
-                + "first_seen as it will set it, so they do not wait for it") { c in
+                + "first_seen as it will set it, so they do not wait for it"
+        ) { c in
             let (held, runID) = values.with { (!$0.summary.held.isEmpty, $0.summary.runID) }
             let stage = decide()
             if held {
@@ -286,8 +345,10 @@ enum NightPlan {
 
         // The reports, in a temporary folder moved into place at the end.
         add("report folder", "write", .none, writes: ["folder"], after: ["families: merged"]) { _ in try writer().makeFolder() }
-        let files: [ReportFile] = [.unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
-                                   .consumptionRequests, .coverage]
+        let files: [ReportFile] = [
+            .unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
+            .consumptionRequests, .coverage,
+        ]
         let fileReads: [ReportFile: [String]] = [
             .unresolved: ["night.r", "night.unresolved_ids", "job.receipt_state"],
             .inputErrors: ["job.input_errors"],
@@ -303,22 +364,28 @@ enum NightPlan {
                 values.with { $0.written[file] = written }
             }
         }
-        add(ReportFile.closed.rawValue, "write", .pool, reads: ["job.findings", "job.held_findings", "value: held"],
-            writes: ["folder: closed.csv"]) { c in
+        add(
+            ReportFile.closed.rawValue, "write", .pool, reads: ["job.findings", "job.held_findings", "value: held"],
+            writes: ["folder: closed.csv"]
+        ) { c in
             var w = writer()
             w.heldRunID = values.with { $0.summary.held.isEmpty ? nil : $0.summary.runID }
             let written = try w.writeCSV(.closed, db: c.db)
             values.with { $0.written[.closed] = written }
         }
         if settings.appStoreConnect != nil {
-            add("coverage", "write", .pool, reads: Coverage.reads, writes: ["value: coverage"],
-                note: "Apple's units sold and refunded per product over the window's held report days, against the job's") { c in
+            add(
+                "coverage", "write", .pool, reads: Coverage.reads, writes: ["value: coverage"],
+                note: "Apple's units sold and refunded per product over the window's held report days, against the job's"
+            ) { c in
                 let coverage = try Coverage(settings: values.settings).figures(c.db)
                 values.with { $0.summary.coverage = coverage }
             }
         }
-        add("counts", "write", .none, reads: ["folder", "value: tally: receipts"], writes: ["value: counts"],
-            note: "stops the night (exit 70) when unresolved.csv's rows are not the tally's unresolved receipts") { _ in
+        add(
+            "counts", "write", .none, reads: ["folder", "value: tally: receipts"], writes: ["value: counts"],
+            note: "stops the night (exit 70) when unresolved.csv's rows are not the tally's unresolved receipts"
+        ) { _ in
             let w = writer()
             try values.with { try w.count($0.written, into: &$0.summary) }
         }
@@ -326,29 +393,40 @@ enum NightPlan {
             let oldest = try writer().oldestOpenFinding(c.db)
             values.with { $0.oldest = oldest }
         }
-        add("nights", "write", .own, reads: ["job.runs", "job.findings"], writes: ["value: nights"],
-            note: "the page's 30 nights of history") { c in
+        add(
+            "nights", "write", .own, reads: ["job.runs", "job.findings"], writes: ["value: nights"],
+            note: "the page's 30 nights of history"
+        ) { c in
             let nights = try writer().history(c.db)
             values.with { $0.nights = nights }
         }
-        add("workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest", "value: coverage", "value: held"],
-            writes: ["folder: reconciliation.xlsx"]) { _ in
+        add(
+            "workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest", "value: coverage", "value: held"],
+            writes: ["folder: reconciliation.xlsx"]
+        ) { _ in
             let (summary, oldest) = values.with { ($0.summary, $0.oldest) }
             try writer().writeWorkbook(summary: summary, oldest: oldest)
         }
-        add("page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights", "value: coverage", "value: held"],
-            writes: ["folder: summary.html"]) { _ in
+        add(
+            "page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights", "value: coverage", "value: held"],
+            writes: ["folder: summary.html"]
+        ) { _ in
             let (summary, oldest, nights) = values.with { ($0.summary, $0.oldest, $0.nights) }
             try writer().writePage(summary: summary, oldest: oldest, nights: nights)
         }
-        add("drop working tables", "write", .own, writes: ["night"],
-            note: "waits on the disk for seconds (the tables' files were just written): beside the workbook") { c in
+        add(
+            "drop working tables", "write", .own, writes: ["night"],
+            note: "waits on the disk for seconds (the tables' files were just written): beside the workbook"
+        ) { c in
             try NightTables.drop(c.db, schema: values.settings.jobSchema)
         }
-        add("publish", "write", .none,
-            reads: ["folder", "value: tally", "value: counts", "value: sales reports", "value: coverage", "value: held"], writes: ["reports"],
+        add(
+            "publish", "write", .none,
+            reads: ["folder", "value: tally", "value: counts", "value: sales reports", "value: coverage", "value: held"],
+            writes: ["reports"],
             note: "the whole tally checked (exit 70 leaves no report), summary.json written, the folder moved into place "
-                + "(a held night's under <out>/held/, then exit 65)") { c in
+                + "(a held night's under <out>/held/, then exit 65)"
+        ) { c in
             let w = writer(), seconds = c.stageSeconds()
             try values.with {
                 $0.summary.stageSeconds = seconds

@@ -75,8 +75,9 @@ struct Plan: Sendable {
         precondition(Set(names).count == names.count, "a plan's steps have one name each")
         for (i, step) in steps.enumerated() {
             for mark in step.after {
-                precondition(steps[..<i].contains { s in s.milestones.contains { s.milestone($0) == mark } },
-                             "\(step.name) waits for \(mark), which no step before it reaches")
+                precondition(
+                    steps[..<i].contains { s in s.milestones.contains { s.milestone($0) == mark } },
+                    "\(step.name) waits for \(mark), which no step before it reaches")
             }
         }
     }
@@ -184,8 +185,10 @@ private final class PlanRun: @unchecked Sendable {
             let running = states.contains(.running)
             if !running {
                 if failure != nil || !states.contains(.waiting) { break }
-                failure = JobError(.internalCheck, "the night's plan stopped with steps that can never start: "
-                    + plan.steps.indices.filter { states[$0] == .waiting }.map { plan.steps[$0].name }.joined(separator: ", "))
+                failure = JobError(
+                    .internalCheck,
+                    "the night's plan stopped with steps that can never start: "
+                        + plan.steps.indices.filter { states[$0] == .waiting }.map { plan.steps[$0].name }.joined(separator: ", "))
                 break
             }
             condition.wait()
@@ -243,14 +246,17 @@ private final class PlanRun: @unchecked Sendable {
                 try NightTables.use(db, schema: settings.jobSchema)
                 session = db
             }
-            try step.work(StepContext(db: session, reached: { [self] mark in
-                condition.withLock {
-                    if reached.insert(step.milestone(mark)).inserted {
-                        reachedAt[step.milestone(mark)] = DispatchTime.now().uptimeNanoseconds - origin
-                    }
-                    condition.broadcast()
-                }
-            }, stageSeconds: { [self] in StepTrace.stageSeconds(condition.withLock { trace }, plan: plan) }))
+            try step.work(
+                StepContext(
+                    db: session,
+                    reached: { [self] mark in
+                        condition.withLock {
+                            if reached.insert(step.milestone(mark)).inserted {
+                                reachedAt[step.milestone(mark)] = DispatchTime.now().uptimeNanoseconds - origin
+                            }
+                            condition.broadcast()
+                        }
+                    }, stageSeconds: { [self] in StepTrace.stageSeconds(condition.withLock { trace }, plan: plan) }))
         }
         own?.close()
         condition.withLock {
@@ -261,10 +267,13 @@ private final class PlanRun: @unchecked Sendable {
             }
             // `--log-level debug`: when each step ran, from the night's start (where a night's time goes).
             logger.debug("step \(i + 1) \(step.name): \(Self.seconds(started[i]))-\(Self.seconds(ended)) s")
-            trace.append(StepTrace(step: step.name, started: started[i], ended: ended,
-                                   milestones: Dictionary(uniqueKeysWithValues: step.milestones.map {
-                                       ($0, reachedAt[step.milestone($0)] ?? ended)
-                                   })))
+            trace.append(
+                StepTrace(
+                    step: step.name, started: started[i], ended: ended,
+                    milestones: Dictionary(
+                        uniqueKeysWithValues: step.milestones.map {
+                            ($0, reachedAt[step.milestone($0)] ?? ended)
+                        })))
             switch step.session {
             case .main: mainBusy = false
             case .pool:

@@ -16,10 +16,11 @@ extension ReportWriter {
     func writeWorkbook(summary: RunSummary, oldest: SummaryPage.OldestFinding?) throws {
         do {
             let reports = ReportFile.allCases
-            try Workbook.write(csvFolder: folder.temp, reports: reports,
-                               dataRows: reports.map { summary.counts[$0.name] ?? 0 },
-                               summary: summaryLines(summary, oldest: oldest),
-                               timeZone: reportZone, to: folder.file("reconciliation.xlsx"))
+            try Workbook.write(
+                csvFolder: folder.temp, reports: reports,
+                dataRows: reports.map { summary.counts[$0.name] ?? 0 },
+                summary: summaryLines(summary, oldest: oldest),
+                timeZone: reportZone, to: folder.file("reconciliation.xlsx"))
         } catch let failure as Workbook.Failure {
             throw cannotWrite(failure.path, failure.reason)
         }
@@ -37,8 +38,9 @@ extension ReportWriter {
         let order = settings.bundleIDList + summary.apps.keys.filter { !settings.bundleIDList.contains($0) }.sorted()
         input.apps = order.compactMap { app in
             summary.apps[app].map {
-                SummaryPage.App(bundleID: app, counts: $0.counts, money: RunSummary.texts($0.money),
-                                requests: $0.requests.values.reduce(0, +), refused: $0.refused)
+                SummaryPage.App(
+                    bundleID: app, counts: $0.counts, money: RunSummary.texts($0.money),
+                    requests: $0.requests.values.reduce(0, +), refused: $0.refused)
             }
         }
         let zone = reportZone
@@ -60,13 +62,22 @@ extension ReportWriter {
     /// The Summary sheet: what summary.json says, as label and value.
     func summaryLines(_ s: RunSummary, oldest: SummaryPage.OldestFinding?) -> [(label: String, value: String)] {
         // A held night's sheet opens with why (docs/contract.md, "Held nights").
-        var lines: [(label: String, value: String)] = s.held.isEmpty ? [] : [
-            ("HELD", "not published: do not pay out or claw back from these lists; "
-                + "`iap-reconcile release \(UTC.date(s.asOf)) --note TEXT` publishes them once they are checked"),
-        ] + s.held.map { ("HELD: \($0.check)", $0.text) }
+        var lines: [(label: String, value: String)] =
+            s.held.isEmpty
+            ? []
+            : [
+                (
+                    "HELD",
+                    "not published: do not pay out or claw back from these lists; "
+                        + "`iap-reconcile release \(UTC.date(s.asOf)) --note TEXT` publishes them once they are checked"
+                )
+            ] + s.held.map { ("HELD: \($0.check)", $0.text) }
         lines += [
             ("as_of", UTC.timestamp(s.asOf)), ("run_id", String(s.runID)),
-            ("window", "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"),
+            (
+                "window",
+                "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"
+            ),
         ]
         for file in ReportFile.allCases {
             let name = file.name
@@ -107,7 +118,8 @@ extension ReportWriter {
     }
 
     func oldestOpenFinding(_ db: PGConnection) throws -> SummaryPage.OldestFinding? {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT report, finding_key, to_char(first_seen, 'YYYY-MM-DD') FROM \(S).findings
             WHERE closed_on IS NULL ORDER BY first_seen, finding_key COLLATE "C" LIMIT 1
             """)
@@ -120,7 +132,8 @@ extension ReportWriter {
     func history(_ db: PGConnection) throws -> [SummaryPage.Night] {
         let day = UTC.date(settings.asOf)
         var nights: [String: [String: SummaryPage.Tally]] = [:]
-        try db.copyOut("""
+        try db.copyOut(
+            """
             COPY (
             WITH nights AS (
                 SELECT DISTINCT (as_of AT TIME ZONE 'UTC')::date AS d FROM \(S).runs
@@ -135,7 +148,8 @@ extension ReportWriter {
             GROUP BY 1, 2
             UNION ALL SELECT to_char(d, 'YYYY-MM-DD'), NULL, 0, 0, 0 FROM last
             ) TO STDOUT
-            """) { line in
+            """
+        ) { line in
             let f = CopyText.fields(line)
             guard f.count == 5, let date = f[0] else { return }
             var reports = nights[date] ?? [:]

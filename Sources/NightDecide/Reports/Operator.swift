@@ -22,10 +22,13 @@ public enum RunOutcome {
             exitCode == ExitStatus.sourceMismatch.rawValue && !(summary?.held.isEmpty ?? true) && summary?.reportFolder != nil
         }
 
-        public init(exitCode: Int32, reason: String, startedAt: EpochMillis, endedAt: EpochMillis, command: String,
-                    asOf: EpochMillis, summary: RunSummary?) {
-            (self.exitCode, self.reason, self.startedAt, self.endedAt, self.command, self.asOf, self.summary)
-                = (exitCode, reason, startedAt, endedAt, command, asOf, summary)
+        public init(
+            exitCode: Int32, reason: String, startedAt: EpochMillis, endedAt: EpochMillis, command: String,
+            asOf: EpochMillis, summary: RunSummary?
+        ) {
+            (self.exitCode, self.reason, self.startedAt, self.endedAt, self.command, self.asOf, self.summary) = (
+                exitCode, reason, startedAt, endedAt, command, asOf, summary
+            )
         }
     }
 
@@ -47,11 +50,12 @@ public enum RunOutcome {
             var held_folder: String?
         }
         let held = e.wasHeld ? e.summary?.held : nil
-        let doc = Document(run_id: e.summary.map(\.runID).flatMap { $0 > 0 ? $0 : nil }, command: e.command,
-                           as_of: UTC.timestamp(e.asOf), started_at: UTC.timestamp(e.startedAt),
-                           written_at: UTC.timestamp(e.endedAt), exit_code: e.exitCode, reason: e.reason,
-                           seconds: e.summary?.stageSeconds ?? [:], report_folder: e.exitCode == 0 ? e.summary?.reportFolder : nil,
-                           held: held, held_folder: held == nil ? nil : e.summary?.reportFolder)
+        let doc = Document(
+            run_id: e.summary.map(\.runID).flatMap { $0 > 0 ? $0 : nil }, command: e.command,
+            as_of: UTC.timestamp(e.asOf), started_at: UTC.timestamp(e.startedAt),
+            written_at: UTC.timestamp(e.endedAt), exit_code: e.exitCode, reason: e.reason,
+            seconds: e.summary?.stageSeconds ?? [:], report_folder: e.exitCode == 0 ? e.summary?.reportFolder : nil,
+            held: held, held_folder: held == nil ? nil : e.summary?.reportFolder)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
         try FileSystem.makeDirectories(out)
@@ -101,18 +105,23 @@ package enum Metrics {
         gauge("last_run_start_timestamp_seconds", "When the last run started (UNIX seconds).", [([], seconds(e.startedAt))])
         gauge("last_run_end_timestamp_seconds", "When the last run ended (UNIX seconds).", [([], seconds(e.endedAt))])
         let success = e.exitCode == 0 ? seconds(e.endedAt) : value(of: "iap_reconcile_last_success_timestamp_seconds", in: previous)
-        gauge("last_success_timestamp_seconds", "When a run last ended with exit 0 (UNIX seconds; 0: never seen).",
-              [([], success ?? 0)])
-        gauge("last_run_exit_code", "Exit code of the last run (0 done, 75 temporary, 78 configuration, ...).",
-              [([], Double(e.exitCode))])
+        gauge(
+            "last_success_timestamp_seconds", "When a run last ended with exit 0 (UNIX seconds; 0: never seen).",
+            [([], success ?? 0)])
+        gauge(
+            "last_run_exit_code", "Exit code of the last run (0 done, 75 temporary, 78 configuration, ...).",
+            [([], Double(e.exitCode))])
         gauge("last_run_as_of_timestamp_seconds", "The --as-of of the last run (UNIX seconds).", [([], seconds(e.asOf))])
-        gauge("held", "1 when the last run was held, not published: its reports wait under <out>/held/ for review "
-            + "(iap-reconcile release); 0 otherwise.", [([], e.wasHeld ? 1 : 0)])
+        gauge(
+            "held",
+            "1 when the last run was held, not published: its reports wait under <out>/held/ for review "
+                + "(iap-reconcile release); 0 otherwise.", [([], e.wasHeld ? 1 : 0)])
         // Report figures only from a run that wrote its reports: a failed run's would describe files
         // that were never swapped in. What the run did (App Store, stages) is told either way.
         if let s = e.summary, e.exitCode == 0 {
-            gauge("report_rows", "Rows per report file of the last run that wrote its reports.",
-                  s.counts.sorted { $0.key < $1.key }.map { ([("report", $0.key)], Double($0.value)) })
+            gauge(
+                "report_rows", "Rows per report file of the last run that wrote its reports.",
+                s.counts.sorted { $0.key < $1.key }.map { ([("report", $0.key)], Double($0.value)) })
             var reasons: [(labels: [(String, String)], value: Double)] = []
             for (report, perReason) in s.reasons.sorted(by: { $0.key < $1.key }) {
                 for (reason, n) in perReason.sorted(by: { $0.key < $1.key }) {
@@ -129,21 +138,29 @@ package enum Metrics {
                     money.append(([("currency", currency), ("kind", kind)], Double(milli) / 1000))
                 }
             }
-            gauge("money", "Money in the last reports per currency: owed, claw_back, refunded, refunded_still_granted, refund_declined; Apple's proceeds_owed, proceeds_claw_back, proceeds_refunded, proceeds_refunded_still_granted.", money)
+            gauge(
+                "money",
+                "Money in the last reports per currency: owed, claw_back, refunded, refunded_still_granted, refund_declined; Apple's proceeds_owed, proceeds_claw_back, proceeds_refunded, proceeds_refunded_still_granted.",
+                money)
             let f = s.refundRequests
-            gauge("refund_request_outcomes", "Apple's refund requests of the refund window per outcome (consumption_requests.csv).",
-                  [("refunded", f.refunded), ("declined", f.declined), ("pending", f.pending), ("no_outcome", f.no_outcome)]
-                      .map { ([("outcome", $0.0)], Double($0.1)) })
+            gauge(
+                "refund_request_outcomes", "Apple's refund requests of the refund window per outcome (consumption_requests.csv).",
+                [("refunded", f.refunded), ("declined", f.declined), ("pending", f.pending), ("no_outcome", f.no_outcome)]
+                    .map { ([("outcome", $0.0)], Double($0.1)) })
         }
         if let s = e.summary {
             let v = s.verification
-            gauge("app_store_answers", "App Store answers of the last run per class.", [
-                ([("class", "ok")], Double(v.ok)), ([("class", "reject")], Double(v.rejected)),
-                ([("class", "switch")], Double(v.switched)), ([("class", "retry")], Double(v.retried)),
-                ([("class", "unresolved")], Double(v.unresolved)), ([("class", "config")], Double(v.config)),
-                ([("class", "rate_limited")], Double(v.rateLimited + (s.sweeps?.pager.rateLimited ?? 0))),
-            ])
-            var requests: [(labels: [(String, String)], value: Double)] = [([("api", "verify_receipt")], Double(v.requests - v.apiRequests))]
+            gauge(
+                "app_store_answers", "App Store answers of the last run per class.",
+                [
+                    ([("class", "ok")], Double(v.ok)), ([("class", "reject")], Double(v.rejected)),
+                    ([("class", "switch")], Double(v.switched)), ([("class", "retry")], Double(v.retried)),
+                    ([("class", "unresolved")], Double(v.unresolved)), ([("class", "config")], Double(v.config)),
+                    ([("class", "rate_limited")], Double(v.rateLimited + (s.sweeps?.pager.rateLimited ?? 0))),
+                ])
+            var requests: [(labels: [(String, String)], value: Double)] = [
+                ([("api", "verify_receipt")], Double(v.requests - v.apiRequests))
+            ]
             requests.append(([("api", "transaction_info")], Double(v.apiRequests)))
             for (endpoint, n) in (s.sweeps?.pager.requests ?? [:]).sorted(by: { $0.key < $1.key }) where endpoint != "transaction_info" {
                 requests.append(([("api", endpoint)], Double(n)))
@@ -151,24 +168,32 @@ package enum Metrics {
             if let sales = s.salesReports { requests.append(([("api", "sales_reports")], Double(sales.requests))) }
             gauge("app_store_requests", "Requests sent to the App Store in the last run, per API.", requests)
             if let sales = s.salesReports {
-                gauge("sales_report_days", "Days of Apple's daily sales report in the last run's window, by what became of them.", [
-                    ("held_before", sales.heldBefore), ("held", sales.held.count), ("empty", sales.empty.count),
-                    ("not_yet_published", sales.notYetPublished.count), ("error", sales.errors.count),
-                    ("not_asked", sales.notAsked.count),
-                ].map { ([("outcome", $0.0)], Double($0.1)) })
-                gauge("sales_report_skipped", "1 when the last run skipped Apple's sales reports (the team key refused, "
-                      + "App Store Connect unreachable).", [([], sales.skipped == nil ? 0 : 1)])
+                gauge(
+                    "sales_report_days", "Days of Apple's daily sales report in the last run's window, by what became of them.",
+                    [
+                        ("held_before", sales.heldBefore), ("held", sales.held.count), ("empty", sales.empty.count),
+                        ("not_yet_published", sales.notYetPublished.count), ("error", sales.errors.count),
+                        ("not_asked", sales.notAsked.count),
+                    ].map { ([("outcome", $0.0)], Double($0.1)) })
+                gauge(
+                    "sales_report_skipped",
+                    "1 when the last run skipped Apple's sales reports (the team key refused, "
+                        + "App Store Connect unreachable).", [([], sales.skipped == nil ? 0 : 1)])
             }
             let apps = s.apps.keys.filter { $0 != RunSummary.otherApp }.sorted()
-            gauge("app_key_refused", "1 for an app of IAP_BUNDLE_IDS whose In-App Purchase key Apple refused in the last run "
-                  + "(a 401 confirmed with a fresh token): its sweeps were not done.",
-                  apps.map { ([("app", $0)], s.apps[$0]!.refused ? 1 : 0) })
-            gauge("app_store_app_requests", "App Store Server API requests of the last run per app and endpoint.",
-                  apps.flatMap { app in
-                      s.apps[app]!.requests.sorted { $0.key < $1.key }.map { ([("app", app), ("api", $0.key)], Double($0.value)) }
-                  })
-            gauge("stage_seconds", "Seconds per stage of the last run.",
-                  s.stageSeconds.sorted { $0.key < $1.key }.map { ([("stage", $0.key)], $0.value) })
+            gauge(
+                "app_key_refused",
+                "1 for an app of IAP_BUNDLE_IDS whose In-App Purchase key Apple refused in the last run "
+                    + "(a 401 confirmed with a fresh token): its sweeps were not done.",
+                apps.map { ([("app", $0)], s.apps[$0]!.refused ? 1 : 0) })
+            gauge(
+                "app_store_app_requests", "App Store Server API requests of the last run per app and endpoint.",
+                apps.flatMap { app in
+                    s.apps[app]!.requests.sorted { $0.key < $1.key }.map { ([("app", app), ("api", $0.key)], Double($0.value)) }
+                })
+            gauge(
+                "stage_seconds", "Seconds per stage of the last run.",
+                s.stageSeconds.sorted { $0.key < $1.key }.map { ([("stage", $0.key)], $0.value) })
         }
         return render(families)
     }
@@ -179,7 +204,9 @@ package enum Metrics {
         for f in families where !f.samples.isEmpty {
             out += "# HELP \(f.name) \(f.help)\n# TYPE \(f.name) \(f.type)\n"
             for sample in f.samples {
-                let labels = sample.labels.isEmpty ? ""
+                let labels =
+                    sample.labels.isEmpty
+                    ? ""
                     : "{" + sample.labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",") + "}"
                 out += "\(f.name)\(labels) \(format(sample.value))\n"
             }

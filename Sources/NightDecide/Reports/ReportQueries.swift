@@ -64,7 +64,6 @@ extension ReportWriter {
         }
     }
 
-
     /// How long after a request the night waits for Apple's outcome before `no_outcome`.
     static let outcomeWaitMs: EpochMillis = 30 * 86_400_000
 

@@ -33,8 +33,10 @@ struct ReportWriter {
     }
 
     /// Column of each findings report that counts "per reason/kind" in the summary.
-    static let reasonColumn: [ReportFile: String] = [.compensate: "reason", .duplicateGrants: "kind", .clawback: "reason",
-                                                     .consumptionRequests: "answer"]
+    static let reasonColumn: [ReportFile: String] = [
+        .compensate: "reason", .duplicateGrants: "kind", .clawback: "reason",
+        .consumptionRequests: "answer",
+    ]
 
     /// Tonight's report folder, and the temporary one the reports are written into.
     struct Folder: Sendable {
@@ -63,8 +65,10 @@ struct ReportWriter {
     var folder: Folder { Folder(out: settings.out, day: UTC.date(settings.asOf)) }
 
     func cannotWrite(_ path: String, _ reason: String) -> JobError {
-        JobError(.cannotWrite, "reports cannot be written to \(path): \(reason); "
-            + "check that the folder exists and is writable, or pass --out")
+        JobError(
+            .cannotWrite,
+            "reports cannot be written to \(path): \(reason); "
+                + "check that the folder exists and is writable, or pass --out")
     }
 
     /// Makes the temporary folder, after removing what a run killed while writing left (we hold
@@ -87,9 +91,13 @@ struct ReportWriter {
     /// exactly the rows of unresolved.csv.
     func count(_ written: [ReportFile: Written], into summary: inout RunSummary) throws {
         if let tallied = summary.tally[SourceRelation.receipts.rawValue]?.buckets["unresolved"],
-           tallied != written[.unresolved]?.rows {
-            throw JobError(.internalCheck, "the conservation check failed for iap_receipts: \(tallied) unresolved in the "
-                + "tally, \(written[.unresolved]?.rows ?? 0) rows in unresolved.csv; this is a bug in iap-reconcile: no report was written")
+            tallied != written[.unresolved]?.rows
+        {
+            throw JobError(
+                .internalCheck,
+                "the conservation check failed for iap_receipts: \(tallied) unresolved in the "
+                    + "tally, \(written[.unresolved]?.rows ?? 0) rows in unresolved.csv; this is a bug in iap-reconcile: no report was written"
+            )
         }
         var money = MoneyTotals()
         for file in ReportFile.allCases {
@@ -137,7 +145,8 @@ struct ReportWriter {
     /// the counts per app; empty without IAP_BUNDLE_IDS.
     func productApps(_ db: PGConnection) throws -> [String: String] {
         guard !settings.bundleIDList.isEmpty else { return [:] }
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT DISTINCT ON (product_id) product_id, bundle_id FROM \(ident: settings.sourceSchema).iap_products
             WHERE product_id IS NOT NULL ORDER BY product_id, bundle_id
             """)
@@ -180,9 +189,11 @@ struct ReportWriter {
 
     /// The one line of a held night.
     static func heldError(_ summary: RunSummary, folder f: Folder) -> JobError {
-        JobError(.sourceMismatch, "the night was held, not published: " + summary.held.map(\.text).joined(separator: "; ")
-            + "; its reports are in \(f.held)/ for review: when they are right, publish them with "
-            + "`iap-reconcile release \(f.day) --note TEXT`, else fix the views and run again (docs/contract.md, 'Held nights')")
+        JobError(
+            .sourceMismatch,
+            "the night was held, not published: " + summary.held.map(\.text).joined(separator: "; ")
+                + "; its reports are in \(f.held)/ for review: when they are right, publish them with "
+                + "`iap-reconcile release \(f.day) --note TEXT`, else fix the views and run again (docs/contract.md, 'Held nights')")
     }
 
     /// A night that failed leaves no temporary folder behind.
@@ -226,8 +237,10 @@ struct ReportWriter {
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             let cells = CopyText.fields(line).map { $0 ?? "" }
             guard cells.count == layout.columns.count else {
-                throw JobError(.internalCheck, "a row of \(file.rawValue) has \(cells.count) cells where its description has "
-                    + "\(layout.columns.count) columns; no report was written")
+                throw JobError(
+                    .internalCheck,
+                    "a row of \(file.rawValue) has \(cells.count) cells where its description has "
+                        + "\(layout.columns.count) columns; no report was written")
             }
             try put(cells)
             money.add(layout, cells)
@@ -248,4 +261,3 @@ struct ReportWriter {
         return Written(rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs, perApp: perApp)
     }
 }
-

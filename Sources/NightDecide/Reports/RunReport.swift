@@ -27,9 +27,13 @@ public enum RunReport {
         var lines: [String] = []
         lines.append("iap-reconcile: run \(s.runID) for \(UTC.date(s.asOf)) done")
         let v = s.verification
-        lines.append("  verification          \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected")
-        for file in ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "closed", "unresolved",
-                     "input_errors", "consumption_requests"] {
+        lines.append(
+            "  verification          \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected"
+        )
+        for file in [
+            "compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "closed", "unresolved",
+            "input_errors", "consumption_requests",
+        ] {
             var line = "  " + file.padding(toLength: 22, withPad: " ", startingAt: 0) + String(s.counts[file] ?? 0)
             if let r = s.reasons[file], !r.isEmpty {
                 line += "  (" + r.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
@@ -54,8 +58,9 @@ public enum RunReport {
         for relation in SourceRelation.allCases {
             guard let t = s.tally[relation.rawValue] else { continue }
             let parts = (Conservation.buckets[relation] ?? []).map { "\($0) \(t.buckets[$0] ?? 0)" }
-            lines.append("  " + relation.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0)
-                + "\(t.rows) rows = " + parts.joined(separator: " + "))
+            lines.append(
+                "  " + relation.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + "\(t.rows) rows = " + parts.joined(separator: " + "))
         }
         if let folder = s.reportFolder { lines.append("  reports in            \(folder)/") }
         return lines.joined(separator: "\n") + "\n"

@@ -56,9 +56,10 @@ public struct RunSummary: Sendable {
 
     /// Money totals (currency → kind → milliunits) as text in each currency's minor units.
     public static func texts(_ money: [String: [String: Int64]]) -> [String: [String: String]] {
-        Dictionary(uniqueKeysWithValues: money.map { currency, kinds in
-            (currency, kinds.mapValues { Money.text($0, currency: currency) })
-        })
+        Dictionary(
+            uniqueKeysWithValues: money.map { currency, kinds in
+                (currency, kinds.mapValues { Money.text($0, currency: currency) })
+            })
     }
 
     /// The `apps` key of rows whose product's `bundle_id` is no app of IAP_BUNDLE_IDS.
@@ -170,15 +171,17 @@ public struct RunSummary: Sendable {
             run_id = s.runID
             as_of = UTC.timestamp(s.asOf)
             written_at = s.writtenAt.map(UTC.timestamp)
-            window = Window(days: s.windowDays, from: UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000),
-                            to: UTC.timestamp(s.asOf))
+            window = Window(
+                days: s.windowDays, from: UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000),
+                to: UTC.timestamp(s.asOf))
             counts = s.counts
             reasons = s.reasons
             let v = s.verification
-            verification = Verification(candidates: v.candidates, sweep: v.sweep, requests: v.requests, ok: v.ok,
-                                        reject: v.rejected, switch: v.switched, retry: v.retried,
-                                        unresolved: v.unresolved, config: v.config,
-                                        signed_ok: v.signedVerified, signed_reject: v.signedRejected)
+            verification = Verification(
+                candidates: v.candidates, sweep: v.sweep, requests: v.requests, ok: v.ok,
+                reject: v.rejected, switch: v.switched, retry: v.retried,
+                unresolved: v.unresolved, config: v.config,
+                signed_ok: v.signedVerified, signed_reject: v.signedRejected)
             seconds = s.stageSeconds
             tally = s.tally.mapValues { $0.buckets.merging(["rows": $0.rows]) { $1 } }
             exit_code = s.exitCode
@@ -187,36 +190,44 @@ public struct RunSummary: Sendable {
             refund_requests = s.refundRequests
             held = s.held.isEmpty ? nil : s.held
             window_rows = s.windowRows.isEmpty ? nil : s.windowRows
-            apps = s.apps.isEmpty ? nil : s.apps.mapValues {
-                App(counts: $0.counts, money: RunSummary.texts($0.money), requests: $0.requests,
-                    notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
-                    not_asked: $0.notAsked)
-            }
+            apps =
+                s.apps.isEmpty
+                ? nil
+                : s.apps.mapValues {
+                    App(
+                        counts: $0.counts, money: RunSummary.texts($0.money), requests: $0.requests,
+                        notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
+                        not_asked: $0.notAsked)
+                }
             sales_reports = s.salesReports.map {
-                SalesReports(vendor_number: $0.vendorNumber, window: .init(from: $0.from, to: $0.to, time_zone: $0.timeZone),
-                             held_before: $0.heldBefore, asked: $0.asked, held: $0.held.sorted(), empty: $0.empty.sorted(),
-                             not_yet_published: $0.notYetPublished.sorted(), not_asked: $0.notAsked.sorted(),
-                             errors: $0.errors.sorted { $0.key < $1.key }.map { SalesReports.DayError(date: $0.key, reason: $0.value) },
-                             rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
-                             rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
+                SalesReports(
+                    vendor_number: $0.vendorNumber, window: .init(from: $0.from, to: $0.to, time_zone: $0.timeZone),
+                    held_before: $0.heldBefore, asked: $0.asked, held: $0.held.sorted(), empty: $0.empty.sorted(),
+                    not_yet_published: $0.notYetPublished.sorted(), not_asked: $0.notAsked.sorted(),
+                    errors: $0.errors.sorted { $0.key < $1.key }.map { SalesReports.DayError(date: $0.key, reason: $0.value) },
+                    rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
+                    rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
             }
             coverage = s.coverage.map { c in
-                Coverage(time_zone: c.timeZone, from: c.from, to: c.to, days_held: c.daysHeld,
-                         apple_units_sold: c.appleSold, job_units_sold: c.jobSold, apple_units_refunded: c.appleRefunded,
-                         job_units_refunded: c.jobRefunded, percent_known: SalesCoverage.percent(c.jobSold, of: c.appleSold),
-                         products: c.products.map {
-                             Coverage.Product(product_id: $0.productID, apple_units_sold: $0.appleSold, job_units_sold: $0.jobSold,
-                                              apple_units_refunded: $0.appleRefunded, job_units_refunded: $0.jobRefunded,
-                                              percent_known: SalesCoverage.percent($0.jobSold, of: $0.appleSold),
-                                              days_differing: $0.daysDiffering)
-                         })
+                Coverage(
+                    time_zone: c.timeZone, from: c.from, to: c.to, days_held: c.daysHeld,
+                    apple_units_sold: c.appleSold, job_units_sold: c.jobSold, apple_units_refunded: c.appleRefunded,
+                    job_units_refunded: c.jobRefunded, percent_known: SalesCoverage.percent(c.jobSold, of: c.appleSold),
+                    products: c.products.map {
+                        Coverage.Product(
+                            product_id: $0.productID, apple_units_sold: $0.appleSold, job_units_sold: $0.jobSold,
+                            apple_units_refunded: $0.appleRefunded, job_units_refunded: $0.jobRefunded,
+                            percent_known: SalesCoverage.percent($0.jobSold, of: $0.appleSold),
+                            days_differing: $0.daysDiffering)
+                    })
             }
             sweeps = s.sweeps.map {
-                Sweeps(notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,
-                       history_customers: $0.historyCustomers, history_left: $0.historyLeft,
-                       history_transactions: $0.historyTransactions, history_rejected: $0.historyRejected,
-                       requests: $0.pager.requests, rate_limited: $0.pager.rateLimited, retried: $0.pager.retried,
-                       abandoned: $0.pager.abandoned)
+                Sweeps(
+                    notifications: $0.notifications, notifications_rejected: $0.notificationsRejected,
+                    history_customers: $0.historyCustomers, history_left: $0.historyLeft,
+                    history_transactions: $0.historyTransactions, history_rejected: $0.historyRejected,
+                    requests: $0.pager.requests, rate_limited: $0.pager.rateLimited, retried: $0.pager.retried,
+                    abandoned: $0.pager.abandoned)
             }
         }
     }

@@ -66,32 +66,48 @@ package enum SourceRelation: String, CaseIterable, Sendable {
         func notNull(_ column: String) -> Check {
             Check(column: column, problem: "CASE WHEN x.\(ident: column) IS NULL THEN \(literal: .text(column + " is null")) END")
         }
-        let product = Check(column: "product_id", problem: """
-            CASE WHEN x.product_id IS NULL THEN 'product_id is null'
-                 WHEN kp.product_id IS NULL THEN 'unknown product_id ' || x.product_id
-                 WHEN NOT kp.valid THEN 'product_id ' || x.product_id || ' has no valid row in iap_products' END
-            """)
-        let quantity = Check(column: "quantity", problem: """
-            CASE WHEN x.quantity IS NULL THEN 'quantity is null'
-                 WHEN x.quantity < 1 THEN 'quantity ' || x.quantity || ' is below 1' END
-            """)
+        let product = Check(
+            column: "product_id",
+            problem: """
+                CASE WHEN x.product_id IS NULL THEN 'product_id is null'
+                     WHEN kp.product_id IS NULL THEN 'unknown product_id ' || x.product_id
+                     WHEN NOT kp.valid THEN 'product_id ' || x.product_id || ' has no valid row in iap_products' END
+                """)
+        let quantity = Check(
+            column: "quantity",
+            problem: """
+                CASE WHEN x.quantity IS NULL THEN 'quantity is null'
+                     WHEN x.quantity < 1 THEN 'quantity ' || x.quantity || ' is below 1' END
+                """)
         switch self {
         case .products:
-            return [notNull("product_id"), Check(column: "product_type", problem: """
-                CASE WHEN x.product_id IS NOT NULL AND (x.product_type IS NULL OR x.product_type NOT IN \(Self.productTypes))
-                     THEN 'product_type ' || coalesce(x.product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' END
-                """)]
+            return [
+                notNull("product_id"),
+                Check(
+                    column: "product_type",
+                    problem: """
+                        CASE WHEN x.product_id IS NOT NULL AND (x.product_type IS NULL OR x.product_type NOT IN \(Self.productTypes))
+                             THEN 'product_type ' || coalesce(x.product_type, '(null)') || ' is not one of consumable, non_consumable, auto_renewable, non_renewing' END
+                        """),
+            ]
         case .orders:
             return [notNull("order_id"), notNull("user_id"), product, quantity, notNull("status"), notNull("created_at")]
         case .receipts:
             if dataFormLater { return [notNull("receipt_id"), notNull("user_id"), notNull("receipt_data"), notNull("submitted_at")] }
-            return [notNull("receipt_id"), notNull("user_id"), Check(column: "receipt_data", problem: """
-                CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
-                     WHEN NOT \(Self.decodable("x.receipt_data", schema: jobSchema)) THEN 'receipt_data is neither base64 (an app receipt) nor a JWS (a signed transaction)' END
-                """), notNull("submitted_at")]
+            return [
+                notNull("receipt_id"), notNull("user_id"),
+                Check(
+                    column: "receipt_data",
+                    problem: """
+                        CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
+                             WHEN NOT \(Self.decodable("x.receipt_data", schema: jobSchema)) THEN 'receipt_data is neither base64 (an app receipt) nor a JWS (a signed transaction)' END
+                        """), notNull("submitted_at"),
+            ]
         case .grants:
-            return [notNull("grant_id"), notNull("user_id"), product, quantity, notNull("transaction_id"),
-                    notNull("granted_at")]
+            return [
+                notNull("grant_id"), notNull("user_id"), product, quantity, notNull("transaction_id"),
+                notNull("granted_at"),
+            ]
         }
     }
 
@@ -151,13 +167,13 @@ package enum SourceRelation: String, CaseIterable, Sendable {
     package func firstRowPerKey(_ relation: SQL) -> SQL {
         let key = keySQL
         return """
-        (WITH duplicated AS MATERIALIZED (
-             SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1)
-         SELECT * FROM \(relation) WHERE \(key) IS NOT NULL AND \(key) NOT IN (SELECT \(key) FROM duplicated)
-         UNION ALL
-         (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (SELECT \(key) FROM duplicated)
-          ORDER BY \(key), \(firstRowOrder)))
-        """
+            (WITH duplicated AS MATERIALIZED (
+                 SELECT \(key) FROM \(relation) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1)
+             SELECT * FROM \(relation) WHERE \(key) IS NOT NULL AND \(key) NOT IN (SELECT \(key) FROM duplicated)
+             UNION ALL
+             (SELECT DISTINCT ON (\(key)) * FROM \(relation) WHERE \(key) IN (SELECT \(key) FROM duplicated)
+              ORDER BY \(key), \(firstRowOrder)))
+            """
     }
 
     /// The rows the decisions use: the first row of each key, without problems (alias `x`).

@@ -88,55 +88,57 @@ package struct Coverage {
         let table = Storefronts.all
         func day(_ ms: SQL) -> SQL { "(to_timestamp(\(ms) / 1000.0) AT TIME ZONE \(literal: zone))::date" }
         return """
-        WITH held AS (
-            SELECT report_date FROM \(S).sales_report_days
-            WHERE vendor_number = \(literal: vendor) AND report_date BETWEEN \(literal: from) AND \(literal: to)
-        ), ours AS (
-            SELECT DISTINCT product_id FROM \(ident: settings.sourceSchema).iap_products WHERE product_id IS NOT NULL
-        ), countries AS (
-            SELECT * FROM unnest(\(literal: .textArray(table.map(\.storefront))), \(literal: .textArray(table.map(\.country))))
-                AS c(storefront, country)
-        ), learned AS (
-            SELECT t.product_id, t.quantity, t.purchase_date_ms,
-                   CASE WHEN t.reversed_date_ms IS NOT NULL AND t.reversed_date_ms >= r.ms THEN NULL ELSE r.ms END AS refund_ms,
-                   coalesce(c.country, 'unknown') AS country, coalesce(t.currency, 'unknown') AS currency
-            FROM \(S).apple_transactions t
-            LEFT JOIN countries c ON c.storefront = t.storefront
-            CROSS JOIN LATERAL (SELECT coalesce(t.cancellation_date_ms, CASE WHEN t.revocation_type IS DISTINCT FROM 'FAMILY_REVOKE'
-                                                                           THEN t.revocation_date_ms END) AS ms) r
-            WHERE t.environment = 'production' AND t.product_id IN (SELECT product_id FROM ours)
-              AND t.in_app_ownership_type IS DISTINCT FROM 'FAMILY_SHARED'
-        ), job AS (
-            SELECT d, product_id, country, currency, sum(sold) AS sold, sum(refunded) AS refunded FROM (
-                SELECT \(day("purchase_date_ms")) AS d, product_id, country, currency, quantity AS sold, 0 AS refunded FROM learned
-                UNION ALL
-                SELECT \(day("refund_ms")), product_id, country, currency, 0, quantity FROM learned WHERE refund_ms IS NOT NULL
-            ) x WHERE d IN (SELECT report_date FROM held)
-            GROUP BY 1, 2, 3, 4
-        ), apple AS (
-            SELECT report_date AS d, product_id, country_code AS country, customer_currency AS currency,
-                   coalesce(sum(units) FILTER (WHERE units > 0), 0) AS sold,
-                   coalesce(-sum(units) FILTER (WHERE units < 0 AND coalesce(cmb, '') = ''), 0) AS refunded
-            FROM \(S).sales_report_rows
-            WHERE vendor_number = \(literal: vendor) AND NOT restore AND product_id IN (SELECT product_id FROM ours)
-              AND report_date IN (SELECT report_date FROM held)
-            GROUP BY 1, 2, 3, 4
-        )
-        SELECT coalesce(a.d, j.d) AS report_date, coalesce(a.product_id, j.product_id) AS product_id,
-               coalesce(a.country, j.country) AS country, coalesce(a.currency, j.currency) AS currency,
-               coalesce(a.sold, 0) AS apple_sold, coalesce(j.sold, 0) AS job_sold,
-               coalesce(a.refunded, 0) AS apple_refunded, coalesce(j.refunded, 0) AS job_refunded,
-               coalesce(a.sold, 0) <> coalesce(j.sold, 0) OR coalesce(a.refunded, 0) <> coalesce(j.refunded, 0) AS differs
-        FROM apple a FULL JOIN job j ON a.d = j.d AND a.product_id = j.product_id AND a.country = j.country AND a.currency = j.currency
-        """
+            WITH held AS (
+                SELECT report_date FROM \(S).sales_report_days
+                WHERE vendor_number = \(literal: vendor) AND report_date BETWEEN \(literal: from) AND \(literal: to)
+            ), ours AS (
+                SELECT DISTINCT product_id FROM \(ident: settings.sourceSchema).iap_products WHERE product_id IS NOT NULL
+            ), countries AS (
+                SELECT * FROM unnest(\(literal: .textArray(table.map(\.storefront))), \(literal: .textArray(table.map(\.country))))
+                    AS c(storefront, country)
+            ), learned AS (
+                SELECT t.product_id, t.quantity, t.purchase_date_ms,
+                       CASE WHEN t.reversed_date_ms IS NOT NULL AND t.reversed_date_ms >= r.ms THEN NULL ELSE r.ms END AS refund_ms,
+                       coalesce(c.country, 'unknown') AS country, coalesce(t.currency, 'unknown') AS currency
+                FROM \(S).apple_transactions t
+                LEFT JOIN countries c ON c.storefront = t.storefront
+                CROSS JOIN LATERAL (SELECT coalesce(t.cancellation_date_ms, CASE WHEN t.revocation_type IS DISTINCT FROM 'FAMILY_REVOKE'
+                                                                               THEN t.revocation_date_ms END) AS ms) r
+                WHERE t.environment = 'production' AND t.product_id IN (SELECT product_id FROM ours)
+                  AND t.in_app_ownership_type IS DISTINCT FROM 'FAMILY_SHARED'
+            ), job AS (
+                SELECT d, product_id, country, currency, sum(sold) AS sold, sum(refunded) AS refunded FROM (
+                    SELECT \(day("purchase_date_ms")) AS d, product_id, country, currency, quantity AS sold, 0 AS refunded FROM learned
+                    UNION ALL
+                    SELECT \(day("refund_ms")), product_id, country, currency, 0, quantity FROM learned WHERE refund_ms IS NOT NULL
+                ) x WHERE d IN (SELECT report_date FROM held)
+                GROUP BY 1, 2, 3, 4
+            ), apple AS (
+                SELECT report_date AS d, product_id, country_code AS country, customer_currency AS currency,
+                       coalesce(sum(units) FILTER (WHERE units > 0), 0) AS sold,
+                       coalesce(-sum(units) FILTER (WHERE units < 0 AND coalesce(cmb, '') = ''), 0) AS refunded
+                FROM \(S).sales_report_rows
+                WHERE vendor_number = \(literal: vendor) AND NOT restore AND product_id IN (SELECT product_id FROM ours)
+                  AND report_date IN (SELECT report_date FROM held)
+                GROUP BY 1, 2, 3, 4
+            )
+            SELECT coalesce(a.d, j.d) AS report_date, coalesce(a.product_id, j.product_id) AS product_id,
+                   coalesce(a.country, j.country) AS country, coalesce(a.currency, j.currency) AS currency,
+                   coalesce(a.sold, 0) AS apple_sold, coalesce(j.sold, 0) AS job_sold,
+                   coalesce(a.refunded, 0) AS apple_refunded, coalesce(j.refunded, 0) AS job_refunded,
+                   coalesce(a.sold, 0) <> coalesce(j.sold, 0) OR coalesce(a.refunded, 0) <> coalesce(j.refunded, 0) AS differs
+            FROM apple a FULL JOIN job j ON a.d = j.d AND a.product_id = j.product_id AND a.country = j.country AND a.currency = j.currency
+            """
     }
 }
 
 extension Coverage {
     /// What the coverage reads, as the night's plan names it.
     /// The relations the coverage reads (the plan's step declares them).
-    package static let reads = ["job.sales_report_days", "job.sales_report_rows", "job.apple_transactions", "source.iap_products",
-                        "value: sales reports"]
+    package static let reads = [
+        "job.sales_report_days", "job.sales_report_rows", "job.apple_transactions", "source.iap_products",
+        "value: sales reports",
+    ]
 
     /// Tonight's figures per product (summary.json `coverage`, the page, the workbook); nil without
     /// the ASC_* variables or a window.
@@ -147,12 +149,17 @@ extension Coverage {
         let r = try db.query(productsSQL)
         var products: [SalesCoverage.Product] = []
         for i in 0..<r.rowCount {
-            func number(_ column: Int) -> Decimal { Decimal(string: r.value(i, column) ?? "0", locale: Locale(identifier: "en_US_POSIX")) ?? 0 }
+            func number(_ column: Int) -> Decimal {
+                Decimal(string: r.value(i, column) ?? "0", locale: Locale(identifier: "en_US_POSIX")) ?? 0
+            }
             let days = (r.value(i, 5) ?? "").split(separator: ",").map(String.init)
-            products.append(SalesCoverage.Product(productID: r.value(i, 0) ?? "", appleSold: number(1), jobSold: number(2),
-                                                  appleRefunded: number(3), jobRefunded: number(4), daysDiffering: days))
+            products.append(
+                SalesCoverage.Product(
+                    productID: r.value(i, 0) ?? "", appleSold: number(1), jobSold: number(2),
+                    appleRefunded: number(3), jobRefunded: number(4), daysDiffering: days))
         }
-        return SalesCoverage(timeZone: settings.salesReportTimeZone, from: window.from, to: window.to, daysHeld: held,
-                             products: products)
+        return SalesCoverage(
+            timeZone: settings.salesReportTimeZone, from: window.from, to: window.to, daysHeld: held,
+            products: products)
     }
 }

@@ -64,8 +64,11 @@ enum Gzip {
     /// A gzip file of `data` (the tests' fixtures, a test's loopback server).
     static func compress(_ data: [UInt8]) -> [UInt8] {
         var stream = z_stream()
-        guard deflateInit2_(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-                            Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return [] }
+        guard
+            deflateInit2_(
+                &stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else { return [] }
         defer { deflateEnd(&stream) }
         var out = [UInt8](repeating: 0, count: Int(deflateBound(&stream, UInt(data.count))) + 32)
         var input = data

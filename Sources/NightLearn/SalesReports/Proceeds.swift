@@ -43,18 +43,21 @@ package struct Proceeds {
         let layout = file.layout
         let none = Cells(join: "", amount: "NULL::text", currency: "NULL::text")
         guard let vendor = coverage.vendorNumber, let window = coverage.window, layout.names.contains("proceeds"),
-              let tid = layout.cellColumn("transaction_id") else { return none }
+            let tid = layout.cellColumn("transaction_id")
+        else { return none }
         let zone = SQLLiteral.text(settings.salesReportTimeZone)
         let table = Storefronts.all
         let t: SQL = "c.\(ident: tid)"
         // The row's units: its `quantity` cell (units owed, the grant's units), else the transaction's.
-        let units: SQL = layout.cellColumn("quantity").map { q in
-            "CASE WHEN c.\(ident: q) ~ '^[0-9]{1,9}$' THEN c.\(ident: q)::numeric END"
-        } ?? "pr.quantity::numeric"
+        let units: SQL =
+            layout.cellColumn("quantity").map { q in
+                "CASE WHEN c.\(ident: q) ~ '^[0-9]{1,9}$' THEN c.\(ident: q)::numeric END"
+            } ?? "pr.quantity::numeric"
         // A refund's share: Apple's revocationPercentage in thousandths of a percent; none: all of it.
-        let share: SQL = layout.cellColumn("revocation_percentage").map { p in
-            "CASE WHEN c.\(ident: p) ~ '^[0-9]{1,6}$' THEN c.\(ident: p)::numeric / 100000 ELSE 1 END"
-        } ?? "1"
+        let share: SQL =
+            layout.cellColumn("revocation_percentage").map { p in
+                "CASE WHEN c.\(ident: p) ~ '^[0-9]{1,6}$' THEN c.\(ident: p)::numeric / 100000 ELSE 1 END"
+            } ?? "1"
         var on: SQL = "pr.transaction_id = \(t)"
         if let env = layout.cellColumn("environment") { on = on + " AND c.\(ident: env) = 'production'" }
         let join: SQL = """

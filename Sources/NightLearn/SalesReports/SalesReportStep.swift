@@ -117,16 +117,19 @@ package struct SalesReportStep {
             if let failure = night.storeError { throw failure }
             try recordErrors(db, counts.errors)
         } catch {
-            counts.skipped = counts.skipped ?? "the sales report step stopped: \(JobError.from(error, doing: "storing sales reports").message)"
+            counts.skipped =
+                counts.skipped ?? "the sales report step stopped: \(JobError.from(error, doing: "storing sales reports").message)"
         }
         counts.version = night.version
         if counts.skipped == nil, !counts.notAsked.isEmpty {
-            logger.notice("sales report days left for the next night (the step's \(Self.longestSeconds) s were used up)",
-                          metadata: ["not_asked": "\(counts.notAsked.count)"])
+            logger.notice(
+                "sales report days left for the next night (the step's \(Self.longestSeconds) s were used up)",
+                metadata: ["not_asked": "\(counts.notAsked.count)"])
         }
         for (day, reason) in counts.errors.sorted(by: { $0.key < $1.key }) {
-            logger.warning("a sales report day was not believed; it is asked again next night",
-                           metadata: ["report_date": "\(day)", "reason": "\(reason)"])
+            logger.warning(
+                "a sales report day was not believed; it is asked again next night",
+                metadata: ["report_date": "\(day)", "reason": "\(reason)"])
         }
         return counts
     }
@@ -134,7 +137,8 @@ package struct SalesReportStep {
     /// The days of the window held already (or empty).
     func heldDays(_ db: PGConnection, from: ReportDay?, to: ReportDay?) throws -> Set<ReportDay> {
         guard let from, let to else { return [] }
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT to_char(report_date, 'YYYY-MM-DD') FROM \(S).sales_report_days
             WHERE vendor_number = \(connect.vendorNumber) AND report_date BETWEEN \(from.text)::date AND \(to.text)::date
             """)
@@ -145,7 +149,8 @@ package struct SalesReportStep {
     /// last answered to (a 400 naming another still switches it), not with `1_0` again, which
     /// would cost a shop whose reports need `1_3` one refused request a night.
     func lastVersion(_ db: PGConnection) throws -> String? {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT version FROM \(S).sales_report_days WHERE vendor_number = \(connect.vendorNumber)
             ORDER BY stored_at DESC, report_date DESC LIMIT 1
             """)
@@ -155,7 +160,8 @@ package struct SalesReportStep {
 
     /// `iap_products.product_id`: a report row is ours when its SKU is one of them.
     func products(_ db: PGConnection) throws -> Set<String> {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT DISTINCT product_id FROM \(ident: settings.sourceSchema).iap_products WHERE product_id IS NOT NULL
             """)
         return Set((0..<r.rowCount).compactMap { r.value($0, 0) })
@@ -164,7 +170,8 @@ package struct SalesReportStep {
     /// A held day and its rows, in one transaction: never half-stored.
     func store(_ db: PGConnection, day: ReportDay, version: String, fileRows: Int, rows: [(line: Int, row: SalesReportRow)]) throws {
         try db.transaction {
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO \(S).sales_report_days (vendor_number, report_date, state, version, time_zone, file_rows, kept_rows, run_id)
                 VALUES (\(connect.vendorNumber), \(day.text)::date, 'held', \(version),
                         \(settings.salesReportTimeZone), \(fileRows), \(rows.count), \(runID))
@@ -176,7 +183,8 @@ package struct SalesReportStep {
             let prices = column(\.customerPrice), units = column(\.units), proceeds = column(\.developerProceeds)
             let proceedsCurrencies = column(\.proceedsCurrency), cmbs = column { $0.cmb ?? "" }
             let vendor = connect.vendorNumber, date = day.text
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO \(S).sales_report_rows (vendor_number, report_date, line_number, product_id, product_type, restore,
                     country_code, customer_currency, customer_price, units, developer_proceeds, proceeds_currency, cmb)
                 SELECT \(vendor), \(date)::date, x.line, x.sku, x.type, x.type = 'IA3', x.country, x.ccur,
@@ -191,7 +199,8 @@ package struct SalesReportStep {
 
     /// An empty day (Apple's 404 for a day more than two days old).
     func storeEmpty(_ db: PGConnection, day: ReportDay, version: String) throws {
-        try db.query("""
+        try db.query(
+            """
             INSERT INTO \(S).sales_report_days (vendor_number, report_date, state, version, time_zone, file_rows, kept_rows, run_id)
             VALUES (\(connect.vendorNumber), \(day.text)::date, 'empty', \(version), \(settings.salesReportTimeZone), 0, 0, \(runID))
             """)
@@ -201,7 +210,8 @@ package struct SalesReportStep {
     func recordErrors(_ db: PGConnection, _ errors: [String: String]) throws {
         guard !errors.isEmpty else { return }
         let sorted = errors.sorted { $0.key < $1.key }
-        try db.query("""
+        try db.query(
+            """
             INSERT INTO \(S).sales_report_errors (run_id, vendor_number, report_date, reason)
             SELECT \(runID), \(connect.vendorNumber), d::date, r
             FROM unnest(\(sorted.map(\.key))::text[], \(sorted.map(\.value))::text[]) AS x(d, r)
@@ -320,8 +330,9 @@ final class SalesDay: AppStoreExchange {
                 if !night.switchedVersion {
                     night.switchedVersion = true
                     night.version = latest
-                    night.step.logger.notice("App Store Connect names another version of the sales report; asking with it tonight",
-                                             metadata: ["asked": "\(askedVersion ?? "?")", "version": "\(latest)"])
+                    night.step.logger.notice(
+                        "App Store Connect names another version of the sales report; asking with it tonight",
+                        metadata: ["asked": "\(askedVersion ?? "?")", "version": "\(latest)"])
                     return true
                 }
             }
@@ -340,7 +351,8 @@ package enum SalesReports {
     package static let checkPrefix = "sales_reports "
 
     static func refusedLine(status: Int) -> String {
-        (status == 401 ? "App Store Connect refused our team key's token (HTTP 401, again with a fresh token a second later)"
+        (status == 401
+            ? "App Store Connect refused our team key's token (HTTP 401, again with a fresh token a second later)"
             : "App Store Connect refused the request (HTTP 403: the team key may not read sales reports)")
             + ": check ASC_ISSUER_ID, ASC_KEY_ID, ASC_PRIVATE_KEY_FILE and ASC_VENDOR_NUMBER, and that the key has the "
             + "Sales, Finance or Admin role"

@@ -71,19 +71,22 @@ package struct ServerAPISweeps {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let earliest = max(settings.asOf, now) - maxDays * 86_400_000 + 3_600_000
             for app in apps {
-            for type in Self.notificationTypes {
-                let position = try db.query("""
-                    SELECT reached_ms FROM \(S).notification_sweeps
-                    WHERE bundle_id = \(app) AND notification_type = \(type) AND environment = \(environment.rawValue)
-                    """)
-                let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
-                let first = DecisionSettings.windowStart(asOf: settings.asOf, days: min(settings.refundWindowDays, Int(maxDays)))
-                let start = max(stored ?? first, earliest)
-                // Nothing to ask when an earlier sweep already reached as_of (a rerun for a past date).
-                guard start < settings.asOf else { continue }
-                sweeps.append(NotificationSweep(sweeps: self, db: db, app: app, type: type, environment: environment,
-                                                start: start, end: settings.asOf))
-            }
+                for type in Self.notificationTypes {
+                    let position = try db.query(
+                        """
+                        SELECT reached_ms FROM \(S).notification_sweeps
+                        WHERE bundle_id = \(app) AND notification_type = \(type) AND environment = \(environment.rawValue)
+                        """)
+                    let stored = position.rowCount > 0 ? position.value(0, 0).flatMap { Int64($0) } : nil
+                    let first = DecisionSettings.windowStart(asOf: settings.asOf, days: min(settings.refundWindowDays, Int(maxDays)))
+                    let start = max(stored ?? first, earliest)
+                    // Nothing to ask when an earlier sweep already reached as_of (a rerun for a past date).
+                    guard start < settings.asOf else { continue }
+                    sweeps.append(
+                        NotificationSweep(
+                            sweeps: self, db: db, app: app, type: type, environment: environment,
+                            start: start, end: settings.asOf))
+                }
             }
         }
         progress.setTotal(sweeps.count)
@@ -95,7 +98,8 @@ package struct ServerAPISweeps {
         }
         let refundSweeps = sweeps.filter { $0.type == "REFUND" && $0.environment == .production && $0.finished }
         if hadRefundsBefore, !refundSweeps.isEmpty, refundSweeps.allSatisfy({ $0.seen == 0 }) {
-            logger.warning("""
+            logger.warning(
+                """
                 the refund sweep found no notification at all since the last night, though earlier windows had refunds: \
                 check that App Store Server Notifications V2 are still sent to your server (App Store Connect, App \
                 Information); notification history holds only what Apple sent or tried to send there
@@ -106,8 +110,9 @@ package struct ServerAPISweeps {
         let customers = try historyCustomers(db)
         counts.historyLeft = max(0, customers.total - customers.list.count)
         let conversations = customers.list.map {
-            HistoryCustomer(sweeps: self, db: db, userID: $0.user, app: $0.app, transactionID: $0.transaction,
-                            revision: $0.revision)
+            HistoryCustomer(
+                sweeps: self, db: db, userID: $0.user, app: $0.app, transactionID: $0.transaction,
+                revision: $0.revision)
         }
         counts.historyCustomers = conversations.count
         progress.setTotal(sweeps.count + conversations.count)
@@ -119,8 +124,9 @@ package struct ServerAPISweeps {
             counts.apps[c.app, default: .init()].historyTransactions += c.learned
         }
         if counts.historyLeft > 0 {
-            logger.notice("transaction history: customers left for a later night (--history-limit)",
-                          metadata: ["asked": "\(conversations.count)", "left": "\(counts.historyLeft)"])
+            logger.notice(
+                "transaction history: customers left for a later night (--history-limit)",
+                metadata: ["asked": "\(conversations.count)", "left": "\(counts.historyLeft)"])
         }
         return counts
     }
@@ -142,11 +148,13 @@ package struct ServerAPISweeps {
     /// same transaction id and the stored revision (valid only for the same query), so only what
     /// changed comes back.
     func historyCustomers(_ db: PGConnection) throws
-        -> (list: [(user: String, app: String, transaction: String, revision: String?)], total: Int) {
+        -> (list: [(user: String, app: String, transaction: String, revision: String?)], total: Int)
+    {
         let src: SQL = "\(ident: settings.sourceSchema)"
         let apps = settings.bundleIDList
         let first = apps.first ?? ""
-        let result = try db.query("""
+        let result = try db.query(
+            """
             WITH cand AS (
                 SELECT o.user_id, CASE WHEN p.bundle_id = ANY(\(apps)::text[]) THEN p.bundle_id END AS app,
                        bool_or(o.status = 'paid') AS paid, max(o.created_at) AS newest
@@ -182,7 +190,8 @@ package struct ServerAPISweeps {
         var total = 0
         for i in 0..<result.rowCount {
             guard let user = result.value(i, 0), let app = result.value(i, 1), let tid = result.value(i, 2),
-                  ServerAPI.isPathSafe(tid) else { continue }
+                ServerAPI.isPathSafe(tid)
+            else { continue }
             list.append((user, app, tid, result.value(i, 3)))
             total = Int(result.value(i, 4) ?? "0") ?? 0
         }
@@ -204,16 +213,20 @@ final class NotificationSweep: Conversation {
     private(set) var seen = 0, stored = 0, rejected = 0
     private(set) var finished = false
 
-    init(sweeps: ServerAPISweeps, db: PGConnection, app: String, type: String, environment: AppStoreEnvironment,
-         start: Int64, end: Int64) {
-        (self.sweeps, self.db, self.app, self.type, self.environment, self.start, self.end)
-            = (sweeps, db, app, type, environment, start, end)
+    init(
+        sweeps: ServerAPISweeps, db: PGConnection, app: String, type: String, environment: AppStoreEnvironment,
+        start: Int64, end: Int64
+    ) {
+        (self.sweeps, self.db, self.app, self.type, self.environment, self.start, self.end) = (
+            sweeps, db, app, type, environment, start, end
+        )
     }
 
     var request: AppStoreRequest {
-        AppStoreEndpoints.notificationHistory.request(in: environment, query: [("paginationToken", token)],
-                                                      body: ServerAPI.notificationHistoryBody(startMs: start, endMs: end, type: type),
-                                                      bundleID: app)
+        AppStoreEndpoints.notificationHistory.request(
+            in: environment, query: [("paginationToken", token)],
+            body: ServerAPI.notificationHistoryBody(startMs: start, endMs: end, type: type),
+            bundleID: app)
     }
 
     func page(_ body: [UInt8]) throws -> Bool {
@@ -225,19 +238,23 @@ final class NotificationSweep: Conversation {
             switch sweeps.settings.signedData.verifyNotification(payload, bundleIDs: [app]) {
             case .failure(let rejection):
                 rejected += 1
-                sweeps.logger.warning("a notification failed a check and is not believed",
-                                      metadata: ["type": "\(type)", "reason": "\(rejection)"])
+                sweeps.logger.warning(
+                    "a notification failed a check and is not believed",
+                    metadata: ["type": "\(type)", "reason": "\(rejection)"])
             case .success(let n):
                 guard n.type == type, n.transaction.map({ $0.transaction.environment == environment }) ?? true else {
                     rejected += 1
-                    sweeps.logger.warning("notification history answered with another type or environment",
-                                          metadata: ["asked": "\(type)", "got": "\(n.type)"])
+                    sweeps.logger.warning(
+                        "notification history answered with another type or environment",
+                        metadata: ["asked": "\(type)", "got": "\(n.type)"])
                     continue
                 }
                 rows.append((n.uuid, n.type, n.subtype, n.transaction?.transaction.transactionID, n.signedDate))
                 if let t = n.transaction {
-                    items.append(LearnTransactions.Item(t, source: .notification,
-                                                        reversedAt: n.type == "REFUND_REVERSED" ? n.signedDate : nil))
+                    items.append(
+                        LearnTransactions.Item(
+                            t, source: .notification,
+                            reversedAt: n.type == "REFUND_REVERSED" ? n.signedDate : nil))
                 }
             }
         }
@@ -245,7 +262,8 @@ final class NotificationSweep: Conversation {
         let S = sweeps.S
         try db.transaction {
             for r in rows {
-                let inserted = try db.query("""
+                let inserted = try db.query(
+                    """
                     INSERT INTO \(S).notifications (notification_uuid, notification_type, subtype, environment,
                         transaction_id, signed_date_ms, run_id, bundle_id)
                     VALUES (\(r.uuid), \(r.type), \(r.subtype), \(environment.rawValue), \(r.tid), \(r.signed), \(sweeps.runID),
@@ -256,7 +274,8 @@ final class NotificationSweep: Conversation {
             try LearnTransactions.store(items, db: db, schema: sweeps.settings.jobSchema)
             if last {
                 // The position advances only with what was stored, in the same transaction.
-                try db.query("""
+                try db.query(
+                    """
                     INSERT INTO \(S).notification_sweeps (bundle_id, notification_type, environment, reached_ms, run_id)
                     VALUES (\(app), \(type), \(environment.rawValue), \(end), \(sweeps.runID))
                     ON CONFLICT (bundle_id, notification_type, environment) DO UPDATE
@@ -270,9 +289,12 @@ final class NotificationSweep: Conversation {
     }
 
     func abandon(_ problem: String) {
-        sweeps.logger.warning("a notification sweep stopped; it starts again from the same point next run",
-                              metadata: ["app": "\(app)", "type": "\(type)", "environment": "\(environment.rawValue)",
-                                         "problem": "\(problem)"])
+        sweeps.logger.warning(
+            "a notification sweep stopped; it starts again from the same point next run",
+            metadata: [
+                "app": "\(app)", "type": "\(type)", "environment": "\(environment.rawValue)",
+                "problem": "\(problem)",
+            ])
     }
 }
 
@@ -288,15 +310,17 @@ final class HistoryCustomer: Conversation {
     private(set) var learned = 0, rejected = 0
 
     init(sweeps: ServerAPISweeps, db: PGConnection, userID: String, app: String, transactionID: String, revision: String?) {
-        (self.sweeps, self.db, self.userID, self.app, self.transactionID, self.revision)
-            = (sweeps, db, userID, app, transactionID, revision)
+        (self.sweeps, self.db, self.userID, self.app, self.transactionID, self.revision) = (
+            sweeps, db, userID, app, transactionID, revision
+        )
     }
 
     /// Fixed parameters (ASCENDING, no dates) so that a stored `revision` stays valid for the next
     /// night; the job filters dates itself.
     var request: AppStoreRequest {
-        AppStoreEndpoints.transactionHistory.request(in: .production, id: transactionID,
-                                                     query: [("sort", "ASCENDING"), ("revision", revision)], bundleID: app)
+        AppStoreEndpoints.transactionHistory.request(
+            in: .production, id: transactionID,
+            query: [("sort", "ASCENDING"), ("revision", revision)], bundleID: app)
     }
 
     func page(_ body: [UInt8]) throws -> Bool {
@@ -306,8 +330,9 @@ final class HistoryCustomer: Conversation {
             switch sweeps.settings.signedData.verifyTransaction(jws, bundleIDs: [app]) {
             case .failure(let rejection):
                 rejected += 1
-                sweeps.logger.warning("a transaction of transaction history failed a check and is not believed",
-                                      metadata: ["reason": "\(rejection)"])
+                sweeps.logger.warning(
+                    "a transaction of transaction history failed a check and is not believed",
+                    metadata: ["reason": "\(rejection)"])
             case .success(let t):
                 items.append(LearnTransactions.Item(t, source: .transactionHistory, historyUser: userID))
             }
@@ -316,7 +341,8 @@ final class HistoryCustomer: Conversation {
         try db.transaction {
             try LearnTransactions.store(items, db: db, schema: sweeps.settings.jobSchema)
             // The revision of each page stored with its transactions: a rerun continues from here.
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO \(S).history_customers (user_id, bundle_id, transaction_id, environment, revision, run_id)
                 VALUES (\(userID), \(app), \(transactionID), 'production', \(page.revision), \(sweeps.runID))
                 ON CONFLICT (user_id, bundle_id) DO UPDATE SET revision = EXCLUDED.revision, run_id = EXCLUDED.run_id, asked_at = now()
@@ -328,7 +354,8 @@ final class HistoryCustomer: Conversation {
     }
 
     func abandon(_ problem: String) {
-        sweeps.logger.warning("transaction history of a customer not read; asked again next run",
-                              metadata: ["user_id": "\(userID)", "app": "\(app)", "problem": "\(problem)"])
+        sweeps.logger.warning(
+            "transaction history of a customer not read; asked again next run",
+            metadata: ["user_id": "\(userID)", "app": "\(app)", "problem": "\(problem)"])
     }
 }

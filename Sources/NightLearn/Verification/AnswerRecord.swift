@@ -66,17 +66,23 @@ struct AnswerRecord: Codable, Sendable, Equatable {
 
         init(_ s: SignedTransaction) {
             self.init(s.transaction)
-            (price, cur, sf, aat, type, own, reason) = (s.price, s.currency, s.storefront, s.appAccountToken, s.type,
-                                                        s.inAppOwnershipType, s.transactionReason)
-            (rvd, rvr, rvt, rvp, sd) = (s.revocationDate, s.revocationReason, s.revocationType, s.revocationPercentage,
-                                        s.signedDate)
+            (price, cur, sf, aat, type, own, reason) = (
+                s.price, s.currency, s.storefront, s.appAccountToken, s.type,
+                s.inAppOwnershipType, s.transactionReason
+            )
+            (rvd, rvr, rvt, rvp, sd) = (
+                s.revocationDate, s.revocationReason, s.revocationType, s.revocationPercentage,
+                s.signedDate
+            )
         }
     }
 
     /// The record of a StoreKit 2 upload verified offline: definitive either way (the same bytes
     /// give the same verdict on every run), one attempt, no HTTP.
-    init(signed job: VerifyJob, result: Result<SignedTransaction, SignedDataRejection>, runID: Int64,
-         elapsedMs: Int, now: EpochMillis) {
+    init(
+        signed job: VerifyJob, result: Result<SignedTransaction, SignedDataRejection>, runID: Int64,
+        elapsedMs: Int, now: EpochMillis
+    ) {
         r = job.receiptID
         n = job.priorAttempts + 1
         run = runID
@@ -101,7 +107,8 @@ struct AnswerRecord: Codable, Sendable, Equatable {
             // where nothing it claims is believed.
             env = AppStoreEnvironment.production.rawValue
             cls = "reject"
-            verdict = rejection.code == "wrong_bundle"
+            verdict =
+                rejection.code == "wrong_bundle"
                 ? RejectionReason.wrongBundle.rawValue : RejectionReason.invalidReceipt.rawValue
             rej = rejection.code
             err = "signed transaction: \(rejection)"
@@ -109,8 +116,10 @@ struct AnswerRecord: Codable, Sendable, Equatable {
     }
 
     /// The record of `answer` for `job` (asked in `asked`) after the policy's `decision`.
-    init(job: VerifyJob, asked: AppStoreEnvironment, runID: Int64, httpStatus: Int?, answer: Answer,
-         decision: RetryPolicy.Decision, elapsedMs: Int, now: EpochMillis) {
+    init(
+        job: VerifyJob, asked: AppStoreEnvironment, runID: Int64, httpStatus: Int?, answer: Answer,
+        decision: RetryPolicy.Decision, elapsedMs: Int, now: EpochMillis
+    ) {
         r = job.receiptID
         n = job.priorAttempts + job.sends
         run = runID

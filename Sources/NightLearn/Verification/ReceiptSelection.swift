@@ -41,22 +41,24 @@ struct ReceiptSelection {
     /// by submitted_at).
     /// `dataFormLater`: `receipt_data`'s form is left to the caller (`candidateSQL`).
     /// Read by `COPY (…) TO STDOUT`, which takes no parameters: its values are typed literals.
-    static func unresolvedReceiptsSQL(select: SQL, settings: JobSettings, eligibleNow: Bool,
-                                      dataFormLater: Bool = false) -> SQL {
+    static func unresolvedReceiptsSQL(
+        select: SQL, settings: JobSettings, eligibleNow: Bool,
+        dataFormLater: Bool = false
+    ) -> SQL {
         let src: SQL = "\(ident: settings.sourceSchema)"
         let job = settings.jobSchema.sql
         return """
-        SELECT \(select)
-        FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema,
+            SELECT \(select)
+            FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema,
                                                  dataFormLater: dataFormLater)) r
-        LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
-        WHERE r.submitted_at >= to_timestamp(\(literal: .int(settings.windowStart)) / 1000.0)
-          AND r.submitted_at <= to_timestamp(\(literal: .int(settings.asOf)) / 1000.0)
-          AND NOT coalesce(s.definitive, false)
-          AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
-                SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
-          \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "" as SQL)
-        """
+            LEFT JOIN \(job).receipt_state s ON s.receipt_id = r.receipt_id
+            WHERE r.submitted_at >= to_timestamp(\(literal: .int(settings.windowStart)) / 1000.0)
+              AND r.submitted_at <= to_timestamp(\(literal: .int(settings.asOf)) / 1000.0)
+              AND NOT coalesce(s.definitive, false)
+              AND NOT (coalesce(r.verify_status, -1) IN (0, 21006) AND EXISTS (
+                    SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = r.transaction_id AND g.revoked_at IS NULL))
+              \(eligibleNow ? "AND (s.next_eligible_at IS NULL OR s.next_eligible_at <= now())" : "" as SQL)
+            """
     }
 
     /// The receipts this run sends or verifies offline: the unresolved ones whose wait between
@@ -139,7 +141,8 @@ struct ReceiptSelection {
     private static let base64Class: [UInt8] = (0..<256).map { c in
         switch UInt8(c) {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"): return 0
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
+            return 0
         case UInt8(ascii: "="): return 1
         case 32, 9, 13, 10: return 2
         default: return 3
@@ -155,38 +158,38 @@ struct ReceiptSelection {
         let job = settings.jobSchema.sql
         let refundStart = SQLLiteral.int(settings.refundWindowStart), asOf = SQLLiteral.int(settings.asOf)
         return """
-        WITH holders AS (
-            SELECT DISTINCT g.user_id FROM \(src).iap_grants g
-            JOIN \(src).iap_products p ON p.product_id = g.product_id
-            WHERE g.revoked_at IS NULL AND p.product_type IN ('non_consumable', 'auto_renewable', 'non_renewing')
-              AND g.granted_at >= to_timestamp(\(literal: refundStart) / 1000.0)
-              AND g.granted_at <= to_timestamp(\(literal: asOf) / 1000.0)
-        ), newest AS (
-            SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
-            FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
-            JOIN holders h ON h.user_id = r.user_id
-            WHERE r.submitted_at <= to_timestamp(\(literal: asOf) / 1000.0)
-              \(settings.serverAPI == nil ? Self.noSignedTransactions(job) : "")
-            ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
-        )
-        SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
-               -- a signed transaction is asked in the environment it was signed for
-               coalesce(s.runs_21002, 0), CASE WHEN s.kind = 'signed_transaction' THEN s.environment END,
-               -- a signed transaction is swept by asking Get Transaction Info about its transaction
-               CASE WHEN s.kind = 'signed_transaction' THEN (SELECT min(rt.transaction_id)
-                    FROM \(job).receipt_transactions rt WHERE rt.receipt_id = n.receipt_id) END
-        FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
-        -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
-        -- or settled at upload (status 0/21006 with an active grant) with no definitive answer of ours yet
-        -- (a sweep that failed is tried again once the sweep interval has passed)
-        WHERE (CASE WHEN s.definitive THEN s.verdict = 'valid'
-                    ELSE coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
-                        SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = n.transaction_id AND g.revoked_at IS NULL)
-               END)
-          AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - \(literal: .int(settings.sweepIntervalHours)) * interval '1 hour'
-        ORDER BY coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity'), n.receipt_id
-        LIMIT \(literal: .int(settings.sweepLimit))
-        """
+            WITH holders AS (
+                SELECT DISTINCT g.user_id FROM \(src).iap_grants g
+                JOIN \(src).iap_products p ON p.product_id = g.product_id
+                WHERE g.revoked_at IS NULL AND p.product_type IN ('non_consumable', 'auto_renewable', 'non_renewing')
+                  AND g.granted_at >= to_timestamp(\(literal: refundStart) / 1000.0)
+                  AND g.granted_at <= to_timestamp(\(literal: asOf) / 1000.0)
+            ), newest AS (
+                SELECT DISTINCT ON (r.user_id) r.receipt_id, r.receipt_data, r.verify_status, r.transaction_id
+                FROM \(SourceRelation.receipts.cleanRows("\(src).iap_receipts", jobSchema: settings.jobSchema)) r
+                JOIN holders h ON h.user_id = r.user_id
+                WHERE r.submitted_at <= to_timestamp(\(literal: asOf) / 1000.0)
+                  \(settings.serverAPI == nil ? Self.noSignedTransactions(job) : "")
+                ORDER BY r.user_id, r.submitted_at DESC, r.receipt_id DESC
+            )
+            SELECT n.receipt_id, n.receipt_data, coalesce(s.attempts, 0), coalesce(s.failed_runs, 0),
+                   -- a signed transaction is asked in the environment it was signed for
+                   coalesce(s.runs_21002, 0), CASE WHEN s.kind = 'signed_transaction' THEN s.environment END,
+                   -- a signed transaction is swept by asking Get Transaction Info about its transaction
+                   CASE WHEN s.kind = 'signed_transaction' THEN (SELECT min(rt.transaction_id)
+                        FROM \(job).receipt_transactions rt WHERE rt.receipt_id = n.receipt_id) END
+            FROM newest n LEFT JOIN \(job).receipt_state s ON s.receipt_id = n.receipt_id
+            -- resolved receipts only (the unresolved ones are verified anyway): a valid answer of ours,
+            -- or settled at upload (status 0/21006 with an active grant) with no definitive answer of ours yet
+            -- (a sweep that failed is tried again once the sweep interval has passed)
+            WHERE (CASE WHEN s.definitive THEN s.verdict = 'valid'
+                        ELSE coalesce(n.verify_status, -1) IN (0, 21006) AND EXISTS (
+                            SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = n.transaction_id AND g.revoked_at IS NULL)
+                   END)
+              AND coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity') < now() - \(literal: .int(settings.sweepIntervalHours)) * interval '1 hour'
+            ORDER BY coalesce(greatest(s.last_swept_at, s.last_attempt_at), '-infinity'), n.receipt_id
+            LIMIT \(literal: .int(settings.sweepLimit))
+            """
     }
 
     /// Without the Server API a signed transaction is not swept: it says what it said when it was
@@ -211,11 +214,13 @@ struct ReceiptSelection {
     static func job(fromCandidate row: CopyBinaryReader.Row) -> VerifyJob? {
         guard let id = row.text(0), let data = row.text(1) else { return nil }
         let start = row.text(5).flatMap(AppStoreEnvironment.init(rawValue:))
-        let retry = RetryPolicy.State(failedRuns: Int(row.int32(3) ?? 0), runs21002: Int(row.int32(4) ?? 0),
-                                      switched: start != nil)
-        return VerifyJob(receiptID: id, receiptData: data, priorAttempts: Int(row.int32(2) ?? 0), sweep: false,
-                         fresh: row.bool(6) ?? false, environment: start ?? .production, retry: retry,
-                         startEnvironment: start)
+        let retry = RetryPolicy.State(
+            failedRuns: Int(row.int32(3) ?? 0), runs21002: Int(row.int32(4) ?? 0),
+            switched: start != nil)
+        return VerifyJob(
+            receiptID: id, receiptData: data, priorAttempts: Int(row.int32(2) ?? 0), sweep: false,
+            fresh: row.bool(6) ?? false, environment: start ?? .production, retry: retry,
+            startEnvironment: start)
     }
 
     static func job(fromCopyLine line: UnsafeBufferPointer<UInt8>, sweep: Bool) -> VerifyJob? {
@@ -224,12 +229,14 @@ struct ReceiptSelection {
         // A receipt the environments disagreed on starts where the last answer came from and is
         // never switched again; every other receipt starts in production.
         let start = f[5].flatMap(AppStoreEnvironment.init(rawValue:))
-        let retry = RetryPolicy.State(failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0,
-                                      switched: start != nil)
+        let retry = RetryPolicy.State(
+            failedRuns: Int(f[3] ?? "0") ?? 0, runs21002: Int(f[4] ?? "0") ?? 0,
+            switched: start != nil)
         let transactionID = f.count == 7 ? f[6] : nil
-        return VerifyJob(receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0, sweep: sweep,
-                         signed: transactionID != nil, transactionID: transactionID,
-                         environment: start ?? .production, retry: retry, startEnvironment: start)
+        return VerifyJob(
+            receiptID: id, receiptData: data, priorAttempts: Int(f[2] ?? "0") ?? 0, sweep: sweep,
+            signed: transactionID != nil, transactionID: transactionID,
+            environment: start ?? .production, retry: retry, startEnvironment: start)
     }
 
 }

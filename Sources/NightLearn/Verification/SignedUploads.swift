@@ -67,8 +67,9 @@ final class SignedUploads: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         let result = verifier.verifyTransaction(job.receiptData, bundleIDs: bundleIDs)
         let elapsed = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
-        let record = AnswerRecord(signed: job, result: result, runID: runID, elapsedMs: elapsed,
-                                  now: EpochMillis(Date().timeIntervalSince1970 * 1000))
+        let record = AnswerRecord(
+            signed: job, result: result, runID: runID, elapsedMs: elapsed,
+            now: EpochMillis(Date().timeIntervalSince1970 * 1000))
         let held: [AnswerRecord]? = state.withLock { s in
             switch result {
             case .success:
@@ -101,9 +102,11 @@ final class SignedUploads: Sendable {
         }
         guard !held.isEmpty else { return }
         if try counts.verified == 0 && !rootsProvedByEarlierRun(db: db, settings: settings) {
-            throw JobError(.configuration, "no signed transaction verifies against the configured roots "
-                + "(\(rootsSource)): \(held.count) failed on the root and none was rejected; "
-                + "set IAP_ROOT_CERTIFICATES to the PEM files of the right roots, or unset it for Apple Root CA - G3")
+            throw JobError(
+                .configuration,
+                "no signed transaction verifies against the configured roots "
+                    + "(\(rootsSource)): \(held.count) failed on the root and none was rejected; "
+                    + "set IAP_ROOT_CERTIFICATES to the PEM files of the right roots, or unset it for Apple Root CA - G3")
         }
         state.withLock { $0.rejected += held.count }
         for r in held {
@@ -114,7 +117,8 @@ final class SignedUploads: Sendable {
     /// A signed transaction an earlier run verified still verifies with today's roots.
     private func rootsProvedByEarlierRun(db: PGConnection, settings: JobSettings) throws -> Bool {
         let job = settings.jobSchema.sql
-        let result = try db.query("""
+        let result = try db.query(
+            """
             SELECT r.receipt_data FROM \(job).receipt_state s
             JOIN \(ident: settings.sourceSchema).iap_receipts r ON r.receipt_id = s.receipt_id
             WHERE s.kind = 'signed_transaction' AND s.verdict = 'valid' AND r.receipt_data IS NOT NULL

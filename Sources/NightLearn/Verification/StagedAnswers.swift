@@ -35,7 +35,8 @@ enum StagedAnswers {
         var receipts = Set<String>(), transactions = Set<Key>()
         for i in records.indices {
             let txs = records[i].txs ?? [], env = records[i].env
-            let clash = i - start >= size || receipts.contains(records[i].r)
+            let clash =
+                i - start >= size || receipts.contains(records[i].r)
                 || txs.contains { transactions.contains(Key(transaction: $0.tid, environment: env)) }
             if clash {
                 out.append(records[start..<i])
@@ -64,8 +65,10 @@ enum StagedAnswers {
     /// check. Should one have a state row after all (unique violation), the script has rolled back
     /// and the group is stored the staged way, which merges.
     @discardableResult
-    static func record(_ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
-                       encoder: inout CopyTextEncoder) throws -> Path {
+    static func record(
+        _ group: ArraySlice<AnswerRecord>, db: PGConnection, schema: JobSchema,
+        encoder: inout CopyTextEncoder
+    ) throws -> Path {
         let anyDirect = group.withUnsafeBufferPointer { records in records.indices.contains { isDirect(records[$0]) } }
         guard anyDirect else {
             try staged(group, direct: false, db: db, schema: schema, encoder: &encoder)
@@ -89,8 +92,10 @@ enum StagedAnswers {
     /// The group's script: each COPY's rows one after the other in `encoder` (a COPY with no rows
     /// is left out), then the merge. The records are read in place, never copied (each copy of a
     /// record retained and released its dozen strings).
-    private static func staged(_ group: ArraySlice<AnswerRecord>, direct: Bool, db: PGConnection, schema: JobSchema,
-                               encoder: inout CopyTextEncoder) throws {
+    private static func staged(
+        _ group: ArraySlice<AnswerRecord>, direct: Bool, db: PGConnection, schema: JobSchema,
+        encoder: inout CopyTextEncoder
+    ) throws {
         encoder.removeAll()
         var script: SQL = ""
         var ends: [Int] = []

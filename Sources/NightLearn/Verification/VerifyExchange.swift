@@ -46,8 +46,10 @@ final class VerifyRequests {
 
     /// Asks about every receipt of `input` until it is closed and empty; `counts` carries on from
     /// an earlier run's.
-    static func run(_ asking: VerifyAsking, input: BlockingQueue<VerifyJob>, transport: AppStoreTransport, runID: Int64,
-                    progress: StageProgress, records: BlockingQueue<AnswerRecord>, counts: inout VerifyCounts) throws {
+    static func run(
+        _ asking: VerifyAsking, input: BlockingQueue<VerifyJob>, transport: AppStoreTransport, runID: Int64,
+        progress: StageProgress, records: BlockingQueue<AnswerRecord>, counts: inout VerifyCounts
+    ) throws {
         let session = VerifyRequests(asking: asking, runID: runID, progress: progress, records: records, counts: counts)
         var feed = QueueFeed(queue: input, session: session)
         var breaker = OutageBreaker(wave: transport.concurrency)
@@ -118,8 +120,9 @@ final class VerifyExchange: AppStoreExchange {
         case .verifyReceipt(_, let allowedBundles):
             switch reply {
             case .answer(let status, let body):
-                return VerifyReceipt.classify(httpStatus: status, body: body, environment: job.environment,
-                                              allowedBundles: allowedBundles)
+                return VerifyReceipt.classify(
+                    httpStatus: status, body: body, environment: job.environment,
+                    allowedBundles: allowedBundles)
             case .retry(let message):
                 return VerifyReceipt.transportFailure(message)
             case .unauthorized, .notFound, .refused, .rateLimited:
@@ -135,8 +138,9 @@ final class VerifyExchange: AppStoreExchange {
                 return Answer(status: nil, answerClass: .switchEnvironment, problem: "4040010 in production")
             case .notFound:
                 // From the sandbox: a rejection of the sweep, which never undoes a stored verdict.
-                return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt,
-                              problem: "Apple knows no such transaction in either environment (4040010)")
+                return Answer(
+                    status: nil, answerClass: .reject, rejection: .invalidReceipt,
+                    problem: "Apple knows no such transaction in either environment (4040010)")
             default:
                 return AppStoreTransport.answer(reply)
             }
@@ -155,8 +159,9 @@ final class VerifyExchange: AppStoreExchange {
             guard signed.transaction.transactionID == job.transactionID else {
                 return Answer(status: nil, answerClass: .retry, problem: "Get Transaction Info answered about another transaction")
             }
-            return Answer(status: nil, answerClass: .ok, transactions: [signed.transaction],
-                          bundleID: signed.transaction.bundleID, signed: [signed])
+            return Answer(
+                status: nil, answerClass: .ok, transactions: [signed.transaction],
+                bundleID: signed.transaction.bundleID, signed: [signed])
         case .failure(let rejection):
             return Answer(status: nil, answerClass: .retry, problem: "signedTransactionInfo: \(rejection)")
         }
@@ -174,9 +179,11 @@ final class VerifyExchange: AppStoreExchange {
         }
         var httpStatus: Int?
         if case .response(let status, _) = completion.outcome { httpStatus = status }
-        session.append(AnswerRecord(job: job, asked: asked.environment, runID: session.runID, httpStatus: httpStatus,
-                                    answer: answer, decision: decision, elapsedMs: completion.elapsedMs,
-                                    now: AppStoreTransport.unixMillis()))
+        session.append(
+            AnswerRecord(
+                job: job, asked: asked.environment, runID: session.runID, httpStatus: httpStatus,
+                answer: answer, decision: decision, elapsedMs: completion.elapsedMs,
+                now: AppStoreTransport.unixMillis()))
         var again = false
         switch decision {
         case .definitive, .rejectedAfterRepeated21002:

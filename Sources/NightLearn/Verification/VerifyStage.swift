@@ -117,7 +117,8 @@ public final class VerifyStage {
                 var form = SignedDataVerifier.FormCheck()
                 try rdb.copyOutBinary(candidateSQL, columns: ReceiptSelection.candidateColumns) { row in
                     if var job = ReceiptSelection.job(fromCandidate: row),
-                       let kind = ReceiptSelection.kind(ofCandidate: job.receiptData, check: &form) {
+                        let kind = ReceiptSelection.kind(ofCandidate: job.receiptData, check: &form)
+                    {
                         outcome.read.add(1, ordering: .relaxed)
                         // A StoreKit 2 upload needs no request: to a verifier.
                         if kind == .signedUpload {
@@ -141,16 +142,18 @@ public final class VerifyStage {
 
         var loopError: Error?
         do {
-            try VerifyRequests.run(.receipts(settings), input: input,
-                                   transport: AppStoreTransport(settings: settings, service: VerifyAsking.receipts(settings).service),
-                                   runID: runID, progress: progress, records: records, counts: &counts)
+            try VerifyRequests.run(
+                .receipts(settings), input: input,
+                transport: AppStoreTransport(settings: settings, service: VerifyAsking.receipts(settings).service),
+                runID: runID, progress: progress, records: records, counts: &counts)
             // The loop ends once the reader closed its queue: every upload has been read; the
             // verifiers end once they checked the last.
             verifiers.wait()
             try signed.finish(records: records, db: db, settings: settings)
             if let api = settings.serverAPI, !apiSweep.isEmpty {
-                try sweepWithServerAPI(apiSweep, api: api, signed: signed, records: records, progress: progress,
-                                       counts: &counts)
+                try sweepWithServerAPI(
+                    apiSweep, api: api, signed: signed, records: records, progress: progress,
+                    counts: &counts)
             }
         } catch {
             loopError = error
@@ -173,9 +176,11 @@ public final class VerifyStage {
     /// The refund sweep of signed transactions: Get Transaction Info for each (its current state),
     /// through the same transport, within the job's rate budget. An upload settled at upload
     /// and never verified is verified offline first (that is how its transaction id is known).
-    private func sweepWithServerAPI(_ jobs: [VerifyJob], api: ServerAPISettings, signed: SignedUploads,
-                                    records: BlockingQueue<AnswerRecord>, progress: StageProgress,
-                                    counts: inout VerifyCounts) throws {
+    private func sweepWithServerAPI(
+        _ jobs: [VerifyJob], api: ServerAPISettings, signed: SignedUploads,
+        records: BlockingQueue<AnswerRecord>, progress: StageProgress,
+        counts: inout VerifyCounts
+    ) throws {
         let queue = BlockingQueue<VerifyJob>(capacity: jobs.count + 1)
         for var job in jobs {
             if job.transactionID == nil {
@@ -192,8 +197,9 @@ public final class VerifyStage {
         transport.serverAPI = api
         transport.rates = api.rates
         let before = counts.requests
-        try VerifyRequests.run(.signedTransactions(settings), input: queue, transport: transport, runID: runID,
-                               progress: progress, records: records, counts: &counts)
+        try VerifyRequests.run(
+            .signedTransactions(settings), input: queue, transport: transport, runID: runID,
+            progress: progress, records: records, counts: &counts)
         counts.apiRequests += counts.requests - before
     }
 }

@@ -48,9 +48,11 @@ package struct AppStoreTransport {
     /// The transport of a run with `settings`: its URLs, keys, retry policy, `--concurrency`,
     /// `--timeout-ms` and `--api-rate`. `service` names the other end in the exit-75 line.
     package init(settings: TransportSettings, service: String, concurrency: Int? = nil) {
-        self.init(policy: RetryPolicy(maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
-                                      retryDelayMinutes: settings.retryDelayMinutes),
-                  concurrency: concurrency ?? settings.concurrency, timeoutMs: settings.timeoutMs, service: service)
+        self.init(
+            policy: RetryPolicy(
+                maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs,
+                retryDelayMinutes: settings.retryDelayMinutes),
+            concurrency: concurrency ?? settings.concurrency, timeoutMs: settings.timeoutMs, service: service)
         verifyReceiptURL = (settings.productionURL, settings.sandboxURL)
         serverAPI = settings.serverAPI
         connect = settings.appStoreConnect
@@ -77,8 +79,10 @@ package struct AppStoreTransport {
     /// Runs the feed's exchanges to their end. `breaker` spans the run (or several: `lookup`'s);
     /// `recorded` is called after each wake-up's answers were settled (one hand-off of their
     /// records, not one per answer).
-    package func run<Feed: ExchangeFeed>(_ feed: inout Feed, breaker: inout OutageBreaker, counts: inout TransportCounts,
-                                 recorded: () throws -> Void = {}) throws {
+    package func run<Feed: ExchangeFeed>(
+        _ feed: inout Feed, breaker: inout OutageBreaker, counts: inout TransportCounts,
+        recorded: () throws -> Void = {}
+    ) throws {
         typealias E = Feed.Exchange
         let http = HTTPMulti()
         defer { http.close() }
@@ -156,8 +160,9 @@ package struct AppStoreTransport {
             case .post: method = .post
             case .put: method = .put
             }
-            return HTTPRequest(tag: tag, method: method, url: url(request), body: request.body, headers: headers,
-                               timeoutMs: timeoutMs, wantedHeaders: wanted)
+            return HTTPRequest(
+                tag: tag, method: method, url: url(request), body: request.body, headers: headers,
+                timeoutMs: timeoutMs, wantedHeaders: wanted)
         }
 
         /// Sends `exchange`'s request if the budget admits it now; else holds it. False when held.
@@ -243,7 +248,9 @@ package struct AppStoreTransport {
                     // Nothing to do until the feed delivers.
                     if let exchange = feed.next(timeoutMs: 200) {
                         _ = try sendIfAdmitted(exchange, now: Self.monotonicNanos())
-                    } else if feed.finished { feedDone = true }
+                    } else if feed.finished {
+                        feedDone = true
+                    }
                     continue
                 }
             }
@@ -268,16 +275,19 @@ package struct AppStoreTransport {
                     if let key, let header = completion.headers["X-Rate-Limit"], let allowance = HourlyAllowance.parse(header) {
                         budget.report(allowance, for: key)
                     }
-                    reply = AppStoreReply.classify(asked.service, httpStatus: status, body: body,
-                                                   retryAfter: completion.headers["Retry-After"])
+                    reply = AppStoreReply.classify(
+                        asked.service, httpStatus: status, body: body,
+                        retryAfter: completion.headers["Retry-After"])
                 case .failure(_, let message, _):
                     breaker.failed(first: exchange.sends == 1, reason: message)
                     reply = .retry(message)
                 }
                 if asked.service == .connect {
                     if case .unauthorized = reply {
-                        if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(Self.teamKeyDoubt, sentAt: sentAt,
-                                                                                          now: Self.monotonicNanos()) {
+                        if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(
+                            Self.teamKeyDoubt, sentAt: sentAt,
+                            now: Self.monotonicNanos())
+                        {
                             if firstDoubt { teamTokens?.forget(app: nil) }
                             counts.retried += 1
                             later(exchange, due: due)
@@ -294,8 +304,10 @@ package struct AppStoreTransport {
                 }
                 if let app = appOf(asked) {
                     if case .unauthorized = reply {
-                        if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(app, sentAt: sentAt,
-                                                                                          now: Self.monotonicNanos()) {
+                        if case .askAgain(let due, let firstDoubt) = doubts.unauthorized(
+                            app, sentAt: sentAt,
+                            now: Self.monotonicNanos())
+                        {
                             if firstDoubt { iapTokens?.forget(app: app) }
                             counts.retried += 1
                             later(exchange, due: due)
@@ -320,8 +332,10 @@ package struct AppStoreTransport {
                     counts.rateLimited += 1
                     let nowUnix = Self.unixMillis()
                     if let longest = longestRateLimitWaitMs, let until, until - nowUnix > longest {
-                        throw JobError(.temporary, "the App Store asks to wait \((until - nowUnix) / 1000) s (rate limit of "
-                            + "\(asked.name)); run again later")
+                        throw JobError(
+                            .temporary,
+                            "the App Store asks to wait \((until - nowUnix) / 1000) s (rate limit of "
+                                + "\(asked.name)); run again later")
                     }
                     // Nothing more to this endpoint before the time Apple named (none believable: the backoff alone).
                     if let key, let until = Self.believable(retryAfter: until, nowMs: nowUnix) {
@@ -329,8 +343,9 @@ package struct AppStoreTransport {
                     }
                 }
                 let answer = try exchange.read(reply)
-                let decision = policy.decide(answer.answerClass, status: answer.status, state: &exchange.retry,
-                                             now: Self.unixMillis(), jitter: Double.random(in: 0...1, using: &rng))
+                let decision = policy.decide(
+                    answer.answerClass, status: answer.status, state: &exchange.retry,
+                    now: Self.unixMillis(), jitter: Double.random(in: 0...1, using: &rng))
                 let again = exchange.settled(answer, decision: decision, asked: asked, completion: completion)
                 switch decision {
                 case .stop:

@@ -20,9 +20,11 @@ extension AppStoreTransport {
     static func configurationError(_ answer: Answer) -> JobError {
         // The Server API's 401 has no status: its problem says what to check.
         if answer.status == nil, let problem = answer.problem { return JobError(.configuration, problem) }
-        return JobError(.configuration, "the App Store answered status \(answer.status ?? 0) ("
-            + (answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")
-            + "); verification stopped, no receipt was blamed")
+        return JobError(
+            .configuration,
+            "the App Store answered status \(answer.status ?? 0) ("
+                + (answer.status == 21004 ? "the shared secret does not match: check IAP_SHARED_SECRET" : "our request was malformed")
+                + "); verification stopped, no receipt was blamed")
     }
 
     /// The answer of a Server API or App Store Connect reply that is not a body to read: the same
@@ -34,8 +36,9 @@ extension AppStoreTransport {
         case .unauthorized:
             return Answer(status: nil, answerClass: .config, problem: unauthorized)
         case .notFound:
-            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt,
-                          problem: "Apple knows no such transaction (4040010)")
+            return Answer(
+                status: nil, answerClass: .reject, rejection: .invalidReceipt,
+                problem: "Apple knows no such transaction (4040010)")
         case .refused(let problem, _):
             return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: problem)
         case .rateLimited:
@@ -45,7 +48,8 @@ extension AppStoreTransport {
         }
     }
 
-    static let unauthorized = "the App Store Server API refused our token (HTTP 401): check IAP_ISSUER_ID, IAP_KEY_ID, "
+    static let unauthorized =
+        "the App Store Server API refused our token (HTTP 401): check IAP_ISSUER_ID, IAP_KEY_ID, "
         + "IAP_PRIVATE_KEY_FILE (or IAP_APP_KEYS) and that the key may be used for the app; verification stopped, "
         + "no receipt was blamed"
 

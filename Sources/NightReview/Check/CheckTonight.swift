@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NightDecide
 import NightLearn
 import Postgres
 import Reconciliation
@@ -25,31 +26,47 @@ struct CheckTonight {
     static let reports = ["compensate", "duplicate_grants", "clawback", "unattributed"]
 
     func run() throws -> Check.Tonight {
-        let apple = Int(try db.query("SELECT count(DISTINCT original_transaction_id) FROM \(S).apple_transactions")
-            .value(0, 0) ?? "") ?? 0
-        let grants = Int(try source.query("""
-            SELECT count(DISTINCT transaction_id) FROM \(src).iap_grants WHERE transaction_id IS NOT NULL
-            """).value(0, 0) ?? "") ?? 0
+        let apple =
+            Int(
+                try db.query("SELECT count(DISTINCT original_transaction_id) FROM \(S).apple_transactions")
+                    .value(0, 0) ?? "") ?? 0
+        let grants =
+            Int(
+                try source.query(
+                    """
+                    SELECT count(DISTINCT transaction_id) FROM \(src).iap_grants WHERE transaction_id IS NOT NULL
+                    """
+                ).value(0, 0) ?? "") ?? 0
         // Keys per 1,000 in the sample (1,000: all of them).
         let total = apple + grants
-        let share = total <= families ? 1000
+        let share =
+            total <= families
+            ? 1000
             : max(1, min(1000, Int((Double(families) * 1000 / Double(max(total, 1))).rounded(.up))))
         let sampled: (SQL) -> SQL = { key in
             share >= 1000 ? "true" : "abs(hashtext(\(key))::bigint) % 1000 < \(literal: .int(share))"
         }
-        var keys = Set(try column(db, """
-            SELECT DISTINCT original_transaction_id FROM \(S).apple_transactions
-            WHERE \(sampled("original_transaction_id"))
-            """))
-        let grantKeys = try column(source, """
+        var keys = Set(
+            try column(
+                db,
+                """
+                SELECT DISTINCT original_transaction_id FROM \(S).apple_transactions
+                WHERE \(sampled("original_transaction_id"))
+                """))
+        let grantKeys = try column(
+            source,
+            """
             SELECT DISTINCT transaction_id FROM \(src).iap_grants
             WHERE transaction_id IS NOT NULL AND \(sampled("transaction_id"))
             """)
         // A grant's transaction Apple showed the job is decided in its Apple family, with that
         // family's key.
-        let known = Set(try column(db, """
-            SELECT transaction_id FROM \(S).apple_transactions WHERE transaction_id = ANY(\(grantKeys)::text[])
-            """))
+        let known = Set(
+            try column(
+                db,
+                """
+                SELECT transaction_id FROM \(S).apple_transactions WHERE transaction_id = ANY(\(grantKeys)::text[])
+                """))
         keys.formUnion(grantKeys.filter { !known.contains($0) })
 
         var settings = self.settings
@@ -64,9 +81,10 @@ struct CheckTonight {
             rows["unattributed", default: 0] += d.unattributed.count
         }
         let scale = 1000.0 / Double(share)
-        return Check.Tonight(exact: share >= 1000, family_keys_about: total, keys_decided: keys.count,
-                             families: decided.decisions.count,
-                             reports: rows.mapValues { Int((Double($0) * scale).rounded()) })
+        return Check.Tonight(
+            exact: share >= 1000, family_keys_about: total, keys_decided: keys.count,
+            families: decided.decisions.count,
+            reports: rows.mapValues { Int((Double($0) * scale).rounded()) })
     }
 
     private func column(_ session: PGConnection, _ sql: SQL) throws -> [String] {

@@ -1,6 +1,7 @@
 import Foundation
 import JobStore
 import Logging
+import NightDecide
 import NightLearn
 import Postgres
 import Reconciliation
@@ -36,8 +37,10 @@ public struct Check: Sendable {
     public func run() throws -> Outcome {
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
-                throw JobError(.configuration, "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
-                    + "fix it in the environment (see docs/contract.md, 'Environment variables')")
+                throw JobError(
+                    .configuration,
+                    "DATABASE_URL is malformed: \(e.problem) (\(e.redacted)); "
+                        + "fix it in the environment (see docs/contract.md, 'Environment variables')")
             }
         }
         let db: PGConnection
@@ -92,7 +95,8 @@ public struct Check: Sendable {
         var history = History(available: current, note: "", published_nights: 0, last_published: nil, last_counts: [:], median: [:])
         if !current {
             let migrated = schema.newestRecorded
-            history.note = migrated == 0
+            history.note =
+                migrated == 0
                 ? "no job schema \(settings.jobSchema.name) yet: the checks against the last published night were skipped"
                 : "the job schema \(settings.jobSchema.name) is at migration \(migrated) of \(Migrations.latest): the checks "
                     + "against the last published night were skipped (a night, or iap-reconcile migrate, brings it up)"
@@ -112,9 +116,11 @@ public struct Check: Sendable {
             history.published_nights = published.count
             history.last_counts = try lastCounts(db)
             for (report, rows) in published.reportRows { history.median[report] = NightHold.median(rows) }
-            history.last_published = try db.query("""
+            history.last_published = try db.query(
+                """
                 SELECT to_char(max((as_of AT TIME ZONE 'UTC')::date), 'YYYY-MM-DD') FROM \(S).runs WHERE \(HeldNight.publishedSQL)
-                """).value(0, 0)
+                """
+            ).value(0, 0)
             if published.count == 0 { history.note = "no night published yet"; notes.append(history.note) }
         } else {
             published = PublishedNights()
@@ -138,16 +144,22 @@ public struct Check: Sendable {
             }
             relations.append(r)
         }
-        var failed = NightHold.reasons(tonight: NightFigures(relations: Self.figures(relations), reports: [:]),
-                                       published: published, thresholds: settings.hold)
+        var failed = NightHold.reasons(
+            tonight: NightFigures(relations: Self.figures(relations), reports: [:]),
+            published: published, thresholds: settings.hold)
         // A relation with rows and nothing inside the window: a time column of the wrong meaning
         // or unit (the night sees no row to decide), said even without a night to compare with.
-        for r in relations where r.rows >= settings.hold.minRows && r.in_window == 0
-            && !failed.contains(where: { $0.check == "window_rows_shrank" && $0.subject == r.relation }) {
-            failed.append(HoldReason(check: "window_empty", subject: r.relation, text: """
-                \(r.relation): none of its \(r.rows) rows lies inside the window (\(window)): a time column read in the \
-                wrong unit or zone, or a view that filters the recent rows out?
-                """))
+        for r in relations
+        where r.rows >= settings.hold.minRows && r.in_window == 0
+            && !failed.contains(where: { $0.check == "window_rows_shrank" && $0.subject == r.relation })
+        {
+            failed.append(
+                HoldReason(
+                    check: "window_empty", subject: r.relation,
+                    text: """
+                        \(r.relation): none of its \(r.rows) rows lies inside the window (\(window)): a time column read in the \
+                        wrong unit or zone, or a view that filters the recent rows out?
+                        """))
         }
         let grants = try grantsWithoutTransaction(source)
         if grants.rows > 0 {
@@ -155,24 +167,32 @@ public struct Check: Sendable {
             let byText = by.compactMap { column in
                 grants.by[column].map { "by \(column): " + $0.prefix(3).map { "\($0.value) \($0.rows)" }.joined(separator: ", ") }
             }.joined(separator: "; ")
-            failed.append(HoldReason(check: "grants_without_transaction_id", subject: SourceRelation.grants.rawValue, text: """
-                iap_grants: \(grants.rows) grants have no transaction_id (\(products)\(byText.isEmpty ? "" : "; " + byText)): \
-                each is an input error, and the purchase it delivered is listed to compensate every night; a grant made by \
-                hand must carry the transaction_id of the purchase it makes good (docs/contract.md, "`check`: before the first night")
-                """))
+            failed.append(
+                HoldReason(
+                    check: "grants_without_transaction_id", subject: SourceRelation.grants.rawValue,
+                    text: """
+                        iap_grants: \(grants.rows) grants have no transaction_id (\(products)\(byText.isEmpty ? "" : "; " + byText)): \
+                        each is an input error, and the purchase it delivered is listed to compensate every night; a grant made by \
+                        hand must carry the transaction_id of the purchase it makes good (docs/contract.md, "`check`: before the first night")
+                        """))
         }
-        return Outcome(as_of: UTC.timestamp(settings.asOf), window: window, source_schema: settings.sourceSchema,
-                       relations: relations, grants_without_transaction_id: grants,
-                       receipts: try receipts(db: db, source: source, jobSchema: current, exactForms: exactForms),
-                       history: history, tonight: nil, failed: failed, notes: notes)
+        return Outcome(
+            as_of: UTC.timestamp(settings.asOf), window: window, source_schema: settings.sourceSchema,
+            relations: relations, grants_without_transaction_id: grants,
+            receipts: try receipts(db: db, source: source, jobSchema: current, exactForms: exactForms),
+            history: history, tonight: nil, failed: failed, notes: notes)
     }
-
 
     /// The relations as the night's hold rules read them.
     static func figures(_ relations: [Relation]) -> [String: NightFigures.Relation] {
-        Dictionary(uniqueKeysWithValues: relations.map {
-            ($0.relation, NightFigures.Relation(rows: $0.rows, inputErrors: $0.input_errors, inWindow: $0.in_window,
-                                                keysCompared: $0.keys_compared, keysChanged: $0.keys_changed))
-        })
+        Dictionary(
+            uniqueKeysWithValues: relations.map {
+                (
+                    $0.relation,
+                    NightFigures.Relation(
+                        rows: $0.rows, inputErrors: $0.input_errors, inWindow: $0.in_window,
+                        keysCompared: $0.keys_compared, keysChanged: $0.keys_changed)
+                )
+            })
     }
 }

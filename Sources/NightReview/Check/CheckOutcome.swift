@@ -118,7 +118,8 @@ extension Check.Outcome {
             }
         }
         let r = receipts
-        var verify = "receipts inside the window: \(r.in_window); settled at upload \(r.settled_at_upload), signed (verified here) "
+        var verify =
+            "receipts inside the window: \(r.in_window); settled at upload \(r.settled_at_upload), signed (verified here) "
             + "\(r.signed), to verify with Apple \(r.to_verify)"
         if let n = r.estimated_requests, let s = r.estimated_seconds, let rate = r.measured_requests_per_second {
             verify += ": about \(n) requests, \(s) s at the last night's \(rate) requests/s"
@@ -133,7 +134,9 @@ extension Check.Outcome {
             }
         }
         if let t = tonight {
-            let how = t.exact ? "every family, \(t.families) with a finding or not"
+            let how =
+                t.exact
+                ? "every family, \(t.families) with a finding or not"
                 : "about, from \(t.keys_decided) of about \(t.family_keys_about) family keys"
             out.append("tonight, from what the job already knows, by the night's rules (\(how); refunds.csv not estimated):")
             for report in CheckTonight.reports {

@@ -1,6 +1,7 @@
 import Foundation
 import JobStore
 import Logging
+import NightDecide
 import NightLearn
 import Postgres
 import Reconciliation
@@ -33,7 +34,8 @@ extension Check {
     func problems(_ relation: SourceRelation, exactForms: Bool) -> [SQL] {
         var checks = relation.checks(jobSchema: settings.jobSchema, dataFormLater: !exactForms).map(\.problem)
         if relation == .receipts && !exactForms {
-            checks.append("""
+            checks.append(
+                """
                 CASE WHEN x.receipt_data IS NOT NULL AND NOT (
                     x.receipt_data ~ '^[[:space:]]*[A-Za-z0-9+/]+[[:space:]A-Za-z0-9+/]*=?=?[[:space:]]*$'
                     OR x.receipt_data ~ '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$')
@@ -69,14 +71,16 @@ extension Check {
                        \(time.map { "(\(windowPredicate($0)))" as SQL } ?? ("false" as SQL)) AS in_window
                 FROM \(relation.from(numbered)))
             """
-        let totals = try source.query("""
+        let totals = try source.query(
+            """
             \(rowsCTE)
             SELECT count(*),
                    count(*) FILTER (WHERE k IS NULL OR (rn > 1) OR cardinality(problems) > 0),
                    count(*) FILTER (WHERE k IS NOT NULL AND rn = 1 AND cardinality(problems) = 0 AND in_window)
             FROM rows
             """)
-        let reasons = try source.query("""
+        let reasons = try source.query(
+            """
             \(rowsCTE),
             reasons AS (
                 SELECT k, 'duplicate key' AS reason FROM rows WHERE k IS NOT NULL AND rn > 1
@@ -91,8 +95,9 @@ extension Check {
             relation: relation.rawValue, rows: rows, input_errors: errors,
             input_errors_percent: rows == 0 ? "0.0" : NightHold.oneDecimal(Double(errors) * 100 / Double(rows)),
             reasons: (0..<reasons.rowCount).map { i in
-                Reason(reason: reasons.value(i, 0) ?? "", rows: Int(reasons.value(i, 1) ?? "") ?? 0,
-                       examples: (reasons.value(i, 2) ?? "").split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init))
+                Reason(
+                    reason: reasons.value(i, 0) ?? "", rows: Int(reasons.value(i, 1) ?? "") ?? 0,
+                    examples: (reasons.value(i, 2) ?? "").split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init))
             },
             in_window: time == nil ? nil : Int(totals.value(0, 2) ?? "") ?? 0)
     }
@@ -109,7 +114,8 @@ extension Check {
 
     func grantsWithoutTransaction(_ source: PGConnection) throws -> GrantsWithoutTransaction {
         func counts(_ column: String) throws -> [Count] {
-            let r = try source.query("""
+            let r = try source.query(
+                """
                 SELECT v, n FROM (SELECT coalesce(\(ident: column)::text, '(null)') AS v, count(*) AS n FROM \(src).iap_grants
                                   WHERE transaction_id IS NULL GROUP BY 1) s
                 ORDER BY n DESC, v COLLATE "C" LIMIT 20
@@ -121,11 +127,14 @@ extension Check {
         guard total > 0 else { return result }
         result.by_product = try counts("product_id")
         for column in by {
-            let exists = try source.query("""
-                SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = \(settings.sourceSchema) AND c.relname = 'iap_grants' AND a.attname = \(column)
-                  AND a.attnum > 0 AND NOT a.attisdropped
-                """).rowCount > 0
+            let exists =
+                try source.query(
+                    """
+                    SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = \(settings.sourceSchema) AND c.relname = 'iap_grants' AND a.attname = \(column)
+                      AND a.attnum > 0 AND NOT a.attisdropped
+                    """
+                ).rowCount > 0
             guard exists else {
                 throw JobError(.usage, "check: --by \(column): \(settings.sourceSchema).iap_grants has no such column")
             }
@@ -143,7 +152,8 @@ extension Check {
                 SELECT 1 FROM \(src).iap_grants g WHERE g.transaction_id = x.transaction_id AND g.revoked_at IS NULL))
             """
         let answered = jobSchema && source === db
-        let r = try source.query("""
+        let r = try source.query(
+            """
             SELECT count(*), count(*) FILTER (WHERE \(settledAtUpload)),
                    count(*) FILTER (WHERE \(SourceRelation.hasDot("x.receipt_data"))),
                    count(*) FILTER (WHERE NOT \(SourceRelation.hasDot("x.receipt_data")) AND NOT \(settledAtUpload)
@@ -156,7 +166,8 @@ extension Check {
         let toVerify = Int(r.value(0, 3) ?? "") ?? 0
         var receipts = Receipts(in_window: inWindow, settled_at_upload: settled, signed: signed, to_verify: toVerify)
         if jobSchema {
-            let rate = try db.query("""
+            let rate = try db.query(
+                """
                 SELECT (summary->'verification'->>'requests')::numeric, (summary->'verification'->>'candidates')::numeric,
                        (summary->'seconds'->>'verify')::numeric
                 FROM \(S).runs WHERE \(HeldNight.publishedSQL) AND (summary->'verification'->>'requests')::numeric > 0
@@ -164,7 +175,8 @@ extension Check {
                 ORDER BY run_id DESC LIMIT 1
                 """)
             if rate.rowCount > 0, let requests = Double(rate.value(0, 0) ?? ""), let asked = Double(rate.value(0, 1) ?? ""),
-               let seconds = Double(rate.value(0, 2) ?? ""), asked > 0 {
+                let seconds = Double(rate.value(0, 2) ?? ""), asked > 0
+            {
                 receipts.measured_requests_per_receipt = (requests / asked * 100).rounded() / 100
                 receipts.measured_requests_per_second = (requests / seconds * 10).rounded() / 10
                 let estimated = Double(toVerify) * requests / asked
@@ -177,7 +189,8 @@ extension Check {
 
     /// The last published night's rows per report (summary.json `counts`).
     func lastCounts(_ db: PGConnection) throws -> [String: Int] {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT c.key, c.value FROM (SELECT summary FROM \(S).runs WHERE \(HeldNight.publishedSQL) ORDER BY run_id DESC LIMIT 1) n,
                  jsonb_each_text(CASE WHEN jsonb_typeof(n.summary->'counts') = 'object' THEN n.summary->'counts' ELSE '{}' END) c
             """)

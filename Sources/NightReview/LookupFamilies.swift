@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import JobStore
 import Logging
+import NightDecide
 import NightLearn
 import Postgres
 import Reconciliation
@@ -66,8 +67,10 @@ package struct LookupFamilies {
         /// The family holding grants of `transactionID` that Apple never showed the job (no
         /// transaction of the family has that id), and its decision.
         package func family(ofGrantsOf transactionID: String) -> (Family, FamilyDecision)? {
-            for (key, family) in families where family.grants.contains(where: { $0.grant.transactionID == transactionID })
-                && !family.transactions.contains(where: { $0.transaction.transactionID == transactionID }) {
+            for (key, family) in families
+            where family.grants.contains(where: { $0.grant.transactionID == transactionID })
+                && !family.transactions.contains(where: { $0.transaction.transactionID == transactionID })
+            {
                 if let decision = decisions[key] { return (family, decision) }
             }
             return nil
@@ -75,7 +78,8 @@ package struct LookupFamilies {
 
         /// The family holding `transactionID` in `environment`, and its decision.
         package func family(of transactionID: String, _ environment: AppStoreEnvironment) -> (Family, FamilyDecision)? {
-            for (key, family) in families where family.transactions.contains(where: {
+            for (key, family) in families
+            where family.transactions.contains(where: {
                 $0.transaction.transactionID == transactionID && $0.transaction.environment == environment
             }) {
                 if let decision = decisions[key] { return (family, decision) }
@@ -95,8 +99,9 @@ package struct LookupFamilies {
         var decided = try pass(keys: seeds, fresh: transactions, userProducts: [], settings: decisionSettings)
         // The inferred match crosses families: the users and products of compensations without an
         // exact order are decided again with every family that may compete for their open orders.
-        let needInference = Set(decided.decisions.values.flatMap(\.compensations).filter { $0.exactOrder == nil }
-            .map { UserProduct(user: $0.userID, product: $0.transaction.productID) })
+        let needInference = Set(
+            decided.decisions.values.flatMap(\.compensations).filter { $0.exactOrder == nil }
+                .map { UserProduct(user: $0.userID, product: $0.transaction.productID) })
         guard !needInference.isEmpty else { return decided }
         var keys = seeds
         for up in needInference { keys.formUnion(try competingKeys(up)) }
@@ -111,8 +116,9 @@ package struct LookupFamilies {
                         < ($1.transaction.purchaseDate, $1.transaction.transactionID, $1.transaction.environment.rawValue)
                 }
             let open = try openOrders(up).filter { !exactlyMatched.contains($0.orderID) }
-            let matched = Decide.inferOrders(userID: up.user, productID: up.product,
-                                             purchases: purchases.map(\.transaction.purchaseDate), openOrders: open)
+            let matched = Decide.inferOrders(
+                userID: up.user, productID: up.product,
+                purchases: purchases.map(\.transaction.purchaseDate), openOrders: open)
             for (c, order) in zip(purchases, matched) {
                 guard let order else { continue }
                 decided.inferred[Decided.key(c.transaction.transactionID, c.transaction.environment)] =
@@ -144,8 +150,10 @@ package struct LookupFamilies {
 
     // MARK: One pass: the families of `keys`
 
-    private func pass(keys: Set<String>, fresh: [SignedTransaction], userProducts: Set<UserProduct>,
-                      settings decisionSettings: DecisionSettings) throws -> Decided {
+    private func pass(
+        keys: Set<String>, fresh: [SignedTransaction], userProducts: Set<UserProduct>,
+        settings decisionSettings: DecisionSettings
+    ) throws -> Decided {
         try gatherRows(keys: keys, fresh: fresh, userProducts: userProducts)
         let products = try stage.prepareInOrder(db, sources: { "pg_temp.\(ident: "lk_" + $0.rawValue)" })
         // Every family is sent: the night leaves out only families it proves quiet, whose verdict
@@ -167,7 +175,8 @@ package struct LookupFamilies {
         // Parameters travel in INSERTs (CREATE TABLE AS takes none).
         try db.execute("CREATE TEMPORARY TABLE lk_keys (k text PRIMARY KEY)")
         try db.query("INSERT INTO lk_keys SELECT DISTINCT unnest(\(keys.sorted())::text[])")
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TEMPORARY TABLE lk_apple (LIKE \(S).apple_transactions INCLUDING DEFAULTS);
             INSERT INTO lk_apple SELECT * FROM \(S).apple_transactions WHERE original_transaction_id IN (SELECT k FROM lk_keys);
             ALTER TABLE lk_apple ADD PRIMARY KEY (transaction_id, environment);
@@ -184,31 +193,39 @@ package struct LookupFamilies {
         if source !== db { try mirror("iap_products", .products, where: "true") }
         try db.execute("CREATE TEMPORARY TABLE lk_ids AS SELECT transaction_id AS id FROM lk_apple UNION SELECT k FROM lk_keys")
         let ids = try column(db, "SELECT id FROM lk_ids")
-        try mirror("lk_iap_grants", .grants, where: """
-            grant_id IN (SELECT grant_id FROM \(src).iap_grants
-                         WHERE transaction_id = ANY(\(ids)::text[]) OR original_transaction_id = ANY(\(ids)::text[]))
-            """)
+        try mirror(
+            "lk_iap_grants", .grants,
+            where: """
+                grant_id IN (SELECT grant_id FROM \(src).iap_grants
+                             WHERE transaction_id = ANY(\(ids)::text[]) OR original_transaction_id = ANY(\(ids)::text[]))
+                """)
         let transactions = ids + (try column(db, "SELECT transaction_id FROM lk_iap_grants"))
         let grantOrders = try column(db, "SELECT order_id FROM lk_iap_grants")
-        let knownReceipts = try column(db, """
+        let knownReceipts = try column(
+            db,
+            """
             SELECT receipt_id FROM \(S).receipt_transactions WHERE transaction_id IN (SELECT id FROM lk_ids)
             """)
-        try mirror("lk_iap_receipts", .receipts, where: """
-            receipt_id IN (SELECT receipt_id FROM \(src).iap_receipts
-                           WHERE transaction_id = ANY(\(transactions)::text[]) OR order_id = ANY(\(grantOrders)::text[])
-                           UNION SELECT unnest(\(knownReceipts)::text[]))
-            """)
+        try mirror(
+            "lk_iap_receipts", .receipts,
+            where: """
+                receipt_id IN (SELECT receipt_id FROM \(src).iap_receipts
+                               WHERE transaction_id = ANY(\(transactions)::text[]) OR order_id = ANY(\(grantOrders)::text[])
+                               UNION SELECT unnest(\(knownReceipts)::text[]))
+                """)
         let tokenOrders = try namespaceTokenOrders()
         let tokens = try column(db, "SELECT DISTINCT lower(app_account_token) FROM lk_apple WHERE app_account_token IS NOT NULL")
         let receiptOrders = try column(db, "SELECT order_id FROM lk_iap_receipts")
-        try mirror("lk_iap_orders", .orders, where: """
-            order_id IN (SELECT order_id FROM \(src).iap_orders
-                         WHERE transaction_id = ANY(\(transactions)::text[])
-                            OR lower(order_id) = ANY(\(tokens)::text[])
-                            OR (user_id, product_id) IN (SELECT * FROM unnest(\(users.map(\.user))::text[], \(users.map(\.product))::text[]))
-                         UNION SELECT unnest(\(receiptOrders)::text[])
-                         UNION SELECT unnest(\(tokenOrders)::text[]))
-            """)
+        try mirror(
+            "lk_iap_orders", .orders,
+            where: """
+                order_id IN (SELECT order_id FROM \(src).iap_orders
+                             WHERE transaction_id = ANY(\(transactions)::text[])
+                                OR lower(order_id) = ANY(\(tokens)::text[])
+                                OR (user_id, product_id) IN (SELECT * FROM unnest(\(users.map(\.user))::text[], \(users.map(\.product))::text[]))
+                             UNION SELECT unnest(\(receiptOrders)::text[])
+                             UNION SELECT unnest(\(tokenOrders)::text[]))
+                """)
     }
 
     /// The first column of a query's rows, nulls left out.
@@ -249,7 +266,10 @@ package struct LookupFamilies {
         let from = SQLLiteral.timestamptz(UTC.timestamp(settings.windowStart - 2 * 86_400_000))
         try source.copyOut("COPY (SELECT order_id FROM \(src).iap_orders WHERE created_at >= \(literal: from)) TO STDOUT") { line in
             if let id = CopyText.fields(line).first ?? nil, let token = AccountToken.nameBased(namespace: namespace, name: id),
-               wanted.contains(token) { found.append(id) }
+                wanted.contains(token)
+            {
+                found.append(id)
+            }
         }
         return found
     }
@@ -263,24 +283,31 @@ package struct LookupFamilies {
     /// that product (a receipt naming it, or its token). A superset: the rules decide.
     package func competingKeys(_ up: UserProduct) throws -> Set<String> {
         // The user's side from the source relations, then Apple's side from the job schema.
-        let orders = try source.query("""
+        let orders = try source.query(
+            """
             SELECT lower(order_id), order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND order_id IS NOT NULL
-            """).rows
+            """
+        ).rows
         var tokens = orders.compactMap { $0[0] }
         if let namespace = settings.accountTokenNamespace {
             tokens += orders.compactMap { $0[1].flatMap { AccountToken.nameBased(namespace: namespace, name: $0) } }
         }
-        let userIDs = try column(source, """
+        let userIDs = try column(
+            source,
+            """
             SELECT transaction_id FROM \(src).iap_grants WHERE user_id = \(up.user)
             UNION SELECT original_transaction_id FROM \(src).iap_grants WHERE user_id = \(up.user)
             UNION SELECT transaction_id FROM \(src).iap_receipts WHERE user_id = \(up.user)
             """)
         let userReceipts = try column(source, "SELECT receipt_id FROM \(src).iap_receipts WHERE user_id = \(up.user)")
-        let orderReceipts = try column(source, """
+        let orderReceipts = try column(
+            source,
+            """
             SELECT receipt_id FROM \(src).iap_receipts
             WHERE order_id IN (SELECT order_id FROM \(src).iap_orders WHERE user_id = \(up.user) AND product_id = \(up.product))
             """)
-        let result = try db.query("""
+        let result = try db.query(
+            """
             WITH user_receipts AS (
                 SELECT transaction_id FROM \(S).receipt_transactions WHERE receipt_id = ANY(\(userReceipts)::text[])
             ), order_receipts AS (
@@ -302,14 +329,16 @@ package struct LookupFamilies {
 
     /// The open orders of a user and product (`o`, the clean copy), as the night's spool reads them.
     private func openOrders(_ up: UserProduct) throws -> [Order] {
-        let r = try db.query("""
+        let r = try db.query(
+            """
             SELECT order_id, quantity::text, created_ms::text FROM o
             WHERE user_id = \(up.user) AND product_id = \(up.product) AND transaction_id IS NULL AND status <> 'delivered'
             """)
         return r.rows.compactMap { row in
             guard let id = row[0], let at = row[2].flatMap({ Int64($0) }) else { return nil }
-            return Order(orderID: id, userID: up.user, productID: up.product, quantity: row[1].flatMap { Int($0) } ?? 1,
-                         status: "open", transactionID: nil, createdAt: at)
+            return Order(
+                orderID: id, userID: up.user, productID: up.product, quantity: row[1].flatMap { Int($0) } ?? 1,
+                status: "open", transactionID: nil, createdAt: at)
         }
     }
 }
