@@ -124,6 +124,37 @@ package enum AppleTransactionColumns {
         return set.joined()
     }
 
+    /// What `learn_transactions(jsonb)` (migration 6) does with one element `a` of its array, said
+    /// from this description: the transaction inserted into `table` (`t`) or merged into the row
+    /// there, by the answers' rules (`mergeList`) and the sweeps' own. The element is a learned
+    /// transaction's fields (`recordList`) with `env`, `src`, `hu` (the history user) and `rvsd`
+    /// (a reversal's date); its app account token is kept lowercase, as the function keeps it.
+    /// `lookup` runs it, element by element, on its temporary copy of the table, so that it merges
+    /// as the nights do without a copy of the migration's text (a test holds the two to the same rows).
+    package static func learnSQL(into table: SQL, element a: SQL, schema: JobSchema) -> SQL {
+        let sweeps = all.filter { if case .sweepsOnly = $0.merge { return true } else { return false } }
+        let fromElement: [String: SQL] = [
+            "environment": "a->>'env'", "source": "a->>'src'", "history_user_id": "a->>'hu'",
+            "reversed_date_ms": "(a->>'rvsd')::bigint",
+        ]
+        let values: [SQL] = (answerColumns + sweeps).map { c in
+            if let field = c.field {
+                return c.name == "app_account_token" ? "lower(x.\(ident: field))" : "x.\(ident: field)"
+            }
+            return fromElement[c.name]!
+        }
+        let sweepsSet: [SQL] = sweeps.compactMap { c in
+            if case .sweepsOnly(let rule) = c.merge { return "\(ident: c.name) = \(rule)" }
+            return nil
+        }
+        return """
+            INSERT INTO \(table) AS t (\(insertList), \((sweeps.map { "\(ident: $0.name)" as SQL }).joined()))
+            SELECT \(values.joined())
+            FROM (SELECT \(a) AS a) e, jsonb_to_record(e.a) AS x(\(recordList))
+            ON CONFLICT (transaction_id, environment) DO UPDATE SET \(mergeList(schema: schema)), \(sweepsSet.joined())
+            """
+    }
+
     /// `COPY pg_temp.staged_transactions (r, env, kind, tid, …, linked) FROM STDIN`: the answer's
     /// receipt, environment and kind, the transaction's fields, and whether the link to the receipt
     /// is stored already (`StagedAnswers.encode`, migration 17).

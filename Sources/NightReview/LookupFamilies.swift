@@ -179,14 +179,14 @@ package struct LookupFamilies {
             """
             CREATE TEMPORARY TABLE lk_apple (LIKE \(S).apple_transactions INCLUDING DEFAULTS);
             INSERT INTO lk_apple SELECT * FROM \(S).apple_transactions WHERE original_transaction_id IN (SELECT k FROM lk_keys);
-            ALTER TABLE lk_apple ADD PRIMARY KEY (transaction_id, environment);
-            \(Migrations.learnTransactions.replacingOccurrences(of: "{S}.apple_transactions", with: "pg_temp.lk_apple")
-                .replacingOccurrences(of: "{S}.learn_transactions", with: "pg_temp.learn_transactions")
-                .replacingSchema(settings.jobSchema))
+            ALTER TABLE lk_apple ADD PRIMARY KEY (transaction_id, environment)
             """)
-        let items = fresh.map { LearnTransactions.Item($0, source: .transactionHistory) }
-        let json = String(decoding: try JSONEncoder().encode(items), as: UTF8.self)
-        try db.query("SELECT pg_temp.learn_transactions(\(json)::jsonb)")
+        // One at a time, in order, as learn_transactions merges: the same transaction twice merges.
+        let encoder = JSONEncoder()
+        for signed in fresh {
+            let json = String(decoding: try encoder.encode(LearnTransactions.Item(signed, source: .transactionHistory)), as: UTF8.self)
+            try db.query(AppleTransactionColumns.learnSQL(into: "pg_temp.lk_apple", element: "\(json)::jsonb", schema: settings.jobSchema))
+        }
         let users = userProducts.sorted { ($0.user, $0.product) < ($1.user, $1.product) }
         try db.execute("CREATE TEMPORARY TABLE lk_user_products (user_id text, product_id text)")
         try db.query("INSERT INTO lk_user_products SELECT * FROM unnest(\(users.map(\.user))::text[], \(users.map(\.product))::text[])")

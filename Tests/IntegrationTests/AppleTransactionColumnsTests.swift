@@ -58,4 +58,47 @@ import Testing
         #expect(labels == AppleTransactionColumns.fields)
         #expect(AppleTransactionColumns.stagedCopy.text.hasPrefix(#"COPY pg_temp.staged_transactions (r, env, kind, "tid", "otid", "pid","#))
     }
+
+    @Test("lookup's merge, written from the description, leaves the rows learn_transactions leaves")
+    func lookupMergesAsTheNights() throws {
+        let t = try TestDatabase("atlearn")
+        defer { t.drop() }
+        let schema = try JobSchema("recon")
+        try Migrations.apply(t.db, schema: schema)
+        // The same transaction four times (a refund seen, then an answer without it; a second
+        // history user; a reversal; a less direct source after a more direct one), an upper-case
+        // token, nulls wherever the table allows them, the same id in two environments, huge and
+        // negative numbers, and text that needs quoting.
+        let elements: [String] = [
+            #"{"tid":"1","otid":"1","pid":"p","q":1,"pd":1000,"aat":"ABC-DEF","env":"Production","src":"notification","sd":5}"#,
+            #"{"tid":"1","otid":"1","pid":"p","q":2,"pd":1000,"cd":2000,"cr":"1","env":"Production","src":"transaction_history","hu":"u1","sd":3}"#,
+            #"{"tid":"1","otid":"0","pid":"p2","q":1,"pd":1001,"env":"Production","src":"receipt","hu":"u2","rvsd":7,"sd":9}"#,
+            #"{"tid":"1","otid":"0","pid":"p2","q":1,"pd":1001,"env":"Production","src":"signed_transaction","rvsd":4,"price":9223372036854775807}"#,
+            #"{"tid":"1","otid":"x","pid":"q'\"\\","q":-5,"pd":-1,"env":"Sandbox","src":"notification","trial":true,"rvp":-1}"#,
+            #"{"tid":"2","otid":"2","pid":"p","q":1,"pd":0,"opd":null,"exp":null,"cd":null,"aat":null,"env":"Production","src":"notification"}"#,
+        ]
+        try t.db.query("SELECT recon.learn_transactions(\("[" + elements.joined(separator: ",") + "]")::jsonb)")
+        try t.db.execute("""
+            CREATE TEMPORARY TABLE lk_apple (LIKE recon.apple_transactions INCLUDING DEFAULTS);
+            ALTER TABLE lk_apple ADD PRIMARY KEY (transaction_id, environment)
+            """)
+        for element in elements {
+            try t.db.query(AppleTransactionColumns.learnSQL(into: "pg_temp.lk_apple", element: "\(element)::jsonb", schema: schema))
+        }
+        let columns = AppleTransactionColumns.all.filter { $0.merge != .madeAt && $0.merge != .touchedAt }
+            .map { "\(ident: $0.name)" as SQL }.joined()
+        func rows(_ table: SQL) throws -> [[String?]] {
+            try t.db.query("SELECT \(columns) FROM \(table) ORDER BY transaction_id, environment").rows
+        }
+        let nights = try rows("recon.apple_transactions"), lookup = try rows("pg_temp.lk_apple")
+        #expect(nights.count == 3)
+        #expect(lookup == nights)
+        // What the rules say, so that two wrong merges cannot agree unseen.
+        let one = try t.db.query("""
+            SELECT cancellation_date_ms, app_account_token, history_user_id, reversed_date_ms, source, signed_date_ms, product_id
+            FROM pg_temp.lk_apple WHERE transaction_id = '1' AND environment = 'Production'
+            """).rows.first
+        #expect(one == ["2000", "abc-def", "u1", "7", "receipt", "9", "p2"])
+    }
 }
+

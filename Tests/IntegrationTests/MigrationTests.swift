@@ -57,20 +57,6 @@ struct MigrationTests {
         }
     }
 
-    /// `lookup` merges Apple's answer of now into the learned transactions with the nights'
-    /// learn_transactions, taken from the latest migration that defines it.
-    @Test("lookup's learn_transactions is the whole statement of the latest migration defining it")
-    func learnTransactionsIsTheMigrated() throws {
-        let statement = Migrations.learnTransactions
-        #expect(statement.hasPrefix("CREATE OR REPLACE FUNCTION {S}.learn_transactions(p jsonb)") && statement.hasSuffix("$fn$;"))
-        let defining = try #require(Migrations.all.last { $0.sql.contains(statement) })
-        #expect(Migrations.functions(in: statement).map(\.name) == ["learn_transactions"])
-        #expect(Migrations.functions(in: defining.sql).filter { $0.name == "learn_transactions" }.map(\.body)
-                == Migrations.functions(in: statement).map(\.body), "migration \(defining.version)")
-        #expect(Migrations.definition(of: "record_answers")?.hasPrefix("CREATE FUNCTION {S}.record_answers(p jsonb)") == true)
-        #expect(Migrations.definition(of: "no_such_function") == nil)
-    }
-
     @Test("the backfill rule: the latest text whose functions the database holds, or that a later migration replaced")
     func backfillRule() throws {
         let texts = try #require(Migrations.history[1])

@@ -160,26 +160,6 @@ package enum Migrations {
         }
     }
 
-    /// `learn_transactions(jsonb)` as the migrations made it: `lookup` runs it on its own
-    /// temporary copy of the learned transactions, so that it merges as the nights do.
-    package static let learnTransactions = definition(of: "learn_transactions")!
-
-    /// The statement that creates function `name` in the latest migration that defines it, `{S}`
-    /// unreplaced: what the job schema runs (lookup makes a temporary copy of learn_transactions).
-    static func definition(of name: String) -> String? {
-        for migration in all.reversed() {
-            let sql = migration.sql
-            guard
-                let start = ["CREATE OR REPLACE FUNCTION {S}.\(name)(", "CREATE FUNCTION {S}.\(name)("]
-                    .compactMap({ sql.range(of: $0, options: .backwards) }).max(by: { $0.lowerBound < $1.lowerBound }),
-                let open = sql.range(of: "$fn$", range: start.upperBound..<sql.endIndex),
-                let close = sql.range(of: "$fn$;", range: open.upperBound..<sql.endIndex)
-            else { continue }
-            return String(sql[start.lowerBound..<close.upperBound])
-        }
-        return nil
-    }
-
     /// The functions a text replaces in place (`CREATE OR REPLACE`): an earlier body of theirs is gone.
     static func replacedFunctions(in sql: String) -> Set<String> {
         var names: Set<String> = []
