@@ -169,7 +169,12 @@ let package = Package(
         // The answer parser under libFuzzer (`make fuzz-build`); a corpus replayer otherwise.
         .executableTarget(name: "iap-fuzz", dependencies: ["AppStore"], path: "Tests/Fuzz", exclude: ["corpus"],
                           swiftSettings: v6),
-        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation", "AppStoreSimulator", "SimulatorData"], swiftSettings: v6),
+        // The rules the night decides in SQL over every row at once (whose purchase, quiet families),
+        // said plainly for the tests that hold the SQL to them.
+        .target(name: "RuleOracles", dependencies: ["Reconciliation"], path: "Tests/RuleOracles", swiftSettings: v6),
+        .testTarget(
+            name: "ReconciliationTests", dependencies: ["Reconciliation", "RuleOracles", "AppStoreSimulator", "SimulatorData"],
+            swiftSettings: v6),
         .testTarget(
             name: "WorkbookTests",
             dependencies: ["Workbook", "Reconciliation", "XLSXReading", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
@@ -195,6 +200,7 @@ let package = Package(
             dependencies: [
                 "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore",
                 "Postgres", "HTTP", "AppStoreSimulator", "SimulatorData", "Reconciliation", "AppStore", "XLSXReading",
+                "RuleOracles",
             ],
             resources: [.copy("Fixtures")], swiftSettings: v6
         ),

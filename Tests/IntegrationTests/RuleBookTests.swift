@@ -6,6 +6,7 @@ import Logging
 @testable import NightLearn
 import Postgres
 import Reconciliation
+import RuleOracles
 import SimulatorData
 import Testing
 

@@ -5,6 +5,7 @@
 import Testing
 
 @testable import Reconciliation
+import RuleOracles
 
 @Suite("The rule book's core: refunds, windows, owners, closings, quiet families")
 struct RuleBookCoreTests {

@@ -1,7 +1,11 @@
-// Whose purchase a transaction is (docs/rules.md "Whose purchase"). The night's SQL gathers the
-// candidates (the `T` rows' first receipt, `who`: Attribution.swift) and, for speed, picks among
-// them itself; a test compares its pick with these functions on generated data.
+// Whose purchase a transaction is (docs/rules.md "Whose purchase"), as an oracle for the tests. The
+// night picks the owner in SQL, among millions of transactions at once (`who` and the `T` rows'
+// first receipt: Attribution.swift); this is the rule said plainly, and RuleBookTests holds the
+// SQL's pick to it on a generated night of every scenario.
 
+import Reconciliation
+
+/// Whose purchase a transaction is.
 public enum Owner {
     /// A transaction's user: the uploader of its receipt, else the user of the order its
     /// `appAccountToken` names, else the user on whose behalf transaction history returned it, else

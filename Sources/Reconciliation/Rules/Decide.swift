@@ -18,21 +18,6 @@ public enum Decide {
             unattributed: Compensate.unattributed(in: facts, settings: settings))
     }
 
-    /// A *quiet* family: no rule can find anything in it, so the night may skip it unread (its
-    /// SQL proves it before the family is sent: `crowdedKeysSQL`, the `settled` and `onlyGrant`
-    /// flags; a property test checks that the SQL's predicate is this one and that the rules find
-    /// nothing where it holds). One transaction, in production, that Apple never took back
-    /// (refunded or revoked, reversed or not), and one grant: active, of that transaction,
-    /// covering its quantity. Nothing to compensate (covered), no duplicate (one grant), nothing
-    /// to claw back (its transaction stands, in production), nothing unattributed (a grant).
-    public static func isQuiet(_ family: Family) -> Bool {
-        guard family.transactions.count == 1, family.grants.count == 1 else { return false }
-        let known = family.transactions[0], t = known.transaction, g = family.grants[0].grant
-        return t.environment == .production && !known.revocation.isRevoked
-            && t.cancellationDate == nil && known.familyRevokedDate == nil
-            && g.transactionID == t.transactionID && g.isActive && g.quantity >= units(of: t)
-    }
-
     /// The order match for compensation candidates: exact ones pass through; the others get
     /// `inferred` or `none`. `candidates` may come in any order; `openOrders` are the open orders
     /// of the users and products concerned, in any order (orders that are not open are ignored).

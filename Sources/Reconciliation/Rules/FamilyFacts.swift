@@ -11,7 +11,7 @@ let millisPerHour: EpochMillis = 3_600_000
 let millisPerDay: EpochMillis = 86_400_000
 
 /// Units a transaction stands for: Apple's `quantity`, at least 1.
-func units(of transaction: AppleTransaction) -> Int { max(1, transaction.quantity) }
+public func units(of transaction: AppleTransaction) -> Int { max(1, transaction.quantity) }
 
 /// Order of consideration for grants: `granted_at`, then `grant_id`.
 func grantedEarlier(_ a: Grant, _ b: Grant) -> Bool {
