@@ -30,7 +30,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
         case .clawback: return ReportLayout(ClawbackRow.layout.map(\.column))
         case .unattributed: return ReportLayout(UnattributedRow.layout.map(\.column))
         case .refunds:
-            // Its rows are made in SQL (DecideStage.refundsSQL), in this order.
+            // Its rows are decided from facts Postgres gathers (DecideStage.refundRows), in this order.
             return ReportLayout([
                 .init("transaction_id"), .init("original_transaction_id"), .init("user_id"), .init("product_id"),
                 .init("product_type"), .init("revocation_date", .dateTime), .init("revocation_reason"),

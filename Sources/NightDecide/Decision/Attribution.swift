@@ -5,8 +5,7 @@ import Reconciliation
 // Whose purchase a transaction is when no upload showed it (docs/rules.md "Whose purchase"):
 // learned from the App Store Server API alone (notification or transaction history), it belongs
 // to the order its appAccountToken names, else to the user on whose behalf transaction history
-// returned it, else to the earliest uploader or grantee of its family. And refunds.csv, which is
-// a set operation over what the job learned and the grants, so it is plain SQL.
+// returned it, else to the earliest uploader or grantee of its family.
 extension DecideStage {
     /// `token_orders(token, order_id)`: the appAccountToken each order stands for. Order ids that
     /// are UUIDs stand for themselves (any case); with `--account-token-namespace`, every order
@@ -83,57 +82,5 @@ extension DecideStage {
         CREATE INDEX ON who (transaction_id);
         ANALYZE who;
         """
-    }
-
-    /// refunds.csv into `{S}.current_findings` (contract §6): every production transaction with a
-    /// refund (a verifyReceipt cancellation, or a signed revocation that is not FAMILY_REVOKE)
-    /// whose revocation or reversal date lies in the refund window.
-    var refundsSQL: SQL {
-        let window: SQL = "BETWEEN \(settings.refundWindowStart)::bigint AND \(settings.asOf)::bigint"
-        return """
-            INSERT INTO \(S).current_findings (report, finding_key, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14)
-            WITH refunded AS (
-                SELECT t.*, coalesce(t.cancellation_date_ms,
-                                     CASE WHEN t.revocation_type IS DISTINCT FROM 'FAMILY_REVOKE' THEN t.revocation_date_ms END) AS rev_ms
-                FROM \(S).apple_transactions t WHERE t.environment = 'production'
-            ), sel AS (
-                SELECT *, (reversed_date_ms IS NOT NULL AND reversed_date_ms >= rev_ms) AS reversed,
-                       CASE WHEN price_milliunits IS NOT NULL THEN price_milliunits END AS apple_milli
-                FROM refunded WHERE rev_ms IS NOT NULL AND (rev_ms \(window) OR reversed_date_ms \(window))
-            ), uploader AS (
-                SELECT DISTINCT ON (rt.transaction_id) rt.transaction_id, r.user_id
-                FROM sel JOIN \(S).receipt_transactions rt ON rt.transaction_id = sel.transaction_id AND rt.environment = 'production'
-                JOIN r ON r.receipt_id = rt.receipt_id
-                ORDER BY rt.transaction_id, r.submitted_ms, r.receipt_id COLLATE "C"
-            ), granted AS (
-                SELECT g.transaction_id, string_agg(g.grant_id, ' ' ORDER BY g.grant_id COLLATE "C") AS ids,
-                       count(*) FILTER (WHERE g.revoked_ms IS NULL) AS active,
-                       (array_agg(g.user_id ORDER BY g.granted_ms, g.grant_id COLLATE "C"))[1] AS first_user
-                -- a semi-join, so that Postgres hashes the few refunds and scans the grants, not the
-                -- other way round (sel is one row per transaction id: production only)
-                FROM g WHERE g.transaction_id IN (SELECT transaction_id FROM sel) GROUP BY g.transaction_id
-            ), priced AS (
-                SELECT sel.*, coalesce(sel.apple_milli, p.list_milli * sel.quantity) AS amount_milli,
-                       CASE WHEN sel.apple_milli IS NOT NULL THEN sel.currency ELSE p.list_currency END AS amount_currency,
-                       p.product_type, u.user_id AS uploader, w.user_id AS attributed, gr.ids, gr.active, gr.first_user
-                FROM sel LEFT JOIN p ON p.product_id = sel.product_id
-                LEFT JOIN uploader u ON u.transaction_id = sel.transaction_id
-                LEFT JOIN who w ON w.transaction_id = sel.transaction_id AND w.environment = 'production'
-                LEFT JOIN granted gr ON gr.transaction_id = sel.transaction_id
-            )
-            SELECT 'refunds.csv', 'refund|' || transaction_id, transaction_id, original_transaction_id,
-                   coalesce(uploader, attributed, first_user), product_id, product_type,
-                   to_char(to_timestamp(rev_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                   coalesce(revocation_reason::text, cancellation_reason), revocation_type, revocation_percentage::text,
-                   \(S).money_in_units(amount_milli, amount_currency),
-                   -- prorated: amount × percentage, exact, rounded once to the currency's minor unit
-                   \(S).money_in_units(CASE WHEN revocation_percentage IS NULL THEN amount_milli
-                                             ELSE amount_milli::numeric * revocation_percentage / 100000 END, amount_currency),
-                   CASE WHEN amount_milli IS NOT NULL THEN amount_currency END,
-                   CASE WHEN reversed THEN 'reversed' WHEN ids IS NULL THEN 'never_granted'
-                        WHEN active = 0 THEN 'clawed_back' ELSE 'still_granted' END,
-                   ids
-            FROM priced
-            """
     }
 }

@@ -19,10 +19,6 @@ enum TransactionColumn: Int, CaseIterable {
         "t.environment = 'production' AND t.cancellation_date_ms IS NULL "
         + "AND t.revocation_date_ms IS NULL AND ow.transaction_id IS NULL"
 
-    /// A refund stands unless a REFUND_REVERSED came at or after it (`Revocation.isReversed`; the
-    /// `T` rows carry the facts and the core decides, refunds.csv and closed.csv use this).
-    static let reversed: SQL = "coalesce(t.reversed_date_ms >= coalesce(t.cancellation_date_ms, t.revocation_date_ms), false)"
-
     /// Over `t` (apple_transactions), `f` (first receipt), `e1`/`e2` (exact orders),
     /// `w` (whose purchase, for transactions no upload showed: Attribution.swift). `f`, `e1` and
     /// `e2` hold only the transactions that their active grants may not cover, the only ones whose

@@ -169,17 +169,15 @@ package struct HeldNight {
     /// What the findings history would write tonight (`DecideStage.historySQL`), kept for the
     /// release: every finding listed tonight, and every open finding tonight closes, with why.
     /// Run instead of the history when the night is held; `findings` is not touched.
-    func heldHistorySQL(closedBecause: SQL) -> SQL {
+    /// `closingReasons`: the findings tonight closes and why (`DecideStage.writeClosingReasons`).
+    func heldHistorySQL(closingReasons: SQL) -> SQL {
         let d: SQL = "\(literal: .date(day))", run: SQL = "\(literal: .int(runID))"
         return """
             DELETE FROM \(S).held_findings WHERE run_id = \(run);
             INSERT INTO \(S).held_findings (run_id, finding_key, report, night, closed_on, closed_because)
             SELECT \(run), finding_key, report, \(d), NULL, NULL FROM \(S).current_findings;
             INSERT INTO \(S).held_findings (run_id, finding_key, report, night, closed_on, closed_because)
-            SELECT \(run), f.finding_key, f.report, \(d), \(d), \(closedBecause)
-            FROM \(S).findings f
-            WHERE f.closed_on IS NULL AND f.first_seen <= \(d)
-              AND NOT EXISTS (SELECT 1 FROM \(S).current_findings c WHERE c.finding_key = f.finding_key)
+            SELECT \(run), cr.finding_key, cr.report, \(d), \(d), coalesce(cr.reason, 'input_changed') FROM \(closingReasons) cr
             """
     }
 

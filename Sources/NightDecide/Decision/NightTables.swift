@@ -1,7 +1,7 @@
 // The decide stage's working tables (the copies `o`, `r`, `g`, `p`, their `bad_` and `dk_`
 // tables, `known_products`, `token_orders`, `who`, `crowded_keys`, `unknown`, the tally's
-// `unresolved_ids`) are unlogged tables in the job schema, not temporary ones. Two
-// things follow: the stage's other sessions see them, so the copies
+// `unresolved_ids`, the findings history's `closing_reasons`) are unlogged tables in the job
+// schema, not temporary ones. Two things follow: the stage's other sessions see them, so the copies
 // are made side by side and the tally's queries run at once on the machine's cores; and Postgres
 // may scan them with parallel workers, which it never does for a temporary table. Each run
 // drops and makes them afresh under its lock, and drops them when the night has written its
@@ -20,7 +20,7 @@ enum NightTables {
     /// Every working table, for the drops (a new one belongs in this list).
     static let names = [
         "p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
-        "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable,
+        "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable, "closing_reasons",
     ]
 
     /// No working table of an earlier run, and this session finds the new ones by name.

@@ -268,7 +268,7 @@ enum NightPlan {
             reads: ["job.apple_transactions", "job.receipt_transactions", "night.r", "night.g", "night.p", "night.who"],
             writes: ["job.current_findings: refunds.csv"], after: ["families: merged"]
         ) { c in
-            try c.db.run(decide().refundsSQL)
+            try decide().writeRefunds(c.db)
         }
         // The tally (contract §1), beside other work. The receipts first, because unresolved.csv is
         // their `unresolved` bucket; they start when the grants' family rows are sorted: from then
@@ -336,10 +336,13 @@ enum NightPlan {
         ) { c in
             let (held, runID) = values.with { (!$0.summary.held.isEmpty, $0.summary.runID) }
             let stage = decide()
-            if held {
-                try c.db.run(HeldNight(settings: stage.settings, runID: runID).heldHistorySQL(closedBecause: stage.closedBecauseSQL))
-            } else {
-                try c.db.run(stage.historySQL)
+            try c.db.transaction {
+                try stage.writeClosingReasons(c.db)
+                if held {
+                    try c.db.run(HeldNight(settings: stage.settings, runID: runID).heldHistorySQL(closingReasons: stage.closingTable))
+                } else {
+                    try c.db.run(stage.historySQL)
+                }
             }
         }
 
