@@ -184,8 +184,10 @@ package struct LookupFamilies {
         // One at a time, in order, as learn_transactions merges: the same transaction twice merges.
         let encoder = JSONEncoder()
         for signed in fresh {
-            let json = String(decoding: try encoder.encode(LearnTransactions.Item(signed, source: .transactionHistory)), as: UTF8.self)
-            try db.query(AppleTransactionColumns.learnSQL(into: "pg_temp.lk_apple", element: "\(json)::jsonb", schema: settings.jobSchema))
+            let item = LearnTransactions.Item(signed, source: .transactionHistory)
+            let json = String(decoding: try encoder.encode(item), as: UTF8.self)
+            try db.query(
+                AppleTransactionColumns.learnSQL(into: "pg_temp.lk_apple", element: "\(json)::jsonb", schema: settings.jobSchema))
         }
         let users = userProducts.sorted { ($0.user, $0.product) < ($1.user, $1.product) }
         try db.execute("CREATE TEMPORARY TABLE lk_user_products (user_id text, product_id text)")

@@ -31,8 +31,8 @@ extension DecideStage {
             SELECT g.grant_id, g.transaction_id, g.revoked_ms FROM g
             WHERE g.transaction_id IN (SELECT id FROM closing) OR g.grant_id IN (SELECT id FROM closing)
         ), apple AS MATERIALIZED (
-            SELECT t.transaction_id, t.purchase_date_ms, t.cancellation_date_ms, t.revocation_date_ms, t.revocation_type,
-                   t.reversed_date_ms
+            SELECT t.transaction_id, t.purchase_date_ms, t.cancellation_date_ms, t.revocation_date_ms,
+                   t.revocation_type, t.reversed_date_ms
             FROM \(S).apple_transactions t
             WHERE t.transaction_id IN (SELECT id FROM closing UNION ALL SELECT transaction_id FROM gf)
         ), rows AS (
@@ -41,8 +41,8 @@ extension DecideStage {
             SELECT gf.grant_id, false, a.* FROM gf JOIN apple a ON a.transaction_id = gf.transaction_id
         )
         SELECT c.finding_key, c.report, ac.id IS NOT NULL, rv.id IS NOT NULL,
-               x.own, x.purchase_date_ms::text, x.cancellation_date_ms::text, x.revocation_date_ms::text, x.revocation_type,
-               x.reversed_date_ms::text
+               x.own, x.purchase_date_ms::text, x.cancellation_date_ms::text, x.revocation_date_ms::text,
+               x.revocation_type, x.reversed_date_ms::text
         FROM closing c
         LEFT JOIN (SELECT DISTINCT transaction_id AS id FROM gf WHERE revoked_ms IS NULL) ac ON ac.id = c.id
         LEFT JOIN (SELECT DISTINCT grant_id AS id FROM gf WHERE revoked_ms IS NOT NULL) rv ON rv.id = c.id
@@ -56,13 +56,15 @@ extension DecideStage {
     /// at a time through a cursor (inside the caller's transaction), in key order; between
     /// batches the session is free for the caller's writes.
     func closingReasons(
-        _ db: PGConnection, findings: SQL? = nil, _ onBatch: (_ reasons: [(key: String, reason: Closing.Reason)]) throws -> Void
+        _ db: PGConnection, findings: SQL? = nil,
+        _ onBatch: (_ reasons: [(key: String, reason: Closing.Reason)]) throws -> Void
     ) throws {
         let decision = settings.decisionSettings
         var key: String?, report: ReportFile?, facts = Closing.Facts()
         var reasons: [(key: String, reason: Closing.Reason)] = []
         func decide() {
-            if let key { reasons.append((key, report.map { Closing.reason(report: $0, facts, settings: decision) } ?? .inputChanged)) }
+            guard let key else { return }
+            reasons.append((key, report.map { Closing.reason(report: $0, facts, settings: decision) } ?? .inputChanged))
         }
         // Every row is read: plan for all of them (a cursor's plan favours its first rows).
         try db.execute(
@@ -84,7 +86,8 @@ extension DecideStage {
                 }
                 guard let own = rows.value(i, 4), let purchase = ms(5) else { continue }
                 let revocation = Revocation(
-                    cancellationDate: ms(6), revocationDate: ms(7), revocationType: rows.value(i, 8), reversedDate: ms(9))
+                    cancellationDate: ms(6), revocationDate: ms(7), revocationType: rows.value(i, 8),
+                    reversedDate: ms(9))
                 if own == "t" {
                     facts.apple.append((purchase, revocation))
                 } else if revocation.isReversed {
@@ -114,7 +117,10 @@ extension DecideStage {
             """)
         let closing = try db.query(
             """
-            WITH c AS (INSERT INTO \(closingTable) (finding_key, report) SELECT finding_key, report FROM (\(closingSQL)) x RETURNING 1)
+            WITH c AS (
+                INSERT INTO \(closingTable) (finding_key, report)
+                SELECT finding_key, report FROM (\(closingSQL)) x RETURNING 1
+            )
             SELECT count(*) FROM c
             """)
         // Most nights close nothing: then neither the grants nor Apple's rows are read.

@@ -177,7 +177,8 @@ package struct HeldNight {
             INSERT INTO \(S).held_findings (run_id, finding_key, report, night, closed_on, closed_because)
             SELECT \(run), finding_key, report, \(d), NULL, NULL FROM \(S).current_findings;
             INSERT INTO \(S).held_findings (run_id, finding_key, report, night, closed_on, closed_because)
-            SELECT \(run), cr.finding_key, cr.report, \(d), \(d), coalesce(cr.reason, 'input_changed') FROM \(closingReasons) cr
+            SELECT \(run), cr.finding_key, cr.report, \(d), \(d), coalesce(cr.reason, 'input_changed')
+            FROM \(closingReasons) cr
             """
     }
 

@@ -21,10 +21,12 @@ extension DecideStage {
             SELECT t.*, CASE WHEN t.price_milliunits IS NOT NULL THEN t.price_milliunits END AS apple_milli
             FROM \(S).apple_transactions t
             WHERE t.environment = 'production'
-              AND greatest(t.cancellation_date_ms, t.revocation_date_ms, t.reversed_date_ms) >= \(literal: .int(settings.refundWindowStart))
+              AND greatest(t.cancellation_date_ms, t.revocation_date_ms, t.reversed_date_ms)
+                  >= \(literal: .int(settings.refundWindowStart))
         ), uploader AS (
             SELECT DISTINCT ON (rt.transaction_id) rt.transaction_id, r.user_id
-            FROM sel JOIN \(S).receipt_transactions rt ON rt.transaction_id = sel.transaction_id AND rt.environment = 'production'
+            FROM sel JOIN \(S).receipt_transactions rt
+                 ON rt.transaction_id = sel.transaction_id AND rt.environment = 'production'
             JOIN r ON r.receipt_id = rt.receipt_id
             ORDER BY rt.transaction_id, r.submitted_ms, r.receipt_id COLLATE "C"
         ), granted AS (
@@ -37,13 +39,15 @@ extension DecideStage {
         ), priced AS (
             SELECT sel.*, coalesce(sel.apple_milli, p.list_milli * sel.quantity) AS amount_milli,
                    CASE WHEN sel.apple_milli IS NOT NULL THEN sel.currency ELSE p.list_currency END AS amount_currency,
-                   p.product_type, u.user_id AS uploader, w.user_id AS attributed, gr.ids, gr.n, gr.active, gr.first_user
+                   p.product_type, u.user_id AS uploader, w.user_id AS attributed,
+                   gr.ids, gr.n, gr.active, gr.first_user
             FROM sel LEFT JOIN p ON p.product_id = sel.product_id
             LEFT JOIN uploader u ON u.transaction_id = sel.transaction_id
             LEFT JOIN who w ON w.transaction_id = sel.transaction_id AND w.environment = 'production'
             LEFT JOIN granted gr ON gr.transaction_id = sel.transaction_id
         )
-        SELECT transaction_id, original_transaction_id, coalesce(uploader, attributed, first_user), product_id, product_type,
+        SELECT transaction_id, original_transaction_id, coalesce(uploader, attributed, first_user), product_id,
+               product_type,
                cancellation_date_ms::text, revocation_date_ms::text, revocation_type, reversed_date_ms::text,
                coalesce(revocation_reason::text, cancellation_reason), revocation_percentage::text,
                \(S).money_in_units(amount_milli, amount_currency),
@@ -63,7 +67,8 @@ extension DecideStage {
     func refundRows(_ db: PGConnection, _ onBatch: (_ rows: [(key: String, cells: [String?])]) throws -> Void) throws {
         let decision = settings.decisionSettings
         // Every row is read: plan for all of them (a cursor's plan favours its first rows).
-        try db.execute("SET LOCAL cursor_tuple_fraction = 1; DECLARE refund_facts NO SCROLL CURSOR FOR \(refundFactsSQL)")
+        try db.execute(
+            "SET LOCAL cursor_tuple_fraction = 1; DECLARE refund_facts NO SCROLL CURSOR FOR \(refundFactsSQL)")
         while true {
             let facts = try db.query("FETCH 2000 FROM refund_facts")  // FETCH takes a number, not an expression
             guard facts.rowCount > 0 else { break }
@@ -77,13 +82,14 @@ extension DecideStage {
                     let refunded = revocation.refundDate
                 else { continue }
                 let state = Refunds.state(
-                    revocation, grants: text(14).flatMap { Int($0) } ?? 0, activeGrants: text(15).flatMap { Int($0) } ?? 0)
+                    revocation, grants: text(14).flatMap { Int($0) } ?? 0,
+                    activeGrants: text(15).flatMap { Int($0) } ?? 0)
                 rows.append(
                     (
                         "refund|" + id,
                         [
-                            id, text(1), text(2), text(3), text(4), UTC.timestamp(refunded), text(9), text(7), text(10), text(11),
-                            text(12), text(13), state.rawValue, text(16),
+                            id, text(1), text(2), text(3), text(4), UTC.timestamp(refunded), text(9), text(7),
+                            text(10), text(11), text(12), text(13), state.rawValue, text(16),
                         ]
                     ))
             }
