@@ -7,28 +7,6 @@ import Reconciliation
 import SummaryPage
 import Synchronization
 
-/// What the night's steps hand each other (the plan's `value:` entries), and the summary they fill.
-final class NightValues: Sendable {
-    struct Fields: Sendable {
-        var settings: JobSettings
-        var summary: RunSummary
-        var prepared: DecideStage.Prepared?
-        var decided = DecideStage.Result()
-        var written: [ReportFile: ReportWriter.Written] = [:]
-        var oldest: SummaryPage.OldestFinding?
-        var nights: [SummaryPage.Night] = []
-    }
-    let fields: Mutex<Fields>
-
-    init(settings: JobSettings, summary: RunSummary) {
-        fields = Mutex(Fields(settings: settings, summary: summary))
-    }
-
-    func with<T>(_ body: (inout Fields) throws -> T) rethrows -> T { try fields.withLock { try body(&$0) } }
-    var settings: JobSettings { with { $0.settings } }
-    var summary: RunSummary { with { $0.summary } }
-}
-
 /// The night as one declared plan: every step of `iap-reconcile run`, what it reads and writes,
 /// and which session runs it (`iap-reconcile run --plan` prints it). The scheduler (`Plan.run`)
 /// starts each step once every step before it that writes what it reads has ended; the order of
@@ -40,23 +18,20 @@ final class NightValues: Sendable {
 /// another in memory.
 enum NightPlan {
     static func make(_ stages: Night.Stages, command: String, values: NightValues, logger: Logger) -> Plan {
-        var steps: [PlanStep] = []
+        let plan = PlanSteps()
         func add(
             _ name: String, _ stage: String, _ session: PlanStep.Session, reads: [String] = [], writes: [String] = [],
             after: [String] = [], milestones: [String] = [], note: String = "",
             _ work: @escaping @Sendable (StepContext) throws -> Void
         ) {
-            steps.append(
-                PlanStep(
-                    name: name, stage: stage, session: session, reads: reads, writes: writes, after: after,
-                    milestones: milestones, note: note, work: work))
+            plan.add(
+                name, stage, session, reads: reads, writes: writes, after: after, milestones: milestones, note: note, work)
         }
         let source = SourceRelation.allCases.map { "source." + $0.rawValue }
         @Sendable func decide() -> DecideStage {
             let v = values.with { ($0.settings, $0.summary.runID) }
             return DecideStage(settings: v.0, runID: v.1, logger: logger)
         }
-        @Sendable func writer() -> ReportWriter { ReportWriter(settings: values.settings, logger: logger) }
 
         add(
             "migrate", "migrate", .main, reads: ["job.schema_migrations"], writes: ["job"],
@@ -78,7 +53,7 @@ enum NightPlan {
                     """)
             }
         }
-        if case .migrateOnly = stages { return Plan(steps) }
+        if case .migrateOnly = stages { return Plan(plan.steps) }
 
         if values.settings.sourceDatabaseURL != nil {
             // SOURCE_DATABASE_URL: the sources checked there and copied here, in one snapshot;
@@ -173,7 +148,7 @@ enum NightPlan {
                 }
             }
         }
-        guard full || isDatabaseOnly(stages) else { return Plan(steps) }
+        guard full || isDatabaseOnly(stages) else { return Plan(plan.steps) }
         let databaseOnly = isDatabaseOnly(stages)
 
         // The decide stage: the working tables, side by side.
@@ -227,7 +202,7 @@ enum NightPlan {
             add("drop working tables", "decide", .main, writes: ["night"]) { c in
                 try NightTables.drop(c.db, schema: values.settings.jobSchema)
             }
-            return Plan(steps)
+            return Plan(plan.steps)
         }
         add(
             "input errors", "decide", .pool,
@@ -339,104 +314,16 @@ enum NightPlan {
             try c.db.transaction {
                 try stage.writeClosingReasons(c.db)
                 if held {
-                    try c.db.run(HeldNight(settings: stage.settings, runID: runID).heldHistorySQL(closingReasons: stage.closingTable))
+                    let held = HeldNight(settings: stage.settings, runID: runID)
+                    try c.db.run(held.heldHistorySQL(closingReasons: stage.closingTable))
                 } else {
                     try c.db.run(stage.historySQL)
                 }
             }
         }
 
-        // The reports, in a temporary folder moved into place at the end.
-        add("report folder", "write", .none, writes: ["folder"], after: ["families: merged"]) { _ in try writer().makeFolder() }
-        let files: [ReportFile] = [
-            .unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
-            .consumptionRequests, .coverage,
-        ]
-        let fileReads: [ReportFile: [String]] = [
-            .unresolved: ["night.r", "night.unresolved_ids", "job.receipt_state"],
-            .inputErrors: ["job.input_errors"],
-            .consumptionRequests: ["job.consumption_requests", "job.notifications", "job.apple_transactions"],
-            .coverage: Coverage.reads,
-        ]
-        for file in files {
-            var reads = fileReads[file] ?? ["job.current_findings: " + file.rawValue]
-            // Apple's proceeds of its rows, from the sales reports held (Proceeds.swift).
-            if file.layout.names.contains("proceeds") { reads += ["job.sales_report_rows", "job.apple_transactions"] }
-            add(file.rawValue, "write", .pool, reads: reads, writes: ["folder: " + file.rawValue]) { c in
-                let written = try writer().writeCSV(file, db: c.db)
-                values.with { $0.written[file] = written }
-            }
-        }
-        add(
-            ReportFile.closed.rawValue, "write", .pool, reads: ["job.findings", "job.held_findings", "value: held"],
-            writes: ["folder: closed.csv"]
-        ) { c in
-            var w = writer()
-            w.heldRunID = values.with { $0.summary.held.isEmpty ? nil : $0.summary.runID }
-            let written = try w.writeCSV(.closed, db: c.db)
-            values.with { $0.written[.closed] = written }
-        }
-        if settings.appStoreConnect != nil {
-            add(
-                "coverage", "write", .pool, reads: Coverage.reads, writes: ["value: coverage"],
-                note: "Apple's units sold and refunded per product over the window's held report days, against the job's"
-            ) { c in
-                let coverage = try Coverage(settings: values.settings).figures(c.db)
-                values.with { $0.summary.coverage = coverage }
-            }
-        }
-        add(
-            "counts", "write", .none, reads: ["folder", "value: tally: receipts"], writes: ["value: counts"],
-            note: "stops the night (exit 70) when unresolved.csv's rows are not the tally's unresolved receipts"
-        ) { _ in
-            let w = writer()
-            try values.with { try w.count($0.written, into: &$0.summary) }
-        }
-        add("oldest open finding", "write", .main, reads: ["job.findings"], writes: ["value: oldest"]) { c in
-            let oldest = try writer().oldestOpenFinding(c.db)
-            values.with { $0.oldest = oldest }
-        }
-        add(
-            "nights", "write", .own, reads: ["job.runs", "job.findings"], writes: ["value: nights"],
-            note: "the page's 30 nights of history"
-        ) { c in
-            let nights = try writer().history(c.db)
-            values.with { $0.nights = nights }
-        }
-        add(
-            "workbook", "write", .none, reads: ["folder", "value: counts", "value: oldest", "value: coverage", "value: held"],
-            writes: ["folder: reconciliation.xlsx"]
-        ) { _ in
-            let (summary, oldest) = values.with { ($0.summary, $0.oldest) }
-            try writer().writeWorkbook(summary: summary, oldest: oldest)
-        }
-        add(
-            "page", "write", .none, reads: ["value: counts", "value: oldest", "value: nights", "value: coverage", "value: held"],
-            writes: ["folder: summary.html"]
-        ) { _ in
-            let (summary, oldest, nights) = values.with { ($0.summary, $0.oldest, $0.nights) }
-            try writer().writePage(summary: summary, oldest: oldest, nights: nights)
-        }
-        add(
-            "drop working tables", "write", .own, writes: ["night"],
-            note: "waits on the disk for seconds (the tables' files were just written): beside the workbook"
-        ) { c in
-            try NightTables.drop(c.db, schema: values.settings.jobSchema)
-        }
-        add(
-            "publish", "write", .none,
-            reads: ["folder", "value: tally", "value: counts", "value: sales reports", "value: coverage", "value: held"],
-            writes: ["reports"],
-            note: "the whole tally checked (exit 70 leaves no report), summary.json written, the folder moved into place "
-                + "(a held night's under <out>/held/, then exit 65)"
-        ) { c in
-            let w = writer(), seconds = c.stageSeconds()
-            try values.with {
-                $0.summary.stageSeconds = seconds
-                try w.publish(&$0.summary)
-            }
-        }
-        return Plan(steps)
+        addWriteSteps(plan, values: values, logger: logger)
+        return Plan(plan.steps)
     }
 
     private static func isDatabaseOnly(_ stages: Night.Stages) -> Bool {
