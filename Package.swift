@@ -72,14 +72,21 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
-        // StoreIO: the one transport to a store's endpoints (budgets, retries, tokens, 401 doubts).
+        // TransportCore: what the transport decides (budgets, retries, 401 doubts, the outage
+        // breaker) as a state machine, with neither a socket nor a clock.
         .target(
-            name: "StoreIO",
+            name: "TransportCore",
             dependencies: [
-                "JobStore", "AppStore", "HTTP", "Reconciliation",
+                "JobStore", "AppStore", "Reconciliation",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
+            swiftSettings: v6
+        ),
+        // StoreIO: the one transport to a store's endpoints: the machine's driver over libcurl.
+        .target(
+            name: "StoreIO",
+            dependencies: ["TransportCore", "JobStore", "AppStore", "HTTP", "Reconciliation"],
             swiftSettings: v6
         ),
         // NightLearn: what the night learns from outside (verification, sweeps, sales reports),
@@ -87,7 +94,7 @@ let package = Package(
         .target(
             name: "NightLearn",
             dependencies: [
-                "StoreIO", "JobStore", "AppStore", "Reconciliation", "Postgres", "HTTP",
+                "StoreIO", "TransportCore", "JobStore", "AppStore", "Reconciliation", "Postgres", "HTTP",
                 // Apple's sales reports come gzip-compressed (SalesReports/Gzip.swift).
                 "CLibZ",
                 .product(name: "Logging", package: "swift-log"),
@@ -99,7 +106,7 @@ let package = Package(
         .target(
             name: "NightDecide",
             dependencies: [
-                "NightLearn", "StoreIO", "JobStore", "AppStore", "Reconciliation", "Postgres",
+                "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "Reconciliation", "Postgres",
                 "Workbook", "SummaryPage",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -110,7 +117,7 @@ let package = Package(
         .target(
             name: "NightReview",
             dependencies: [
-                "NightDecide", "NightLearn", "StoreIO", "JobStore", "AppStore", "Reconciliation", "Postgres",
+                "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "Reconciliation", "Postgres",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: v6
@@ -119,7 +126,7 @@ let package = Package(
         .target(
             name: "Desk",
             dependencies: [
-                "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore", "AppStore", "HTTP", "Reconciliation",
+                "NightReview", "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "HTTP", "Reconciliation",
                 "Postgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -129,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "iap-reconcile",
             dependencies: [
-                "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore", "HTTP", "AppStore", "Reconciliation",
+                "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore", "HTTP", "AppStore", "Reconciliation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -181,6 +188,10 @@ let package = Package(
             swiftSettings: v6
         ),
         .testTarget(name: "SummaryPageTests", dependencies: ["SummaryPage"], swiftSettings: v6),
+        // The transport's state machine on a fake clock: links neither HTTP nor the simulator.
+        .testTarget(
+            name: "TransportCoreTests", dependencies: ["TransportCore", "AppStore", "Reconciliation", "JobStore"],
+            swiftSettings: v6),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "CCurl"], swiftSettings: v6),
         // Reads a workbook back (unzip, parse the XML) for the workbook's tests and the end-to-end ones.
         .target(name: "XLSXReading", dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")],
@@ -198,7 +209,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "JobStore",
+                "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore",
                 "Postgres", "HTTP", "AppStoreSimulator", "SimulatorData", "Reconciliation", "AppStore", "XLSXReading",
                 "RuleOracles",
             ],

@@ -7,7 +7,8 @@ fails (exit 1, one line per breach) on:
   - Reconciliation importing anything but Foundation (the rules do no I/O);
   - a `package` declaration without a `///` line just above it (what a target shows another is
     documented where it is declared);
-  - a function over 80 lines in the transport (StoreIO/Transport) or the plan (NightDecide/Plan);
+  - a function over 80 lines in the transport (TransportCore, StoreIO/Transport) or the plan
+    (NightDecide/Plan);
   - a target of Package.swift that ARCHITECTURE.md does not name.
 Run by .ci/run; `make graph` prints it alone.
 """
@@ -16,11 +17,10 @@ import json, os, re, subprocess, sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_TARGET_LINES = 6000
 MAX_FUNCTION_LINES = 80
-FUNCTION_DIRS = ["Sources/StoreIO/Transport", "Sources/NightDecide/Plan"]
+FUNCTION_DIRS = ["Sources/TransportCore", "Sources/StoreIO/Transport", "Sources/NightDecide/Plan"]
 # Functions the rule above still finds too long, each with the work that shortens it. Printed on
 # every run; a function not listed here fails.
 OWED = {
-    ("Sources/StoreIO/Transport/AppStoreTransport.swift", "run"): "the transport as a state machine",
     ("Sources/NightDecide/Plan/NightPlan.swift", "make"): "each stage declares its own steps",
 }
 

@@ -5,6 +5,7 @@ import NightLearn
 import Postgres
 import Reconciliation
 import StoreIO
+import TransportCore
 
 /// The stages of a night, in order, with the lock and the ledger around them.
 public final class Night {

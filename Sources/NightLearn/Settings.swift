@@ -3,6 +3,7 @@ import Foundation
 import JobStore
 import Reconciliation
 import StoreIO
+import TransportCore
 
 /// Everything a run needs, gathered from options and environment by the command.
 public struct JobSettings: Sendable {

@@ -1,6 +1,7 @@
 import AppStore
 import HTTP
 import Reconciliation
+import TransportCore
 
 /// One paged conversation with the App Store Server API: a notification history sweep, or one
 /// customer's transaction history. The conversation says which page it wants (an endpoint's row
@@ -86,7 +87,7 @@ private final class Paging: AppStoreExchange {
         }
     }
 
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
         switch decision {
         case .definitive where answer.answerClass == .ok:
             if last {

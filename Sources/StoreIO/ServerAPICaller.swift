@@ -2,6 +2,7 @@ import AppStore
 import HTTP
 import JobStore
 import Reconciliation
+import TransportCore
 
 /// `lookup`'s requests, one at a time, through the App Store transport: the retry classes of
 /// contract §3b (back off and retry; a 429 waits until its `Retry-After`, at most a minute),
@@ -79,7 +80,7 @@ private final class Asking: AppStoreExchange {
         return AppStoreTransport.answer(reply)
     }
 
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
         if case .leaveForNextRun = decision { outcome = .gaveUp(answer.problem ?? "no answer") }
         return false
     }

@@ -1,4 +1,5 @@
 import AppStore
+import TransportCore
 
 /// StoreIO's slice of a run's settings: what `AppStoreTransport` needs to reach Apple (its URLs
 /// and keys, the retry policy, `--concurrency`, `--timeout-ms`, `--api-rate`). `JobSettings.transport`

@@ -12,6 +12,7 @@ import Testing
 
 @testable import JobStore
 @testable import StoreIO
+@testable import TransportCore
 
 @Suite("The App Store transport", .serialized)
 struct AppStoreTransportTests {
@@ -70,7 +71,7 @@ struct AppStoreTransportTests {
             return AppStoreTransport.answer(reply)
         }
 
-        func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+        func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
             if case .sendAgain = decision { return false }
             (self.answer, self.decision) = (answer, decision)
             return false

@@ -8,6 +8,7 @@ import AppStoreSimulator
 import Foundation
 import Postgres
 import Testing
+import TransportCore
 
 @testable import NightLearn
 @testable import StoreIO

@@ -8,6 +8,7 @@ import NightReview
 import Postgres
 import Reconciliation
 import StoreIO
+import TransportCore
 
 /// The stored requests `respond` decides and answers. A request is open while it is `new`,
 /// `would_send`, `sending` or `not_judged` and inside its 12 hours: each run decides it again on
@@ -269,7 +270,7 @@ final class ConsumptionPut: AppStoreExchange {
         return AppStoreTransport.answer(reply)
     }
 
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
         if case .leaveForNextRun = decision, outcome == nil { outcome = .gaveUp(answer.problem ?? "no answer") }
         return false
     }

@@ -6,6 +6,7 @@ import Logging
 import Postgres
 import Reconciliation
 import StoreIO
+import TransportCore
 
 /// What the sales report step did tonight (summary.json `sales_reports`).
 public struct SalesReportCounts: Sendable, Equatable {
@@ -286,7 +287,7 @@ final class SalesDay: AppStoreExchange {
         return Answer(status: nil, answerClass: .reject, problem: reason)
     }
 
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
         switch decision {
         case .sendAgain, .switchEnvironment, .stop:
             return false

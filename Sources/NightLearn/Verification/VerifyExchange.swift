@@ -3,6 +3,7 @@ import HTTP
 import JobStore
 import Reconciliation
 import StoreIO
+import TransportCore
 
 /// How verification asks the App Store about a receipt: the legacy verifyReceipt (contract §3),
 /// or Get Transaction Info for a swept signed transaction (§3b). Everything else (sending,
@@ -167,7 +168,7 @@ final class VerifyExchange: AppStoreExchange {
         }
     }
 
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool {
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
         if case .stop = decision {
             session.counts.config += 1
             return false

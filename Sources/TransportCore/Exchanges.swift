@@ -1,5 +1,4 @@
 import AppStore
-import HTTP
 import Reconciliation
 
 /// One piece of work that asks the App Store: a receipt to verify, a notification sweep, a
@@ -18,7 +17,33 @@ package protocol AppStoreExchange: AnyObject {
     func read(_ reply: AppStoreReply) throws -> Answer
     /// The policy's decision on `answer` (read from an answer to `asked`). True: send `request`
     /// again now (the next page, the other environment).
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: HTTPCompletion) -> Bool
+    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool
+}
+
+/// How one request ended, as the exchange that asked sees it: an answer (status and body) or a
+/// failure with none. The transport's driver makes one of each call's end; the state machine and its
+/// tests make them without a socket.
+package struct ExchangeCompletion: Sendable {
+    /// An answer, or a failure before one came.
+    package enum Outcome: Sendable, Equatable {
+        /// The status and body of an answer.
+        case response(status: Int, body: [UInt8])
+        /// No answer: `message` says why (credential-free); `timedOut` when the wait ran out.
+        case failure(message: String, timedOut: Bool)
+    }
+    /// The request's tag (`TransportMachine.Send.tag`).
+    package var tag: Int
+    /// What came back.
+    package var outcome: Outcome
+    /// Milliseconds from start to end of the call.
+    package var elapsedMs: Int
+    /// The headers the transport reads (`Retry-After`, `X-Rate-Limit`), names as asked.
+    package var headers: [String: String]
+
+    /// A completion of the request tagged `tag`.
+    package init(tag: Int, outcome: Outcome, elapsedMs: Int = 0, headers: [String: String] = [:]) {
+        (self.tag, self.outcome, self.elapsedMs, self.headers) = (tag, outcome, elapsedMs, headers)
+    }
 }
 
 /// Where a run's exchanges come from: a queue a reader fills while the run goes on

@@ -4,12 +4,13 @@
 import Testing
 
 @testable import AppStore
-@testable import StoreIO
 @testable import Reconciliation
+@testable import TransportCore
 
 @Suite("The Server API rate budget")
 struct RateBudgetTests {
     static let second: UInt64 = 1_000_000_000
+    static let (a, b) = (Credential.app("a"), Credential.app("b"))
     static let info = RateBudget.Key(endpoint: .transactionInfo, environment: .production)
 
     /// Requests asked for every 100 µs for 3 seconds, each answered `latency(i)` after it was
@@ -35,21 +36,21 @@ struct RateBudgetTests {
     func unauthorizedDoubts() {
         var d = UnauthorizedDoubts()
         let t0 = 10 * Self.second, wait = UnauthorizedDoubts.confirmAfterNs
-        #expect(d.unauthorized("a", sentAt: t0 - 5, now: t0) == .askAgain(due: t0 + wait, firstDoubt: true))
+        #expect(d.unauthorized(Self.a, sentAt: t0 - 5, now: t0) == .askAgain(due: t0 + wait, firstDoubt: true))
         // Sent before the doubt (the old token): asked again, no new doubt.
-        #expect(d.unauthorized("a", sentAt: t0 - 1, now: t0 + 10) == .askAgain(due: t0 + wait, firstDoubt: false))
-        #expect(d.heldUntil("a", now: t0 + 10) == t0 + wait && d.heldUntil("a", now: t0 + wait) == nil)
-        #expect(d.heldUntil("b", now: t0) == nil && !d.isDoubted("b"), "another app is not held")
+        #expect(d.unauthorized(Self.a, sentAt: t0 - 1, now: t0 + 10) == .askAgain(due: t0 + wait, firstDoubt: false))
+        #expect(d.heldUntil(Self.a, now: t0 + 10) == t0 + wait && d.heldUntil(Self.a, now: t0 + wait) == nil)
+        #expect(d.heldUntil(Self.b, now: t0) == nil && !d.isDoubted(Self.b), "another app is not held")
         // A request sent after the doubt began gets a 401 too: confirmed.
-        #expect(d.unauthorized("a", sentAt: t0 + wait, now: t0 + wait + 5) == .confirmed)
+        #expect(d.unauthorized(Self.a, sentAt: t0 + wait, now: t0 + wait + 5) == .confirmed)
         // A stray 401: the fresh request answered, the doubt cleared, a later 401 doubted afresh.
         var stray = UnauthorizedDoubts()
-        _ = stray.unauthorized("a", sentAt: t0, now: t0)
-        stray.answered("a", sentAt: t0 - 1)
-        #expect(stray.isDoubted("a"), "an answer to a request sent before the doubt clears nothing")
-        stray.answered("a", sentAt: t0 + wait)
-        #expect(!stray.isDoubted("a"))
-        #expect(stray.unauthorized("a", sentAt: t0 + 3 * wait, now: t0 + 3 * wait) == .askAgain(due: t0 + 4 * wait, firstDoubt: true))
+        _ = stray.unauthorized(Self.a, sentAt: t0, now: t0)
+        stray.answered(Self.a, sentAt: t0 - 1)
+        #expect(stray.isDoubted(Self.a), "an answer to a request sent before the doubt clears nothing")
+        stray.answered(Self.a, sentAt: t0 + wait)
+        #expect(!stray.isDoubted(Self.a))
+        #expect(stray.unauthorized(Self.a, sentAt: t0 + 3 * wait, now: t0 + 3 * wait) == .askAgain(due: t0 + 4 * wait, firstDoubt: true))
     }
 
     @Test("each app has its own budget and its own 429 hold (Apple's limits are per app)")
@@ -135,13 +136,13 @@ struct RateBudgetTests {
     @Test("hostile Retry-After: none, or more than an hour ahead, holds nothing (backoff alone); a past one holds nothing either")
     func hostileRetryAfter() {
         let now: Int64 = 1_763_700_000_000
-        #expect(AppStoreTransport.believable(retryAfter: now + 1500, nowMs: now) == now + 1500)
-        #expect(AppStoreTransport.believable(retryAfter: nil, nowMs: now) == nil)
-        #expect(AppStoreTransport.believable(retryAfter: now + 3_600_001, nowMs: now) == nil)
-        #expect(AppStoreTransport.believable(retryAfter: 9_999_999_999_999_999, nowMs: now) == nil)
+        #expect(TransportLines.believable(retryAfter: now + 1500, nowMs: now) == now + 1500)
+        #expect(TransportLines.believable(retryAfter: nil, nowMs: now) == nil)
+        #expect(TransportLines.believable(retryAfter: now + 3_600_001, nowMs: now) == nil)
+        #expect(TransportLines.believable(retryAfter: 9_999_999_999_999_999, nowMs: now) == nil)
         // In the past: believed, and RateBudget.block waits nought.
         var budget = RateBudget(rates: [:])
-        budget.block(Self.info, untilUnixMs: AppStoreTransport.believable(retryAfter: now - 5000, nowMs: now)!, nowUnixMs: now,
+        budget.block(Self.info, untilUnixMs: TransportLines.believable(retryAfter: now - 5000, nowMs: now)!, nowUnixMs: now,
                      now: 10 * Self.second)
         #expect(budget.admit(Self.info, now: 10 * Self.second) == nil)
     }

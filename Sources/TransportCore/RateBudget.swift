@@ -18,7 +18,7 @@ import Reconciliation
 /// App Store Connect says what is left of a key's hourly allowance in every answer
 /// (`X-Rate-Limit`, `HourlyAllowance`): once no more than a tenth of it is left (the same 90%),
 /// nothing more goes to that endpoint for a minute, then requests go again and their answers say.
-struct RateBudget {
+package struct RateBudget {
     /// Apple's limits are per app (the token's `bid`) and environment: so is the budget.
     struct Key: Hashable, Sendable {
         var budget: AppStoreBudget
@@ -39,7 +39,7 @@ struct RateBudget {
     /// The window, on the monotonic clock: one second and 1% more.
     static let windowNs: UInt64 = 1_010_000_000
     /// The share of Apple's published limit the job uses when `--api-rate` does not say.
-    static let safety = 0.9
+    package static let safety = 0.9
     /// The share of Apple's published limits this run uses where `rates` does not say: `safety`
     /// for the night, `--share-percent` for `respond` (the two together stay within Apple's).
     let share: Double
@@ -54,7 +54,7 @@ struct RateBudget {
     /// request sent since.
     private var hourly: [Key: HourlyAllowance] = [:]
     /// How long an endpoint whose hourly allowance ran low waits before it asks again.
-    static let hourlyPauseNs: UInt64 = 60_000_000_000
+    package static let hourlyPauseNs: UInt64 = 60_000_000_000
     /// This budget's pause (`hourlyPauseNs`; a test shortens it).
     var hourlyPause = RateBudget.hourlyPauseNs
 
