@@ -125,18 +125,18 @@ public final class Night {
         let values = NightValues(settings: settings, summary: summary)
         let plan = plan(stages, command: command, values: values)
         lastPlan = plan
-        defer {
-            summary = values.summary
-            settings = values.settings
-        }
+        defer { summary = values.summary }
         do {
             lastTrace = try plan.run(main: db, settings: settings, logger: logger)
         } catch {
-            if case .full = stages { ReportWriter(settings: values.settings, logger: logger).removeFolder() }
+            if case .full = stages { ReportWriter(settings: values.base, logger: logger).removeFolder() }
             throw error
         }
         values.with { $0.summary.stageSeconds = StepTrace.stageSeconds(lastTrace, plan: plan) }
-        if case .decideDatabaseOnly = stages { values.with { $0.summary.counts["rows"] = $0.decided.families } }
+        if case .decideDatabaseOnly = stages {
+            let families = try values.decided.get().families
+            values.with { $0.summary.counts["rows"] = families }
+        }
     }
 
     /// One run at a time per job schema: a session advisory lock held on this connection until it

@@ -11,7 +11,7 @@ import Testing
 /// step before it that writes what it reads has ended, and `run --plan` prints what it runs.
 @Suite("The night's plan", .serialized)
 struct NightPlanTests {
-    private static func step(_ name: String, reads: [String] = [], writes: [String] = [], after: [String] = [],
+    private static func step(_ name: String, reads: [Resource] = [], writes: [Resource] = [], after: [String] = [],
                              milestones: [String] = [], session: PlanStep.Session = .none,
                              _ work: @escaping @Sendable (StepContext) throws -> Void = { _ in usleep(20_000) }) -> PlanStep {
         PlanStep(name: name, stage: "test", session: session, reads: reads, writes: writes, after: after,
@@ -27,11 +27,11 @@ struct NightPlanTests {
     @Test("dependencies: a writer before a reader, parts and wholes overlap, independent steps run side by side")
     func dependencies() throws {
         let plan = Plan([
-            Self.step("make", writes: ["night"]),
-            Self.step("copy g", reads: ["source.g"], writes: ["night.g"]),
-            Self.step("copy o", reads: ["source.o"], writes: ["night.o"]),
-            Self.step("use g", reads: ["night.g"], writes: ["value: a"]),
-            Self.step("drop", writes: ["night"]),
+            Self.step("make", writes: [.night(nil)]),
+            Self.step("copy g", reads: [.source(.grants)], writes: [.night(.g)]),
+            Self.step("copy o", reads: [.source(.orders)], writes: [.night(.o)]),
+            Self.step("use g", reads: [.night(.g)], writes: [.value(.coverage)]),
+            Self.step("drop", writes: [.night(nil)]),
         ])
         #expect(plan.dependencies == [[], [0], [0], [0, 1], [0, 1, 2, 3]])
         #expect(plan.writersOfInputs == [[], [], [], [0, 1], []])
@@ -68,9 +68,9 @@ struct NightPlanTests {
     func failure() throws {
         let ran = Mutex<Set<String>>([])
         let plan = Plan([
-            Self.step("fails", writes: ["x"]) { _ in throw JobError(.internalCheck, "the first failure") },
-            Self.step("beside", writes: ["y"]) { _ in usleep(100_000); ran.withLock { _ = $0.insert("beside") } },
-            Self.step("reads x", reads: ["x"]) { _ in ran.withLock { _ = $0.insert("reads x") } },
+            Self.step("fails", writes: [.job(.runs)]) { _ in throw JobError(.internalCheck, "the first failure") },
+            Self.step("beside", writes: [.job(.findings)]) { _ in usleep(100_000); ran.withLock { _ = $0.insert("beside") } },
+            Self.step("reads x", reads: [.job(.runs)]) { _ in ran.withLock { _ = $0.insert("reads x") } },
         ])
         #expect(throws: JobError.self) { _ = try Self.run(plan) }
         do { _ = try Self.run(plan) } catch let e as JobError { #expect(e.message == "the first failure") }

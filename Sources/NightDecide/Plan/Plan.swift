@@ -6,9 +6,9 @@ import Postgres
 
 /// One step of a declared plan: what it reads and writes, which session runs it, and its work.
 ///
-/// What a step reads and writes is named as the plan's table prints it: a table of the job schema
-/// (`job.apple_transactions`), a working table of the night (`night.g`), a source relation
-/// (`source.iap_grants`), part of a table (`job.current_findings: refunds.csv`), a file of
+/// What a step reads and writes is a `Resource`, printed as the plan's table names it: a table of
+/// the job schema (`job.apple_transactions`), a working table of the night (`night.g`), a source
+/// relation (`source.iap_grants`), part of a table (`job.current_findings: refunds.csv`), a file of
 /// tonight's report folder (`folder: compensate.csv`) or a value one step hands another
 /// (`value: catalog`). A whole names its parts (`night` covers `night.g`).
 /// The order of the steps is part of the plan: a step waits for every step before it that writes
@@ -34,8 +34,8 @@ struct PlanStep: Sendable {
     /// timed in summary.json's `stage_seconds`).
     let stage: String
     let session: Session
-    let reads: [String]
-    let writes: [String]
+    let reads: [Resource]
+    let writes: [Resource]
     /// Milestones (`"step: milestone"`) of steps before it that must be reached before it starts:
     /// they order work for the machine's cores, not for its data (a step's end reaches them too).
     var after: [String] = []
@@ -69,15 +69,26 @@ struct StepTrace: Sendable, Equatable {
 struct Plan: Sendable {
     let steps: [PlanStep]
 
+    /// The plan of `steps`, checked: one name per step, every milestone waited for reached by a step
+    /// before, every value written by one step at most, and every value a step takes from another
+    /// (`NightValue.handed`) written by a step before it.
     init(_ steps: [PlanStep]) {
         self.steps = steps
         let names = steps.map(\.name)
         precondition(Set(names).count == names.count, "a plan's steps have one name each")
+        var writers: [NightValue: String] = [:]
         for (i, step) in steps.enumerated() {
             for mark in step.after {
                 precondition(
                     steps[..<i].contains { s in s.milestones.contains { s.milestone($0) == mark } },
                     "\(step.name) waits for \(mark), which no step before it reaches")
+            }
+            for case .value(let value) in step.reads where value.handed {
+                precondition(writers[value] != nil, "\(step.name) reads value: \(value), which no step before it writes")
+            }
+            for case .value(let value) in step.writes {
+                precondition(writers[value] == nil, "value: \(value) has two writers, \(writers[value] ?? "") and \(step.name)")
+                writers[value] = step.name
             }
         }
     }
@@ -100,8 +111,8 @@ struct Plan: Sendable {
 
     /// Whether two lists name something in common: the same name, or a whole and its part
     /// (`night` and `night.g`, `job.current_findings` and `job.current_findings: refunds.csv`).
-    static func overlap(_ a: [String], _ b: [String]) -> Bool {
-        a.contains { x in b.contains { y in x == y || part(x, of: y) || part(y, of: x) } }
+    static func overlap(_ a: [Resource], _ b: [Resource]) -> Bool {
+        a.contains { x in b.contains { y in x == y || part("\(x)", of: "\(y)") || part("\(y)", of: "\(x)") } }
     }
 
     private static func part(_ x: String, of whole: String) -> Bool {
@@ -114,8 +125,8 @@ struct Plan: Sendable {
         var lines: [String] = []
         for (i, step) in steps.enumerated() {
             lines.append("\(i + 1). \(step.name)  [\(step.stage); session: \(step.session.rawValue)]")
-            if !step.reads.isEmpty { lines.append("     reads:   " + step.reads.joined(separator: ", ")) }
-            if !step.writes.isEmpty { lines.append("     writes:  " + step.writes.joined(separator: ", ")) }
+            if !step.reads.isEmpty { lines.append("     reads:   " + step.reads.map(\.description).joined(separator: ", ")) }
+            if !step.writes.isEmpty { lines.append("     writes:  " + step.writes.map(\.description).joined(separator: ", ")) }
             let waits = deps[i].map { String($0 + 1) }
             if !waits.isEmpty { lines.append("     after:   steps " + waits.joined(separator: ", ")) }
             if !step.after.isEmpty { lines.append("     starts:  once " + step.after.joined(separator: "; ")) }

@@ -133,13 +133,6 @@ package struct Coverage {
 }
 
 extension Coverage {
-    /// What the coverage reads, as the night's plan names it.
-    /// The relations the coverage reads (the plan's step declares them).
-    package static let reads = [
-        "job.sales_report_days", "job.sales_report_rows", "job.apple_transactions", "source.iap_products",
-        "value: sales reports",
-    ]
-
     /// Tonight's figures per product (summary.json `coverage`, the page, the workbook); nil without
     /// the ASC_* variables or a window.
     /// summary.json's coverage figures; nil without the ASC_* variables.

@@ -1,0 +1,64 @@
+import Foundation
+import JobStore
+import Logging
+import NightLearn
+import Postgres
+import Reconciliation
+
+extension VerifyStage {
+    /// What the night learns from Apple: the receipts verified, the Server API swept (with its key
+    /// and `--api-sweeps`), and Apple's sales reports (with the ASC_* variables, on a full night).
+    static func steps(_ plan: PlanSteps, salesReports: Bool, values: NightValues, logger: Logger) {
+        let settings = values.base
+        plan.add(
+            "verify receipts", "verify", .main,
+            reads: [.source(.receipts), .job(.receiptState), .value(.runID)],
+            writes: [
+                .job(.receiptState), .job(.verifyAttempts), .job(.appleTransactions), .job(.receiptTransactions),
+                .value(.verification),
+            ],
+            note: "receipts to Apple over HTTP, signed transactions on the verifier threads; answers written on a session of its own"
+        ) { c in
+            let counts = try VerifyStage(settings: try values.settings(), runID: values.runID, logger: logger).run(db: c.db)
+            values.with { $0.summary.verification = counts }
+        }
+        if let api = settings.serverAPI, settings.apiSweeps {
+            plan.add(
+                "sweep the Server API", "sweep", .main,
+                reads: [
+                    .job(.notificationSweeps), .job(.historyCustomers), .job(.receiptTransactions), .value(.runID),
+                    .source(.orders), .source(.receipts),
+                ],
+                writes: [
+                    .job(.notifications), .job(.notificationSweeps), .job(.historyCustomers), .job(.appleTransactions),
+                    .value(.sweeps),
+                ],
+                note: "notification history and customers' transaction histories, over HTTP"
+            ) { c in
+                let s = try ServerAPISweeps(settings: try values.settings(), api: api, runID: values.runID, logger: logger)
+                    .run(db: c.db)
+                values.with { $0.summary.sweeps = s }
+            }
+        }
+        guard salesReports, let connect = settings.appStoreConnect else { return }
+        // After the sweeps (their Apple traffic first), beside the decide stage on a session of its
+        // own: it writes only its own tables, and never fails the night (a 401/403 or an
+        // unreachable App Store Connect ends this step alone: skipped_checks).
+        plan.add(
+            "sales reports", "sales", .own,
+            reads: [.job(.salesReportDays), .source(.products), .value(.settings), .value(.runID), .value(.sweeps)],
+            writes: [.job(.salesReportDays), .job(.salesReportRows), .job(.salesReportErrors), .value(.salesReports)],
+            note: "Apple's daily Summary Sales Report of every day of the window not held yet, over HTTP; a day stored "
+                + "in one transaction"
+        ) { c in
+            let counts = SalesReportStep(settings: try values.settings(), connect: connect, runID: values.runID, logger: logger)
+                .run(db: c.db)
+            values.with {
+                $0.summary.salesReports = counts
+                if let reason = counts.skipped {
+                    $0.summary.skippedChecks.append(SalesReports.checkPrefix + "(" + reason + ")")
+                }
+            }
+        }
+    }
+}
