@@ -45,6 +45,28 @@ struct NightPlanTests {
         #expect(g.started < o.ended && o.started < g.ended, "\(g) \(o)")
     }
 
+    @Test("a whole covers its parts as their printed names say (`night` and `night.g`, `value: tally` and `value: tally: iap_orders`), nothing else")
+    func coversAsNamed() throws {
+        var settings = JobSettings(asOf: 0, jobSchema: try JobSchema("recon"))
+        settings.apiSweeps = true
+        var names: Set<Resource> = [.job(nil), .source(nil), .night(nil), .folder(nil), .value(.tally(nil)), .reports]
+        for stages in [Night.Stages.full(verify: true), .decideDatabaseOnly] {
+            let plan = Night(settings: settings, logger: Logger(label: "plan-test"))
+                .plan(stages, command: "run", values: NightValues(settings: settings, summary: RunSummary(asOf: 0, windowDays: 30)))
+            for step in plan.steps { names.formUnion(step.reads + step.writes) }
+        }
+        #expect(names.count > 60)
+        var covering = 0
+        for whole in names {
+            for part in names {
+                let named = "\(part)".hasPrefix("\(whole).") || "\(part)".hasPrefix("\(whole): ")
+                #expect(whole.covers(part) == named, "\(whole) and \(part)")
+                if named { covering += 1 }
+            }
+        }
+        #expect(covering > 40)
+    }
+
     @Test("a milestone lets a step start while the step that reaches it still runs")
     func milestones() throws {
         let seen = Mutex<[String]>([])

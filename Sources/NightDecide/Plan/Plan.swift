@@ -112,11 +112,7 @@ struct Plan: Sendable {
     /// Whether two lists name something in common: the same name, or a whole and its part
     /// (`night` and `night.g`, `job.current_findings` and `job.current_findings: refunds.csv`).
     static func overlap(_ a: [Resource], _ b: [Resource]) -> Bool {
-        a.contains { x in b.contains { y in x == y || part("\(x)", of: "\(y)") || part("\(y)", of: "\(x)") } }
-    }
-
-    private static func part(_ x: String, of whole: String) -> Bool {
-        x.hasPrefix(whole + ".") || x.hasPrefix(whole + ": ")
+        a.contains { x in b.contains { y in x == y || x.covers(y) || y.covers(x) } }
     }
 
     /// The table `run --plan` prints.

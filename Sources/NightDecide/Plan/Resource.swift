@@ -36,6 +36,18 @@ enum Resource: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether `part` is a part of this whole (`night` covers `night.g`, `job` every job table and
+    /// tonight's findings of each report, `job.current_findings` the latter, `value: tally` each
+    /// relation's tally); a resource does not cover itself.
+    func covers(_ part: Resource) -> Bool {
+        switch (self, part) {
+        case (.job(nil), .job(.some)), (.job(nil), .findings), (.job(.currentFindings), .findings): return true
+        case (.source(nil), .source(.some)), (.night(nil), .night(.some)), (.folder(nil), .folder(.some)): return true
+        case (.value(.tally(nil)), .value(.tally(.some))): return true
+        default: return false
+        }
+    }
+
     /// Every source relation, one by one.
     static let everySource = SourceRelation.allCases.map { Resource.source($0) }
 }
