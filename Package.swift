@@ -56,6 +56,8 @@ let package = Package(
                 "Reconciliation",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // App receipts: RSA PKCS#1 v1.5 signatures (Receipt/AppReceiptVerifier.swift).
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: v6
@@ -152,6 +154,8 @@ let package = Package(
                 "Reconciliation", "Postgres", "AppStore", "CLibZ",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The receipt PKI's RSA keys (PKI/ReceiptPKI.swift).
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -33,11 +33,12 @@ struct ChainCacheEntry: Sendable {
 
 /// A bounded map of verdicts, safe to share between the job's verify threads. When full, the
 /// oldest entry leaves first: a night sees a handful of pairs, so anything past `capacity` is
-/// churn from hostile uploads, and letting it cycle keeps the memory bounded.
-final class ChainCache: Sendable {
+/// churn from hostile uploads, and letting it cycle keeps the memory bounded. Signed transactions
+/// key it by (leaf, intermediate); app receipts by the certificates they carry.
+final class ChainCache<Key: Hashable & Sendable, Entry: Sendable>: Sendable {
     private struct State {
-        var entries: [ChainKey: ChainCacheEntry] = [:]
-        var order: [ChainKey] = []
+        var entries: [Key: Entry] = [:]
+        var order: [Key] = []
     }
 
     let capacity: Int
@@ -47,12 +48,12 @@ final class ChainCache: Sendable {
         self.capacity = max(0, capacity)
     }
 
-    func entry(_ key: ChainKey) -> ChainCacheEntry? {
+    func entry(_ key: Key) -> Entry? {
         guard capacity > 0 else { return nil }
         return state.withLock { $0.entries[key] }
     }
 
-    func store(_ entry: ChainCacheEntry, for key: ChainKey) {
+    func store(_ entry: Entry, for key: Key) {
         guard capacity > 0 else { return }
         state.withLock { s in
             if s.entries.updateValue(entry, forKey: key) == nil {

@@ -21,7 +21,7 @@ public struct SignedDataVerifier: Sendable {
     /// The trust anchors: only these. x5c[2] of a JWS is never trusted, whatever it says.
     public let roots: [Certificate]
     private let store: CertificateStore
-    private let cache: ChainCache
+    private let cache: ChainCache<ChainKey, ChainCacheEntry>
     private let headers: HeaderMemo
 
     /// `cacheCapacity`: how many (leaf, intermediate) verdicts are kept (0: none, for measuring).

@@ -1,0 +1,232 @@
+// App receipts verified offline: two real receipts Apple signed (Fixtures/receipts/README.md says
+// where they come from and under which license), their fields against golden values decoded
+// independently (Fixtures/receipts/decode_receipts.py), and every kind of hostile receipt made from
+// them. Nothing here talks to a network.
+
+import Crypto
+import Foundation
+import SwiftASN1
+import Testing
+import X509
+
+@testable import AppStore
+import AppStoreSimulator
+@testable import Reconciliation
+
+@Suite("App receipts verified on our own machine")
+struct AppReceiptTests {
+    static func receipt(_ name: String) throws -> [UInt8] {
+        let url = try #require(Bundle.module.url(forResource: name, withExtension: "b64", subdirectory: "Fixtures/receipts"))
+        let text = try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try #require(Data(base64Encoded: text)).map { $0 }
+    }
+
+    static func golden(_ name: String) throws -> [String: Any] {
+        let url = try #require(Bundle.module.url(forResource: "golden", withExtension: "json", subdirectory: "Fixtures/receipts"))
+        let all = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let receipts = try #require(all["receipts"] as? [String: Any])
+        let one = try #require(receipts[name] as? [String: Any])
+        return try #require(one["receipt"] as? [String: Any])
+    }
+
+    static let verifier = AppReceiptVerifier()
+    static let names = ["sandbox-2015", "production-2024"]
+
+    @Test("the embedded Apple Root CA is Apple's: its SHA-256 fingerprint as Apple publishes it")
+    func embeddedRoot() throws {
+        var serializer = DER.Serializer()
+        try serializer.serialize(AppReceiptVerifier.appleRootCA)
+        let hex = SHA256.hash(data: serializer.serializedBytes).map { String(format: "%02X", $0) }.joined()
+        #expect(hex == "B0B1730ECBC7FF4505142C49F1295E6EDA6BCAED7E2C68C5BE91B5A11001F024")
+    }
+
+    @Test("both real receipts verify with the embedded root, every field as decoded apart", arguments: names)
+    func realReceipts(_ name: String) throws {
+        let golden = try Self.golden(name)
+        let verified = try Self.verifier.verify(try Self.receipt(name), bundleIDs: nil).get()
+        #expect(verified.environment == (golden["environment"] as? String == "Production" ? .production : .sandbox))
+        #expect(verified.bundleID == golden["bundle_id"] as? String)
+        #expect(verified.creationDate == (golden["creation_date_unix"] as? Int).map { EpochMillis($0) * 1000 })
+        let entries = try #require(golden["in_app"] as? [[String: Any]])
+        #expect(verified.transactions.count == Set(entries.compactMap { $0["transaction_id"] as? String }).count)
+        for entry in entries {
+            let id = try #require(entry["transaction_id"] as? String)
+            let t = try #require(verified.transactions.first { $0.transactionID == id }, "\(id)")
+            #expect(t.productID == entry["product_id"] as? String)
+            #expect(t.originalTransactionID == entry["original_transaction_id"] as? String)
+            #expect(t.quantity == entry["quantity"] as? Int)
+            #expect(t.purchaseDate == UTC.parse(entry["purchase_date"] as? String ?? "x"))
+            #expect(t.originalPurchaseDate == UTC.parse(entry["original_purchase_date"] as? String ?? "x"))
+            #expect(t.expiresDate == UTC.parse(entry["expires_date"] as? String ?? ""))
+            #expect(t.cancellationDate == UTC.parse(entry["cancellation_date"] as? String ?? ""))
+            let line = entry["web_order_line_item_id"] as? Int
+            #expect(t.webOrderLineItemID == (line == 0 ? nil : line.map(String.init)))
+            #expect(t.environment == verified.environment && t.bundleID == verified.bundleID)
+        }
+        // Its own bundle passes the bundle check; another app's does not.
+        #expect((try? Self.verifier.verify(try Self.receipt(name), bundleIDs: [verified.bundleID ?? ""]).get()) != nil)
+        #expect(rejection(Self.verifier.verify(try Self.receipt(name), bundleIDs: ["com.example.other"])) == "wrong_bundle")
+    }
+
+    @Test("another root configured (IAP_RECEIPT_ROOT_CERTIFICATES): both real receipts fail on the root", arguments: names)
+    func otherRoot(_ name: String) throws {
+        let verifier = AppReceiptVerifier(roots: [SignedDataVerifier.appleRootCAG3])
+        #expect(rejection(verifier.verify(try Self.receipt(name), bundleIDs: nil)) == "unknown_root")
+    }
+
+    @Test("one byte changed in the payload or in the signature: bad_signature, nothing read", arguments: names)
+    func changedByte(_ name: String) throws {
+        let bytes = try Self.receipt(name)
+        let container = try ReceiptContainer(bytes)
+        let content = try #require(bytes.firstRange(of: container.content))
+        var payload = bytes
+        // A digit of a transaction id, deep inside the payload: still well-formed, no longer Apple's.
+        payload[content.lowerBound + container.content.count / 2] ^= 0x01
+        #expect(rejection(Self.verifier.verify(payload, bundleIDs: nil)) == "bad_signature")
+        let signature = try #require(bytes.firstRange(of: container.signature))
+        var signed = bytes
+        signed[signature.lowerBound + 100] ^= 0x80
+        #expect(rejection(Self.verifier.verify(signed, bundleIDs: nil)) == "bad_signature")
+    }
+
+    @Test("hostile containers: each a one-line malformed reason", arguments: names)
+    func hostile(_ name: String) throws {
+        let bytes = try Self.receipt(name)
+        let cases: [(String, [UInt8])] = [
+            ("empty", []),
+            ("truncated", Array(bytes.dropLast())),
+            ("cut in half", Array(bytes.prefix(bytes.count / 2))),
+            ("trailing byte", bytes + [0]),
+            ("oversized", bytes + [UInt8](repeating: 0, count: ReceiptContainer.maxBytes)),
+            ("json text", Array(#"{"signature":"AApp","purchase-info":"ewo="}"#.utf8)),
+            ("a lone integer", [0x02, 0x01, 0x05]),
+            ("indefinite length on a primitive", [0x04, 0x80, 0x01, 0x00, 0x00]),
+            ("unterminated indefinite length", [0x30, 0x80, 0x30, 0x80, 0x02, 0x01, 0x01]),
+            ("a length past its parent", [0x30, 0x03, 0x04, 0x05, 0x01]),
+            ("nested 17 deep", Self.nested(17)),
+            ("nested 60 deep", Self.nested(60)),
+        ]
+        for (what, hostile) in cases {
+            let result = Self.verifier.verify(hostile, bundleIDs: nil)
+            #expect(rejection(result) == "malformed", "\(what): \(result)")
+            if case .failure(let reason) = result {
+                #expect(!reason.description.contains("\n") && reason.description.count < 240, "\(what): \(reason)")
+            }
+        }
+    }
+
+    // MARK: Receipts of our own PKI (AppStoreSimulator/PKI/ReceiptPKI.swift)
+
+    static let created = "2026-11-20T10:00:00Z"
+    static let now = Date(timeIntervalSince1970: Double(UTC.parse(created) ?? 0) / 1000)
+    static let pki = try! ReceiptPKI.create(now: now)
+
+    static func fields(bundle: String = "com.example.game", environment: String = "ProductionSandbox") -> ReceiptFields {
+        var fields = ReceiptFields(bundleID: bundle, creationDate: created, environment: environment)
+        var coins = ReceiptFields.Purchase(
+            productID: "com.example.game.coins100", transactionID: "2000000000001", purchaseDate: "2026-11-19T08:00:00Z")
+        coins.quantity = 2
+        var sub = ReceiptFields.Purchase(
+            productID: "com.example.game.monthly", transactionID: "2000000000003", originalTransactionID: "2000000000002",
+            purchaseDate: "2026-11-01T08:00:00Z", originalPurchaseDate: "2026-10-01T08:00:01Z")
+        sub.expiresDate = "2026-12-01T08:00:00Z"
+        sub.webOrderLineItemID = 2_000_000_000_777
+        fields.purchases = [coins, sub]
+        return fields
+    }
+
+    @Test(
+        "a receipt of our own PKI, SHA-1 and SHA-256: verified with its root configured, each field read; unknown_root with Apple's",
+        arguments: [ReceiptSigning.Digest.sha1, .sha256])
+    func ownPKI(_ digest: ReceiptSigning.Digest) throws {
+        let signed = try Self.pki.sign(try Self.fields().payload(), digest: digest)
+        let verifier = AppReceiptVerifier(roots: [Self.pki.root])
+        let receipt = try verifier.verify(signed, bundleIDs: ["com.example.game"]).get()
+        #expect(receipt.environment == .sandbox && receipt.bundleID == "com.example.game")
+        #expect(receipt.creationDate == UTC.parse(Self.created))
+        #expect(receipt.transactions.map(\.transactionID) == ["2000000000001", "2000000000003"])
+        let coins = receipt.transactions[0], sub = receipt.transactions[1]
+        #expect(coins.quantity == 2 && coins.expiresDate == nil && coins.webOrderLineItemID == nil && coins.cancellationDate == nil)
+        #expect(coins.originalTransactionID == "2000000000001" && coins.productID == "com.example.game.coins100")
+        #expect(sub.originalTransactionID == "2000000000002" && sub.expiresDate == UTC.parse("2026-12-01T08:00:00Z"))
+        #expect(sub.webOrderLineItemID == "2000000000777" && sub.originalPurchaseDate == UTC.parse("2026-10-01T08:00:01Z"))
+        #expect(rejection(Self.verifier.verify(signed, bundleIDs: nil)) == "unknown_root")
+    }
+
+    @Test("a root that takes Apple's name with another key: unknown_root under the embedded Apple root")
+    func appleLookalike() throws {
+        let forger = try ReceiptPKI.create(now: Self.now, names: .appleLookalike())
+        #expect(forger.root.subject == AppReceiptVerifier.appleRootCA.subject)
+        let signed = try forger.sign(try Self.fields().payload())
+        #expect(rejection(Self.verifier.verify(signed, bundleIDs: nil)) == "unknown_root")
+    }
+
+    @Test("a chain shift: a leaf signed by a genuine leaf (not a CA), carried with it and the intermediate: broken_chain")
+    func chainShift() throws {
+        let (forged, forgedKey) = try ReceiptPKI.issueLeaf(
+            issuer: Self.pki.leaf, issuerKey: Self.pki.leafKey, name: Self.pki.leaf.subject,
+            validity: (Self.now - 86_400)...(Self.now + 86_400))
+        let signed = try ReceiptSigning.sign(
+            try Self.fields().payload(), digest: .sha256, signer: forged, key: forgedKey,
+            carried: [forged, Self.pki.leaf, Self.pki.intermediate, Self.pki.root])
+        let result = AppReceiptVerifier(roots: [Self.pki.root]).verify(signed, bundleIDs: nil)
+        #expect(rejection(result) == "broken_chain", "\(result)")
+    }
+
+    @Test("a leaf expired at the receipt's creation date: expired, naming the leaf and both dates")
+    func expiredLeaf() throws {
+        let old = try Self.pki.reissuingLeaf(validity: (Self.now - 400 * 86_400)...(Self.now - 86_400))
+        let result = AppReceiptVerifier(roots: [old.root]).verify(try old.sign(try Self.fields().payload()), bundleIDs: nil)
+        #expect(rejection(result) == "expired")
+        if case .failure(let reason) = result {
+            #expect(reason.description.contains("leaf certificate is valid") && reason.description.contains(Self.created.prefix(10)))
+        }
+    }
+
+    @Test("signed, yet not readable: an unknown environment, a bad date, a quantity of 0, a transaction id of letters")
+    func signedButMalformed() throws {
+        let verifier = AppReceiptVerifier(roots: [Self.pki.root])
+        var xcode = Self.fields(environment: "Xcode")
+        #expect(rejection(verifier.verify(try Self.pki.sign(try xcode.payload()), bundleIDs: nil)) == "malformed")
+        xcode = Self.fields()
+        xcode.purchases[0].purchaseDate = "yesterday"
+        #expect(rejection(verifier.verify(try Self.pki.sign(try xcode.payload()), bundleIDs: nil)) == "malformed")
+        xcode = Self.fields()
+        xcode.purchases[0].quantity = 0
+        #expect(rejection(verifier.verify(try Self.pki.sign(try xcode.payload()), bundleIDs: nil)) == "malformed")
+        xcode = Self.fields()
+        xcode.purchases[1].transactionID = "ABC"
+        #expect(rejection(verifier.verify(try Self.pki.sign(try xcode.payload()), bundleIDs: nil)) == "malformed")
+        // A foreign bundle, well-formed: wrong_bundle.
+        let foreign = try Self.pki.sign(try Self.fields(bundle: "com.other.app").payload())
+        #expect(rejection(verifier.verify(foreign, bundleIDs: ["com.example.game"])) == "wrong_bundle")
+    }
+
+    /// `depth` SEQUENCEs, each holding the next, the innermost empty.
+    static func nested(_ depth: Int) -> [UInt8] {
+        var inner: [UInt8] = [0x30, 0x00]
+        for _ in 1..<depth {
+            inner = [0x30] + Self.length(inner.count) + inner
+        }
+        return inner
+    }
+
+    static func length(_ n: Int) -> [UInt8] {
+        if n < 0x80 { return [UInt8(n)] }
+        var bytes: [UInt8] = []
+        var v = n
+        while v > 0 {
+            bytes.insert(UInt8(v & 0xFF), at: 0)
+            v >>= 8
+        }
+        return [0x80 | UInt8(bytes.count)] + bytes
+    }
+}
+
+/// The word of a rejection, or "verified".
+func rejection(_ result: Result<AppReceipt, SignedDataRejection>) -> String {
+    switch result {
+    case .success: return "verified"
+    case .failure(let reason): return reason.code
+    }
+}
