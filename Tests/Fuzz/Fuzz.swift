@@ -1,8 +1,11 @@
-// The verifyReceipt answer parser under libFuzzer (`make fuzz-build`, run by `make chaos`).
+// The verifyReceipt answer parser and the app receipt reader under libFuzzer (`make fuzz-build`,
+// run by `make chaos`).
 //
 // Built with `-DFUZZING` and `-sanitize=fuzzer,address`, `main` hands every input libFuzzer
-// makes to `VerifyReceipt.classify`, the whole path from body bytes to an answer class: a crash,
-// a hang past libFuzzer's timeout or an AddressSanitizer report fails the run. Built normally
+// makes to `VerifyReceipt.classify`, the whole path from body bytes to an answer class, to the
+// offline receipt verifier (container, chain, signature) and to the receipt payload reader alone
+// (which a mutated receipt never reaches past its signature): a crash, a hang past libFuzzer's
+// timeout or an AddressSanitizer report fails the run. Built normally
 // (`swift build`), it replays the files named on the command line through the same call, so the
 // corpus in Tests/Fuzz/corpus stays compiled and runnable without libFuzzer.
 
@@ -17,7 +20,23 @@ typealias RunDriver = @convention(c) (UnsafeMutablePointer<CInt>,
     UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
     @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
 
+/// The receipt verifier, anchored at the embedded Apple Root CA (the corpus holds two real receipts).
+let receipts = AppReceiptVerifier()
+
+/// What must hold for every transaction id the job would keep: 1 to 20 digits.
+func checkID(_ id: String, _ what: String) {
+    if id.isEmpty || id.utf8.count > 20 || !id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+        fatalError("\(what) with transaction id \(id)")
+    }
+}
+
 func classify(_ body: [UInt8]) {
+    if case .success(let receipt) = receipts.verify(body, bundleIDs: nil) {
+        for t in receipt.transactions { checkID(t.transactionID, "a verified receipt") }
+    }
+    if case .success(let ids) = AppReceiptVerifier.readPayload(body) {
+        for id in ids { checkID(id, "a receipt payload") }
+    }
     let answer = VerifyReceipt.classify(httpStatus: 200, body: body, environment: .production,
                                         allowedBundles: ["com.example.game"])
     // What must hold for every input: a garbage answer is never ok, and an ok one names its ids.

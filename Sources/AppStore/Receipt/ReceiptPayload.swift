@@ -161,3 +161,11 @@ struct ReceiptPayload: Sendable {
         return text
     }
 }
+
+extension AppReceiptVerifier {
+    /// The payload reader alone, for the fuzz target (Tests/Fuzz): the transaction ids a payload's
+    /// `bytes` hold, or why it is malformed. The night reads a payload only once its signature is good.
+    package static func readPayload(_ bytes: [UInt8]) -> Result<[String], SignedDataRejection> {
+        Result { () throws(SignedDataRejection) in try ReceiptPayload(bytes).purchases.map(\.transactionID) }
+    }
+}
