@@ -48,4 +48,10 @@ extension AppReceiptVerifier {
             fatalError("the embedded Apple Root CA does not parse: \(error)")
         }
     }()
+
+    /// A verifier anchored at Apple Root CA parsed now, without a cache: nothing of it outlives the
+    /// caller. For the fuzz target, whose leak checker counts what process-long statics hold.
+    package static func standalone() -> AppReceiptVerifier {
+        AppReceiptVerifier(roots: [try? Certificate(pemEncoded: appleRootCAPEM)].compactMap { $0 }, cacheCapacity: 0)
+    }
 }
