@@ -1,9 +1,12 @@
+import AppStore
+import AppStoreSimulator
 import Foundation
 import Logging
 @testable import JobStore
 @testable import NightDecide
 @testable import NightLearn
 import Reconciliation
+import StoreIO
 import Synchronization
 import Testing
 
@@ -65,6 +68,45 @@ struct NightPlanTests {
             }
         }
         #expect(covering > 40)
+    }
+
+    @Test("every step after the source check waits for it, whatever the night: tonight's settings are its result")
+    func settingsAreReadAfterTheSourceCheck() throws {
+        var settings = JobSettings(asOf: 0, jobSchema: try JobSchema("recon"))
+        settings.apiSweeps = true
+        // The sales reports configured: on a night without their step (--no-verify), the coverage
+        // step read nothing anyone wrote and started at once, before the check wrote the settings.
+        let key = try TestPKI.create().leafKey.pemRepresentation
+        settings.appStoreConnect = AppStoreConnectSettings(
+            teamKey: try AppStoreJWT.teamKey(privateKeyPEM: key, keyID: "K", issuerID: "I"), vendorNumber: "1")
+        for stages in [Night.Stages.full(verify: true), .full(verify: false), .verifyOnly] {
+            let plan = Night(settings: settings, logger: Logger(label: "plan-test"))
+                .plan(stages, command: "run", values: NightValues(settings: settings, summary: RunSummary(asOf: 0, windowDays: 30)))
+            let steps = plan.steps
+            guard let check = steps.firstIndex(where: { $0.writes.contains(.value(.settings)) }) else {
+                Issue.record("\(stages): no step writes value: settings")
+                continue
+            }
+            // What each step waits for: the steps that write what it reads, the milestones it names,
+            // and (one session) the main session's step before it.
+            var waits = plan.dependencies.map(Set.init)
+            for (i, step) in steps.enumerated() {
+                for mark in step.after {
+                    if let j = steps.firstIndex(where: { s in s.milestones.contains { s.milestone($0) == mark } }) { waits[i].insert(j) }
+                }
+                if step.session == .main, let j = steps[..<i].lastIndex(where: { $0.session == .main }) { waits[i].insert(j) }
+            }
+            var before = [Set<Int>](repeating: [], count: steps.count)
+            for i in steps.indices {
+                for j in waits[i] { before[i].insert(j); before[i].formUnion(before[j]) }
+            }
+            // Two steps use only the run's settings as given (`values.base`): the ledger's row and
+            // emptying the current findings. A new step joins them only by being named here.
+            let asGiven: Set = ["start the ledger", "empty findings"]
+            for i in steps.indices where i > check && !asGiven.contains(steps[i].name) {
+                #expect(before[i].contains(check), "\(stages): \(steps[i].name) may start before \(steps[check].name)")
+            }
+        }
     }
 
     @Test("a milestone lets a step start while the step that reaches it still runs")

@@ -12,7 +12,7 @@ extension VerifyStage {
         let settings = values.base
         plan.add(
             "verify receipts", "verify", .main,
-            reads: [.source(.receipts), .job(.receiptState), .value(.runID)],
+            reads: [.source(.receipts), .job(.receiptState), .value(.settings), .value(.runID)],
             writes: [
                 .job(.receiptState), .job(.verifyAttempts), .job(.appleTransactions), .job(.receiptTransactions),
                 .value(.verification),
@@ -26,7 +26,7 @@ extension VerifyStage {
             plan.add(
                 "sweep the Server API", "sweep", .main,
                 reads: [
-                    .job(.notificationSweeps), .job(.historyCustomers), .job(.receiptTransactions), .value(.runID),
+                    .job(.notificationSweeps), .job(.historyCustomers), .job(.receiptTransactions), .value(.settings), .value(.runID),
                     .source(.orders), .source(.receipts),
                 ],
                 writes: [

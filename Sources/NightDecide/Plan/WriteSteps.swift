@@ -44,7 +44,9 @@ extension ReportWriter {
         }
         if settings.appStoreConnect != nil {
             plan.add(
-                "coverage", "write", .pool, reads: coverageReads, writes: [.value(.coverage)],
+                // `value: settings`: on a night without the sales report step nothing else writes what it
+                // reads, and it would start before the source check (a pool session, not main's turn).
+                "coverage", "write", .pool, reads: coverageReads + [.value(.settings)], writes: [.value(.coverage)],
                 note: "Apple's units sold and refunded per product over the window's held report days, against the job's"
             ) { c in
                 let coverage = try Coverage(settings: try values.settings()).figures(c.db)
