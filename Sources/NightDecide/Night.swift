@@ -29,6 +29,7 @@ public final class Night {
     /// Runs the stages; returns the summary. Throws `JobError` with the contract's exit code.
     public func run(_ stages: Stages, command: String) throws -> RunSummary {
         if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
+        if let list = settings.receiptRootCertificateFiles { try settings.useReceiptRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
         try settings.configureAppStoreConnect()
         if settings.serverAPI != nil { settings.nightApps = NightApps(apps: settings.bundleIDList) }
@@ -45,6 +46,7 @@ public final class Night {
         do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
         defer { db.close() }
         var summary = RunSummary(asOf: settings.asOf, windowDays: settings.windowDays)
+        summary.receiptsMode = settings.receipts.rawValue
         do {
             try stagesOfTheNight(stages, command: command, db: db, summary: &summary)
             summary.exitCode = 0
@@ -76,6 +78,13 @@ public final class Night {
         }
         let skipped = summary.skippedChecks.filter {
             !$0.hasPrefix(RunSummary.refusedAppCheckPrefix) && !$0.hasPrefix(SalesReports.checkPrefix)
+                && !RunSummary.checksWithReceiptsOffline.contains($0)
+        }
+        if summary.skippedChecks.contains(where: RunSummary.checksWithReceiptsOffline.contains) {
+            logger.warning(
+                """
+                --receipts offline: verifyReceipt was asked nothing, so these checks were not done:                 \(RunSummary.checksWithReceiptsOffline.joined(separator: "; ")) (docs/contract.md,                 "What offline cannot know"; --receipts auto asks verifyReceipt for them)
+                """)
         }
         if !skipped.isEmpty {
             logger.warning(
@@ -121,6 +130,12 @@ public final class Night {
         if settings.serverAPI == nil, case .full = stages { summary.skippedChecks = RunSummary.checksNeedingServerAPI }
         if settings.serverAPI != nil, !settings.apiSweeps {
             summary.skippedChecks = Array(RunSummary.checksNeedingServerAPI.prefix(2))
+        }
+        if settings.receipts == .offline {
+            switch stages {
+            case .verifyOnly, .full(verify: true): summary.skippedChecks += RunSummary.checksWithReceiptsOffline
+            default: break
+            }
         }
         let values = NightValues(settings: settings, summary: summary)
         let plan = plan(stages, command: command, values: values)

@@ -55,6 +55,15 @@ public struct JobSettings: Sendable {
     /// `$IAP_ROOT_CERTIFICATES` as given; read by the run (`useRootCertificates`), so a bad file is
     /// an exit 78 with its line like any other configuration error.
     public var rootCertificateFiles: String?
+    /// `--receipts` / `$IAP_RECEIPTS`: where an app receipt is verified (`ReceiptsMode`).
+    public var receipts = ReceiptsMode.auto
+    /// Verifies app receipts on our own machine against the pinned root: Apple Root CA, embedded,
+    /// unless `$IAP_RECEIPT_ROOT_CERTIFICATES` names others (`useReceiptRootCertificates`).
+    public var appReceipts = AppReceiptVerifier()
+    /// Where the receipts' roots came from, for the line of exit 78.
+    public var receiptRootsSource = "Apple Root CA, embedded"
+    /// `$IAP_RECEIPT_ROOT_CERTIFICATES` as given; read by the night, so a bad file is an exit 78.
+    public var receiptRootCertificateFiles: String?
     /// `IAP_BUNDLE_IDS` in the order given: the apps whose sweeps the night runs, each with its
     /// own token (`bid`), positions and budgets; `lookup` and `respond` ask them in this order.
     public var bundleIDList: [String] = []
@@ -300,11 +309,38 @@ public struct JobSettings: Sendable {
     /// certificate is a configuration error (exit 78) naming the file.
     package mutating func useRootCertificates(pemFiles list: String) throws {
         let roots = try Result { try SignedDataVerifier.roots(fromPEMFiles: list) }.mapError {
-            JobError(.configuration, "IAP_ROOT_CERTIFICATES: \($0)")
+            JobError(.configuration, "\($0)")
         }.get()
         guard !roots.isEmpty else { throw JobError(.configuration, "IAP_ROOT_CERTIFICATES names no certificate") }
         signedData = SignedDataVerifier(roots: roots)
         rootCertificatesSource = "IAP_ROOT_CERTIFICATES=\(list)"
+    }
+}
+
+/// Where the night verifies app receipts (the base64 PKCS#7 receipts of StoreKit 1), contract
+/// "App receipts on our own machine".
+public enum ReceiptsMode: String, Sendable, CaseIterable {
+    /// On our machine only: nothing goes to verifyReceipt, not even the refund sweep; what cannot
+    /// be settled offline stays unresolved with its reason.
+    case offline
+    /// Every receipt asked of verifyReceipt, as before the offline verifier.
+    case verifyReceipt = "verify-receipt"
+    /// On our machine first; verifyReceipt for what offline cannot settle or cannot know (the
+    /// default).
+    case auto
+}
+
+extension JobSettings {
+    /// `$IAP_RECEIPT_ROOT_CERTIFICATES`: a comma list of PEM (or DER) files whose certificates
+    /// replace the pinned Apple Root CA for app receipts (tests, the demo). A file that cannot be
+    /// read or holds no certificate is a configuration error (exit 78) naming the file.
+    package mutating func useReceiptRootCertificates(pemFiles list: String) throws {
+        let variable = "IAP_RECEIPT_ROOT_CERTIFICATES"
+        let roots = try Result { try SignedDataVerifier.roots(fromPEMFiles: list, variable: variable) }
+            .mapError { JobError(.configuration, "\($0)") }.get()
+        guard !roots.isEmpty else { throw JobError(.configuration, "\(variable) names no certificate") }
+        appReceipts = AppReceiptVerifier(roots: roots)
+        receiptRootsSource = "\(variable)=\(list)"
     }
 }
 

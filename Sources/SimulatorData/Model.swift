@@ -59,6 +59,7 @@ struct ReceiptRow {
         if let signed, let sim, let signer {
             return try signer.jws(sim, kind: signed, signedAt: submittedAt - 1000, storefront: storefront(sim.txs[0].tid))
         }
+        if let sim, let receipt = try signer?.appReceipt(sim) { return receipt }
         return sim?.token() ?? rawData
     }
 }

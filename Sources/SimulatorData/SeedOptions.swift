@@ -31,6 +31,8 @@ public struct SeedOptions: Sendable {
     /// signed transactions and the signed scenarios play. The job needs its root.pem in
     /// `IAP_ROOT_CERTIFICATES`.
     public var pkiDirectory: String?
+    /// App receipts as PKCS#7 signed by the receipt PKI in `pkiDirectory` (SimReceiptPKCS7.swift).
+    public var pkcs7Receipts = false
     /// The share of users whose uploads are signed transactions (with `pkiDirectory`).
     public var storeKit2Share = 0.25
     /// More users after the others, each with a refund only the notification history shows and

@@ -36,7 +36,11 @@ public enum Seeder {
             catalog: Catalog(bundle: bundles[0]),
             refundsServed: options.refundsPath != nil, badRows: options.badRows)
         settings.otherApps = bundles.dropFirst().map { Catalog(bundle: $0) }
-        let signer = try options.pkiDirectory.map { try UploadSigner(pki: TestPKI.loadOrCreate(directory: $0)) }
+        let signer = try options.pkiDirectory.map { folder in
+            var signer = try UploadSigner(pki: TestPKI.loadOrCreate(directory: folder))
+            if options.pkcs7Receipts { signer.receipts = try ReceiptPKI.loadOrCreate(directory: folder) }
+            return signer
+        }
         settings.signing = signer != nil
         settings.storeKit2Share = options.storeKit2Share
         settings.apiSweeps = options.appleTruthPath != nil

@@ -3,6 +3,7 @@
 // compensate: tampered, another app's, from an unknown root, from the sandbox).
 
 import AppStoreSimulator
+import Foundation
 import Reconciliation
 
 extension ScenarioBuilder {
@@ -95,10 +96,23 @@ struct UploadSigner: Sendable {
     let pki: TestPKI
     /// A PKI of its own, whose root the job is never given.
     let foreign: TestPKI
+    /// With `--pkcs7-receipts`: signs the app receipts (`appReceipt`).
+    var receipts: ReceiptPKI?
 
     init(pki: TestPKI) throws {
         self.pki = pki
         foreign = try TestPKI.create()
+    }
+
+    /// An app receipt as Apple's (PKCS#7), when the receipt PKI is set and Apple would read it:
+    /// iOS 7 style, not a forced 21002. SHA-1 for every other receipt, as Apple signed until 2023;
+    /// a forced 21003 has its signature broken (its last byte changed), so both verifiers refuse it.
+    func appReceipt(_ sim: SimReceipt) throws -> String? {
+        guard let receipts, sim.style == .ios7, sim.st != 21002 else { return nil }
+        let sha1 = sim.rid.utf8.reduce(0) { $0 &+ Int($1) } % 2 == 1
+        var bytes = try sim.pkcs7(pki: receipts, digest: sha1 ? .sha1 : .sha256)
+        if sim.st == 21003 { bytes[bytes.count - 1] ^= 0x01 }
+        return Data(bytes).base64EncodedString()
     }
 
     func jws(_ sim: SimReceipt, kind: SignedUpload, signedAt: Int64, storefront: SimStorefront) throws -> String {

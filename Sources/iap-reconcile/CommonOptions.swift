@@ -65,6 +65,15 @@ struct CommonOptions: ParsableArguments {
             valueName: "uuid"))
     var accountTokenNamespace: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Where app receipts are verified: auto (on this machine first, verifyReceipt for what it cannot settle), offline (never verifyReceipt), verify-receipt (always verifyReceipt). Default: $IAP_RECEIPTS, else auto.",
+            discussion:
+                "offline checks Apple's signature against Apple Root CA (or $IAP_RECEIPT_ROOT_CERTIFICATES) with no request; "
+                + "what it cannot know (later refunds without the Server API, renewals, 21010/211xx) is named in skipped_checks.",
+            valueName: "mode"))
+    var receipts: ReceiptsMode?
+
     @Option(help: "At most this many receipts re-verified by the refund sweep per run (0 turns the sweep off).")
     var sweepLimit = JobSettings.defaults.sweepLimit
 
@@ -194,6 +203,15 @@ struct CommonOptions: ParsableArguments {
         if let v = env["IAP_VERIFY_URL_SANDBOX"], !v.isEmpty { s.sandboxURL = v }
         if let v = env["IAP_SHARED_SECRET"], !v.isEmpty { s.sharedSecret = v }
         if let v = env["IAP_ROOT_CERTIFICATES"], !v.isEmpty { s.rootCertificateFiles = v }
+        if let v = env["IAP_RECEIPT_ROOT_CERTIFICATES"], !v.isEmpty { s.receiptRootCertificateFiles = v }
+        if let receipts {
+            s.receipts = receipts
+        } else if let v = env["IAP_RECEIPTS"], !v.isEmpty {
+            guard let mode = ReceiptsMode(rawValue: v) else {
+                throw ValidationError("IAP_RECEIPTS '\(v.prefix(30))' must be offline, verify-receipt or auto")
+            }
+            s.receipts = mode
+        }
         if let v = env["IAP_BUNDLE_IDS"] {
             s.bundleIDList = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             s.bundleIDs = Set(s.bundleIDList)
@@ -236,6 +254,9 @@ struct CommonOptions: ParsableArguments {
 enum LogLevel: String, ExpressibleByArgument, CaseIterable {
     case trace, debug, info, notice, warning, error, critical
 }
+
+/// `--receipts`: any other word is a usage error (exit 64).
+extension ReceiptsMode: ExpressibleByArgument {}
 
 /// `--progress`.
 enum ProgressMode: String, ExpressibleByArgument, CaseIterable {

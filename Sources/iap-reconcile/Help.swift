@@ -22,6 +22,12 @@ let environmentHelp = """
       IAP_ROOT_CERTIFICATES      comma list of PEM files: the roots a StoreKit 2
                                  signed transaction must chain to, instead of
                                  the embedded Apple Root CA - G3 (tests, demo)
+      IAP_RECEIPTS               where app receipts are verified: auto (default),
+                                 offline or verify-receipt (as --receipts)
+      IAP_RECEIPT_ROOT_CERTIFICATES
+                                 comma list of PEM files: the roots an app
+                                 receipt must chain to, instead of the embedded
+                                 Apple Root CA (tests, demo)
       IAP_ISSUER_ID              App Store Server API (all three, or none):
       IAP_KEY_ID                 the issuer id and key id of an In-App Purchase
       IAP_PRIVATE_KEY_FILE       key (App Store Connect > Users and Access >
@@ -96,10 +102,11 @@ let environmentHelp = """
           max_standby_streaming_delay, hot_standby_feedback); run again later
       78  configuration: App Store status 21004 (shared secret) or 21000,
           DATABASE_URL or SOURCE_DATABASE_URL malformed, the database refused
-          the user, password or database name, a privilege is missing, or no
-          signed transaction
-          verifies against the roots (IAP_ROOT_CERTIFICATES), or the job schema
-          was migrated by a different build (migrate --status shows which),
+          the user, password or database name, a privilege is missing, no
+          signed transaction verifies against the roots (IAP_ROOT_CERTIFICATES),
+          no app receipt verifies offline and some fail on the root
+          (IAP_RECEIPT_ROOT_CERTIFICATES), a root file is unreadable, or the
+          job schema was migrated by a different build (migrate --status),
           or the ASC_* variables incomplete or their key unreadable (App Store
           Connect refusing the team key is no exit code: skipped_checks)
       1   anything else

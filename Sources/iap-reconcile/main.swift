@@ -184,7 +184,7 @@ func execute(settings: JobSettings, logger: Logger, stages: Night.Stages, comman
             let v = summary.verification
             FileHandle.standardError.write(
                 Data(
-                    "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests; \(v.signedVerified + v.signedRejected) signed transactions (\(v.signedRejected) rejected) in \(String(format: "%.1f", v.seconds)) s\n"
+                    "verify: \(v.candidates) unresolved + \(v.sweep) sweep; \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved, \(v.requests) requests; \(v.signedVerified + v.signedRejected) signed transactions (\(v.signedRejected) rejected); \(v.receiptsOffline) app receipts verified offline, \(v.receiptsOfflineRejected.values.reduce(0, +)) rejected, \(v.receiptsToVerifyReceipt.values.reduce(0, +)) sent to verifyReceipt in \(String(format: "%.1f", v.seconds)) s\n"
                         .utf8))
         }
     } catch let error as JobError {

@@ -196,6 +196,14 @@ struct Serve: ParsableCommand {
             faults: FaultPlan(seed: seed, rate: faultRate, kinds: SimFault.parseList(faults) ?? SimFault.allCases),
             timeoutHoldMs: timeoutHoldMs, refunds: refundList, callLogPath: callLog, recordCalls: false,
             threads: threads, garbage: garbageList, mutateRate: mutateRate, slowShare: slowShare, slowMs: slowMs)
+        // The receipt PKI `iap-sim seed --pki --pkcs7-receipts` made: verifyReceipt reads its receipts.
+        if let folder = api.pki, FileManager.default.fileExists(atPath: folder + "/receipt-root.pem") {
+            do {
+                config.receiptVerifier = try ReceiptPKI.receiptVerifier(directory: folder)
+            } catch {
+                throw ValidationError("--pki: \(error)")
+            }
+        }
         do {
             if let setup = try api.config() {
                 config.serverAPI = setup.0

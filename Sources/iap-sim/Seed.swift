@@ -96,6 +96,11 @@ struct Seed: ParsableCommand {
     @Option(help: "Folder of the test PKI (created when missing; `iap-sim serve --pki` uses the same): with it, --storekit2-share of the users upload StoreKit 2 signed transactions, and tampered, other-app, unknown-root and sandbox ones are added. Run the job with IAP_ROOT_CERTIFICATES=<folder>/root.pem.")
     var pki: String?
 
+    @Flag(name: .customLong("pkcs7-receipts"), help: ArgumentHelp("""
+        With --pki: app receipts are PKCS#7 as Apple's, signed by the receipt PKI in the same folder         (receipt-root.pem, created when missing; SHA-1 or SHA-256 by receipt), the simulator's truth in         an undocumented type; a 21003 receipt's signature is broken; iOS 6 and 21002 receipts stay JSON         tokens. The job verifies them offline with IAP_RECEIPT_ROOT_CERTIFICATES=<folder>/receipt-root.pem;         `iap-sim serve --pki <folder>` answers them at verifyReceipt.
+        """))
+    var pkcs7Receipts = false
+
     @Option(name: .customLong("storekit2-share"), help: "Share of users (0…1) whose uploads are signed transactions (with --pki).")
     var storeKit2Share: Double = 0.25
 
@@ -181,6 +186,8 @@ struct Seed: ParsableCommand {
         options.truthTable = truthTable
         options.badRows = badRows
         options.pkiDirectory = pki
+        guard !pkcs7Receipts || pki != nil else { throw ValidationError("--pkcs7-receipts needs --pki <folder>") }
+        options.pkcs7Receipts = pkcs7Receipts
         guard (0...1).contains(storeKit2Share) else { throw ValidationError("--storekit2-share must be between 0 and 1") }
         options.storeKit2Share = storeKit2Share
         options.apiBench = apiBench

@@ -80,7 +80,7 @@ struct ReceiptPayload: Sendable {
     }
 
     /// Calls `each` with the type and value bytes of every attribute of the SET in `bytes`.
-    private static func attributes(
+    static func attributes(
         _ bytes: [UInt8], part: String, _ each: (Int, [UInt8]) throws(SignedDataRejection) -> Void
     ) throws(SignedDataRejection) {
         let root: ASN1Node
@@ -167,5 +167,24 @@ extension AppReceiptVerifier {
     /// `bytes` hold, or why it is malformed. The night reads a payload only once its signature is good.
     package static func readPayload(_ bytes: [UInt8]) -> Result<[String], SignedDataRejection> {
         Result { () throws(SignedDataRejection) in try ReceiptPayload(bytes).purchases.map(\.transactionID) }
+    }
+}
+
+extension AppReceiptVerifier {
+    /// For the simulator, which keeps its truth in an attribute Apple does not document: verifies
+    /// `bytes` as the night does (any bundle), then gives the raw value of the top-level attribute
+    /// `type` (nil when the receipt has none).
+    package func verify(_ bytes: [UInt8], keeping type: Int) -> Result<(receipt: AppReceipt, value: [UInt8]?), SignedDataRejection> {
+        switch verify(bytes, bundleIDs: nil) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let receipt):
+            var found: [UInt8]?
+            if let container = try? ReceiptContainer(bytes) {
+                try? ReceiptPayload.attributes(container.content, part: "the payload") { (t, value) throws(SignedDataRejection) in
+                    if t == type { found = value }
+                }
+            }
+            return .success((receipt, found))
+        }
     }
 }

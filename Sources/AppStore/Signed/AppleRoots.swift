@@ -42,20 +42,28 @@ extension SignedDataVerifier {
     public struct RootCertificateError: Error, Sendable, CustomStringConvertible {
         public var path: String
         public var problem: String
+        /// The variable that named the file (`IAP_ROOT_CERTIFICATES`, `IAP_RECEIPT_ROOT_CERTIFICATES`).
+        public var variable = "IAP_ROOT_CERTIFICATES"
 
-        public var description: String { "IAP_ROOT_CERTIFICATES: \(path): \(problem)" }
+        public var description: String { "\(variable): \(path): \(problem)" }
     }
 
     /// The roots named by `IAP_ROOT_CERTIFICATES`: a comma-separated list of files, each holding
     /// one or more PEM certificates (`-----BEGIN CERTIFICATE-----`) or one DER certificate (Apple
     /// publishes its roots as DER `.cer`). Blanks around names are ignored; an empty list, an
     /// unreadable file, a file over 1 MiB or anything that is not a certificate throws, naming the file.
-    public static func roots(fromPEMFiles paths: String) throws -> [Certificate] {
+    /// `variable` names the setting in the error (the receipts' roots use the same files' form).
+    public static func roots(fromPEMFiles paths: String, variable: String = "IAP_ROOT_CERTIFICATES") throws -> [Certificate] {
         let names = paths.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        guard !names.isEmpty else { throw RootCertificateError(path: paths, problem: "names no file") }
+        guard !names.isEmpty else { throw RootCertificateError(path: paths, problem: "names no file", variable: variable) }
         var roots: [Certificate] = []
         for name in names {
-            roots.append(contentsOf: try certificates(inFile: name))
+            do {
+                roots.append(contentsOf: try certificates(inFile: name))
+            } catch var error as RootCertificateError {
+                error.variable = variable
+                throw error
+            }
         }
         return roots
     }

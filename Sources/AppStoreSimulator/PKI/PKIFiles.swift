@@ -107,7 +107,7 @@ extension TestPKI {
     }
 
     /// Runs `body` holding an exclusive `flock` on `path` (created if missing).
-    private static func withLock<T>(_ path: String, _ body: () throws -> T) throws -> T {
+    static func withLock<T>(_ path: String, _ body: () throws -> T) throws -> T {
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileError(description: "\(path): cannot open the lock file") }
         defer { close(fd) }

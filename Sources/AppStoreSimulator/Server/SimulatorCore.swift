@@ -1,5 +1,6 @@
 // The verifyReceipt decision of the simulator, independent of the network: what a request gets.
 
+import AppStore
 import Foundation
 import Reconciliation
 
@@ -37,6 +38,10 @@ public struct SimulatorConfig: Sendable {
     public var serverAPI: ServerAPIConfig?
     /// App Store Connect's `GET /v1/salesReports` (SalesReports.swift; nil: not served).
     public var salesReports: SalesReportConfig?
+    /// Verifies PKCS#7 receipts (SimReceiptPKCS7.swift) against the receipt PKI's root: their truth
+    /// is read only from a receipt that verifies; any other is 21003 (nil: every PKCS#7 receipt is
+    /// 21002, unreadable).
+    public var receiptVerifier: AppReceiptVerifier?
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
                 faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
@@ -172,12 +177,19 @@ final class SimulatorCore: @unchecked Sendable {
         var receiptData: String?
         var password: String?
         var bodyOK = false
+        /// The status of a PKCS#7 receipt that did not verify (21003) or could not be read (21002).
+        var refused: Int?
         if let obj = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
            let data = obj["receipt-data"] as? String {
             bodyOK = true
             receiptData = data
             password = obj["password"] as? String
             receipt = SimReceipt.decode(token: data)
+            if receipt == nil, let verifier = cfg.receiptVerifier,
+                let bytes = Data(base64Encoded: data, options: .ignoreUnknownCharacters), bytes.first == 0x30
+            {
+                (receipt, refused) = SimReceipt.decode(pkcs7: [UInt8](bytes), verifier: verifier)
+            }
         }
         let rid = receipt?.rid
         // Count the call and pick a fault for it.
@@ -223,6 +235,9 @@ final class SimulatorCore: @unchecked Sendable {
         } else if let secret = cfg.sharedSecret, password != secret {
             status = 21004
             text = AppleAnswer.statusOnly(21004, environment: environment)
+        } else if let refused {
+            status = refused
+            text = AppleAnswer.statusOnly(refused, environment: environment)
         } else if let receipt, let data = receiptData {
             (status, text) = answer(receipt: receipt, token: data, environment: environment, refunds: refunds,
                                     seed: cfg.faults.seed)

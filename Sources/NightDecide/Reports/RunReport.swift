@@ -30,6 +30,16 @@ public enum RunReport {
         lines.append(
             "  verification          \(v.candidates) unresolved + \(v.sweep) sweep: \(v.ok) ok, \(v.rejected) rejected, \(v.unresolved) still unresolved (\(v.requests) requests); signed transactions: \(v.signedVerified) valid, \(v.signedRejected) rejected"
         )
+        if s.receiptsMode != "verify-receipt" {
+            func listed(_ counts: [String: Int]) -> String {
+                counts.isEmpty ? "" : " (" + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+            }
+            let rejected = v.receiptsOfflineRejected.values.reduce(0, +), asked = v.receiptsToVerifyReceipt.values.reduce(0, +)
+            lines.append(
+                "  app receipts offline  \(v.receiptsOffline) verified, \(rejected) rejected\(listed(v.receiptsOfflineRejected)), "
+                    + "\(v.receiptsOfflineUnsettled) left unresolved; \(asked) sent to verifyReceipt\(listed(v.receiptsToVerifyReceipt)) "
+                    + "[--receipts \(s.receiptsMode)]")
+        }
         for file in [
             "compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "closed", "unresolved",
             "input_errors", "consumption_requests",

@@ -25,6 +25,8 @@ public struct RunSummary: Sendable {
     public var coverage: SalesCoverage?
     /// Checks not done in this run, and why (no Server API credentials).
     public var skippedChecks: [String] = []
+    /// `--receipts` of the night (`auto`, `offline`, `verify-receipt`).
+    public var receiptsMode = "auto"
     /// Per currency, per kind (`owed`, `claw_back`, `refunded`, `refunded_still_granted`,
     /// `refund_declined`; Apple's `proceeds_owed`, `proceeds_claw_back`, `proceeds_refunded`,
     /// `proceeds_refunded_still_granted` under the proceeds currency): milliunits.
@@ -78,6 +80,14 @@ public struct RunSummary: Sendable {
         "signed_transaction_refunds (Get Transaction Info)",
     ]
 
+    /// The checks only verifyReceipt does for app receipts, not done under `--receipts offline`
+    /// (docs/contract.md, "What offline cannot know").
+    public static let checksWithReceiptsOffline = [
+        "receipt_refunds (--receipts offline: verifyReceipt's refund sweep of app receipts)",
+        "receipt_renewals (--receipts offline: renewals after a receipt was issued, in verifyReceipt's latest_receipt_info)",
+        "receipt_statuses (--receipts offline: 21010 and 211xx, trial flag and cancellation reason, which only verifyReceipt answers)",
+    ]
+
     public init(asOf: EpochMillis, windowDays: Int) {
         self.asOf = asOf
         self.windowDays = windowDays
@@ -105,6 +115,15 @@ public struct RunSummary: Sendable {
             var candidates, sweep, requests, ok, reject, `switch`, retry, unresolved, config: Int
             /// StoreKit 2 uploads verified offline (not in `ok`/`reject`, which count App Store answers).
             var signed_ok, signed_reject: Int
+            var receipts_offline: ReceiptsOffline
+        }
+        /// App receipts verified on our machine (`--receipts`).
+        struct ReceiptsOffline: Encodable {
+            var mode: String
+            var verified: Int
+            var rejected: [String: Int]
+            var unresolved: Int
+            var to_verify_receipt: [String: Int]
         }
         var run_id: Int64
         var as_of: String
@@ -181,7 +200,10 @@ public struct RunSummary: Sendable {
                 candidates: v.candidates, sweep: v.sweep, requests: v.requests, ok: v.ok,
                 reject: v.rejected, switch: v.switched, retry: v.retried,
                 unresolved: v.unresolved, config: v.config,
-                signed_ok: v.signedVerified, signed_reject: v.signedRejected)
+                signed_ok: v.signedVerified, signed_reject: v.signedRejected,
+                receipts_offline: ReceiptsOffline(
+                    mode: s.receiptsMode, verified: v.receiptsOffline, rejected: v.receiptsOfflineRejected,
+                    unresolved: v.receiptsOfflineUnsettled, to_verify_receipt: v.receiptsToVerifyReceipt))
             seconds = s.stageSeconds
             tally = s.tally.mapValues { $0.buckets.merging(["rows": $0.rows]) { $1 } }
             exit_code = s.exitCode

@@ -115,6 +115,60 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         }
     }
 
+    /// The record of an app receipt verified on our machine (`AppReceipts`): valid, or definitively
+    /// rejected with its specific reason (`rejection`); no request, so no `verify_attempts` row.
+    init(
+        appReceipt job: VerifyJob, result: Result<AppReceipt, SignedDataRejection>, runID: Int64,
+        elapsedMs: Int, now: EpochMillis
+    ) {
+        r = job.receiptID
+        n = job.priorAttempts + 1
+        run = runID
+        at = now
+        ms = elapsedMs
+        sweep = job.sweep
+        final = true
+        failedRuns = job.retry.failedRuns
+        runs21002 = job.retry.runs21002
+        asked = false
+        fresh = job.fresh
+        switch result {
+        case .success(let receipt):
+            env = receipt.environment.rawValue
+            cls = "ok"
+            verdict = "valid"
+            bundle = receipt.bundleID
+            txs = receipt.transactions.map(Transaction.init)
+        case .failure(let rejection):
+            // As for a rejected upload: filed under production, where nothing it claims is believed.
+            env = AppStoreEnvironment.production.rawValue
+            cls = "reject"
+            verdict =
+                rejection.code == "wrong_bundle"
+                ? RejectionReason.wrongBundle.rawValue : RejectionReason.invalidReceipt.rawValue
+            rej = rejection.code
+            err = "app receipt verified offline: \(rejection)"
+        }
+    }
+
+    /// An app receipt `--receipts offline` cannot settle (`malformed`: not PKCS#7, an unknown type
+    /// 0, …): it stays unresolved, its reason in `last_error`, and is read again next night.
+    init(unsettledOffline job: VerifyJob, rejection: SignedDataRejection, runID: Int64, now: EpochMillis) {
+        r = job.receiptID
+        n = job.priorAttempts
+        run = runID
+        at = now
+        ms = 0
+        env = (job.startEnvironment ?? job.environment).rawValue
+        cls = "offline"
+        err = "not settled offline (--receipts offline): \(rejection)"
+        sweep = job.sweep
+        final = false
+        failedRuns = job.retry.failedRuns
+        runs21002 = job.retry.runs21002
+        asked = false
+    }
+
     /// The record of `answer` for `job` (asked in `asked`) after the policy's `decision`.
     init(
         job: VerifyJob, asked: AppStoreEnvironment, runID: Int64, httpStatus: Int?, answer: Answer,

@@ -21,6 +21,12 @@ public struct VerifyCounts: Sendable, Equatable {
     /// StoreKit 2 uploads verified offline: valid, and definitively rejected.
     public var signedVerified = 0
     public var signedRejected = 0
+    /// App receipts verified on our machine (`--receipts`): valid; rejected, by reason; left
+    /// unresolved (`offline`); passed on to verifyReceipt, by cause (`auto`).
+    public var receiptsOffline = 0
+    public var receiptsOfflineRejected: [String: Int] = [:]
+    public var receiptsOfflineUnsettled = 0
+    public var receiptsToVerifyReceipt: [String: Int] = [:]
     /// Server API answers 429 (rate limited), and requests sent to it.
     public var rateLimited = 0
     public var apiRequests = 0
@@ -62,17 +68,20 @@ public final class VerifyStage {
         // The sweep list is small; the unresolved receipts stream, and the reader tells their
         // number when it has read them all (no second pass to count them). Swept signed
         // transactions go to the Server API (they are in the list only when it is configured).
+        // `--receipts offline` asks verifyReceipt nothing: the app receipts' refund sweep is not
+        // done (skipped_checks).
+        let offlineOnly = settings.receipts == .offline
         let swept = settings.sweepLimit > 0 ? try selection.sweepJobs(db) : []
         var sweep: [VerifyJob] = [], apiSweep: [VerifyJob] = []
         for var job in swept {
             if job.signed || SignedDataVerifier.isJWS(job.receiptData) {
                 job.signed = true
                 apiSweep.append(job)
-            } else {
+            } else if !offlineOnly {
                 sweep.append(job)
             }
         }
-        counts.sweep = swept.count
+        counts.sweep = sweep.count + apiSweep.count
         logger.info("verification starting", metadata: ["sweep": "\(swept.count)"])
 
         let input = BlockingQueue<VerifyJob>(capacity: max(256, settings.concurrency * 8))
@@ -80,9 +89,12 @@ public final class VerifyStage {
         let writer = AnswerWriter(queue: records, settings: settings)
         writer.start()
         let signed = SignedUploads(settings: settings, runID: runID)
-        // StoreKit 2 uploads need no request: the reader hands them to a verifier on each core
-        // (the signature check is the stage's CPU), which takes them a few at a time and hands
-        // their records to the writer together.
+        let appReceipts = AppReceipts(settings: settings, runID: runID)
+        let offline = settings.receipts != .verifyReceipt
+        // StoreKit 2 uploads need no request, nor do app receipts verified on our machine: the
+        // reader hands them to a verifier on each core (the signature check is the stage's CPU),
+        // which takes them a few at a time and hands their records to the writer together; an app
+        // receipt it cannot settle goes on to verifyReceipt (`auto`).
         // 1,024 uploads (about 4 MB) keep both verifiers fed between the reader's turns; a deeper
         // queue only faulted in more fresh memory for the uploads' bytes (4,096: 13 MB more RSS).
         let uploads = BlockingQueue<VerifyJob>(capacity: 1024)
@@ -99,9 +111,19 @@ public final class VerifyStage {
                         if uploads.isClosedAndEmpty { return }
                         continue
                     }
-                    // false: the writer has stopped; so does the reader, on its next push.
-                    guard signed.verify(jobs, records: records) else { uploads.close(); return }
-                    progress.tick(jobs.count)
+                    // false or nil: the writer (or the transport) has stopped; so does the reader,
+                    // on its next push.
+                    let uploaded = jobs.filter(\.signed), receipts = jobs.filter { !$0.signed }
+                    guard uploaded.isEmpty || signed.verify(uploaded, records: records) else { uploads.close(); return }
+                    var settled = uploaded.count
+                    if !receipts.isEmpty {
+                        guard let n = appReceipts.verify(receipts, records: records, verifyReceipt: input) else {
+                            uploads.close()
+                            return
+                        }
+                        settled += n
+                    }
+                    progress.tick(settled)
                 }
             }
             verifier.stackSize = 1 << 20
@@ -109,6 +131,7 @@ public final class VerifyStage {
         }
 
         let outcome = ReaderOutcome()
+        let sweptCount = counts.sweep
         let reader = Thread { [settings, candidateSQL = selection.candidateSQL, sweep] in
             do {
                 let rdb = try JobDatabase.connect(settings)
@@ -120,9 +143,12 @@ public final class VerifyStage {
                         let kind = ReceiptSelection.kind(ofCandidate: job.receiptData, check: &form)
                     {
                         outcome.read.add(1, ordering: .relaxed)
-                        // A StoreKit 2 upload needs no request: to a verifier.
+                        // A StoreKit 2 upload needs no request: to a verifier; so does an app
+                        // receipt, unless `--receipts verify-receipt`.
                         if kind == .signedUpload {
                             job.signed = true
+                            guard uploads.push(job) else { return }
+                        } else if offline {
                             guard uploads.push(job) else { return }
                         } else {
                             guard input.push(job) else { return }
@@ -133,7 +159,9 @@ public final class VerifyStage {
                 outcome.failure.withLock { $0 = error }
             }
             uploads.close()
-            progress.setTotal(outcome.read.load(ordering: .relaxed) + swept.count)
+            // The verifiers pass receipts on to verifyReceipt until they are done with the last.
+            verifiers.wait()
+            progress.setTotal(outcome.read.load(ordering: .relaxed) + sweptCount)
             for job in sweep { guard input.push(job) else { break } }
             input.close()
         }
@@ -150,6 +178,7 @@ public final class VerifyStage {
             // verifiers end once they checked the last.
             verifiers.wait()
             try signed.finish(records: records, db: db, settings: settings)
+            try appReceipts.finish(records: records)
             if let api = settings.serverAPI, !apiSweep.isEmpty {
                 try sweepWithServerAPI(
                     apiSweep, api: api, signed: signed, records: records, progress: progress,
@@ -166,6 +195,11 @@ public final class VerifyStage {
         progress.finish()
         counts.candidates = outcome.read.load(ordering: .relaxed)
         (counts.signedVerified, counts.signedRejected) = signed.counts
+        let offlineCounts = appReceipts.counts
+        counts.receiptsOffline = offlineCounts.verified
+        counts.receiptsOfflineRejected = offlineCounts.rejected
+        counts.receiptsOfflineUnsettled = offlineCounts.unsettled
+        counts.receiptsToVerifyReceipt = offlineCounts.toVerifyReceipt
         counts.seconds = Date().timeIntervalSince(started)
         if let error = outcome.failure.withLock({ $0 }) { throw JobError.from(error, doing: "reading receipts to verify") }
         if let error = writer.error { throw JobError.from(error, doing: "recording App Store answers") }
