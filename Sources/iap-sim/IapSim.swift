@@ -3,6 +3,8 @@
 import AppStoreSimulator
 import ArgumentParser
 import Foundation
+import Reconciliation
+import SimulatorData
 
 @main
 struct IapSim: ParsableCommand {
@@ -25,7 +27,7 @@ struct IapSim: ParsableCommand {
           IAP_VERIFY_URL_SANDBOX=http://127.0.0.1:$(cat /tmp/sim.port)/sandbox/verifyReceipt \\
           IAP_BUNDLE_IDS=com.example.game iap-reconcile run --as-of 2026-11-21T03:00:00Z
         """,
-        subcommands: [Serve.self, Seed.self, Keygen.self, ES256FloorCommand.self]
+        subcommands: [Serve.self, Seed.self, Keygen.self, ES256FloorCommand.self, RSAFloorCommand.self, BenchReceiptsCommand.self]
     )
 }
 
@@ -313,3 +315,106 @@ struct ES256FloorCommand: ParsableCommand {
     }
 }
 
+struct RSAFloorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rsa-floor",
+        abstract: "Measure how many RSA-2048 signatures swift-crypto verifies per second on every core (make bench-receipts' floor).",
+        discussion: "Prints `rsa2048 verifications/s R cpu_per_1000 C threads T signatures N`: N distinct RSA-2048 "
+            + "PKCS#1 v1.5 signatures with SHA-256 by one key, each over --message-bytes bytes (an app receipt's signed "
+            + "content: make bench-receipts passes its receipts' mean), checked in turn on T threads.")
+
+    @Option(help: "How long to measure, in seconds.")
+    var seconds: Double = 3
+
+    @Option(help: "Threads (default: the machine's cores).")
+    var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(help: "Bytes signed, as a receipt's payload (SHA-256 hashes them on every check).")
+    var messageBytes: Int = 300
+
+    @Option(help: "Distinct signatures (and messages) checked in turn, 1 to 65536.")
+    var signatures: Int = 1_024
+
+    func validate() throws {
+        guard seconds > 0, seconds <= 60 else { throw ValidationError("--seconds must be above 0 and at most 60") }
+        guard threads >= 1, threads <= 256 else { throw ValidationError("--threads must be 1 to 256") }
+        guard messageBytes >= 1, messageBytes <= 1 << 20 else { throw ValidationError("--message-bytes must be 1 to 1048576") }
+        guard signatures >= 1, signatures <= 65_536 else { throw ValidationError("--signatures must be 1 to 65536") }
+        guard messageBytes * signatures <= 1 << 28 else {
+            throw ValidationError("--message-bytes x --signatures must be at most 268435456 (the messages are kept in memory)")
+        }
+    }
+
+    func run() throws {
+        let r = try RSAFloor.measure(seconds: seconds, threads: threads, messageBytes: messageBytes, signatures: signatures)
+        print(String(format: "rsa2048 verifications/s %.0f cpu_per_1000 %.4f threads %d signatures %d",
+                     r.perSecond, r.cpuPerThousand, r.threads, r.signatures))
+    }
+}
+
+struct BenchReceiptsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-receipts",
+        abstract: "Write unresolved PKCS#7 app receipts as COPY rows of iap_receipts (make bench-receipts).",
+        discussion: "Signed by the receipt PKI of --pki (created when missing). Each receipt holds --entries consumable "
+            + "purchases, or with 0 a game's mix (mostly 1 or 2, at most 20, mean 1.92); every 500th has its signature "
+            + "broken. Prints on stderr `receipts N entries E valid_entries V broken B mean_payload_bytes P`.")
+
+    @Option(help: "Receipts to write.")
+    var count = 50_000
+
+    @Option(help: "Purchases per receipt, 1 to 10000 (0: a game's mix).")
+    var entries = 0
+
+    @Option(help: ArgumentHelp("Folder of the test PKI (the same as `iap-sim seed --pki`).", valueName: "folder"))
+    var pki: String
+
+    @Option(help: "The receipts' bundle id.")
+    var bundle = "com.example.game"
+
+    @Option(help: "The purchases' product id.")
+    var product = "com.example.game.coins100"
+
+    @Option(help: "The night's as-of (ISO 8601): receipts submitted an hour before, purchases a day and more before.")
+    var asOf: String
+
+    @Option(help: "Receipt ids are <prefix><n>, users U<prefix><n>.")
+    var prefix = "RB"
+
+    @Option(help: "The first transaction id (digits); each purchase takes the next.")
+    var firstTransaction: Int64 = 3_000_000_000_000
+
+    @Option(help: "Seed of the entries' mix.")
+    var seed: UInt64 = 7
+
+    @Option(help: ArgumentHelp("Where to write the rows (default: standard output).", valueName: "file"))
+    var out: String?
+
+    func validate() throws {
+        guard count >= 1, count <= 10_000_000 else { throw ValidationError("--count must be 1 to 10000000") }
+        guard entries >= 0, entries <= 10_000 else { throw ValidationError("--entries must be 0 to 10000") }
+        guard UTC.parse(asOf) != nil else { throw ValidationError("--as-of '\(asOf)' is not an ISO 8601 time") }
+        guard firstTransaction > 0, firstTransaction < 9_000_000_000_000_000_000 else {
+            throw ValidationError("--first-transaction must be positive and leave room for the purchases")
+        }
+    }
+
+    func run() throws {
+        let receiptPKI = try ReceiptPKI.loadOrCreate(directory: pki)
+        let handle: FileHandle
+        if let out {
+            guard FileManager.default.createFile(atPath: out, contents: nil), let h = FileHandle(forWritingAtPath: out) else {
+                throw ValidationError("--out: cannot write \(out)")
+            }
+            handle = h
+        } else {
+            handle = FileHandle.standardOutput
+        }
+        let made = try BenchReceipts.write(
+            count: count, entries: entries == 0 ? nil : entries, pki: receiptPKI, bundle: bundle, product: product,
+            asOf: UTC.parse(asOf)!, prefix: prefix, firstTransaction: firstTransaction, seed: seed, to: handle)
+        if out != nil { try handle.close() }
+        FileHandle.standardError.write(Data(
+            "receipts \(made.receipts) entries \(made.entries) valid_entries \(made.entriesValid) broken \(made.broken) mean_payload_bytes \(made.meanPayloadBytes)\n".utf8))
+    }
+}

@@ -22,6 +22,11 @@ extension SimReceipt {
     /// its newest purchase (as Apple issues a receipt when a purchase completes). A purchase made
     /// after the receipt (`late`) is not in it, as in `receipt.in_app`.
     public func pkcs7(pki: ReceiptPKI, digest: ReceiptSigning.Digest = .sha256) throws -> [UInt8] {
+        try pki.sign(try receiptPayload(), digest: digest)
+    }
+
+    /// The payload `pkcs7` signs: the content of the receipt.
+    public func receiptPayload() throws -> [UInt8] {
         let held = txs.filter { $0.late != true }
         let created = (held.map(\.pd).max() ?? 0) + 1000
         var fields = ReceiptFields(
@@ -37,7 +42,7 @@ extension SimReceipt {
             if let wol = t.wol, let line = Int(wol) { p.webOrderLineItemID = line }
             return p
         }
-        return try pki.sign(try fields.payload(), digest: digest)
+        return try fields.payload()
     }
 
     /// `receipt_data` of `pkcs7`: standard base64.
