@@ -83,7 +83,9 @@ public final class Night {
         if summary.skippedChecks.contains(where: RunSummary.checksWithReceiptsOffline.contains) {
             logger.warning(
                 """
-                --receipts offline: verifyReceipt was asked nothing, so these checks were not done:                 \(RunSummary.checksWithReceiptsOffline.joined(separator: "; ")) (docs/contract.md,                 "What offline cannot know"; --receipts auto asks verifyReceipt for them)
+                --receipts offline: verifyReceipt was asked nothing, so these checks were not done: \
+                \(RunSummary.checksWithReceiptsOffline.joined(separator: "; ")) (docs/contract.md, "What offline \
+                cannot know"; --receipts auto asks verifyReceipt for them)
                 """)
         }
         if !skipped.isEmpty {

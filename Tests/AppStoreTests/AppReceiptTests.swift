@@ -115,6 +115,91 @@ struct AppReceiptTests {
         }
     }
 
+    @Test("the depth read from the bytes is the parsed tree's, on real receipts, their payloads and nested hostile forms")
+    func depthFromTheBytes() throws {
+        var encodings: [[UInt8]] = [Self.nested(1), Self.nested(16), Self.nested(17), Self.nested(49)]
+        for name in Self.names {
+            let bytes = try Self.receipt(name)
+            encodings.append(bytes)
+            if case .success(let container) = Result(catching: { () throws(SignedDataRejection) in try ReceiptContainer(bytes) }) {
+                encodings.append(container.content)
+            }
+        }
+        // BER's own forms: an indefinite length closed by two zero bytes, a long-form length, a
+        // multi-byte tag, an empty constructed element.
+        encodings += [
+            [0x30, 0x80, 0x30, 0x80, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00],
+            [0x30, 0x81, 0x03, 0x02, 0x01, 0x07], [0x30, 0x05, 0x1F, 0x81, 0x01, 0x01, 0x00], [0x31, 0x00],
+        ]
+        for bytes in encodings {
+            let tree = try BER.parse(bytes)
+            #expect(ReceiptContainer.depth(of: bytes[...]) == ReceiptContainer.depth(of: tree), "\(bytes.prefix(12))")
+        }
+        // Not whole encodings: no depth (the verifier rejects them).
+        for broken: [UInt8] in [[0x30, 0x80, 0x02, 0x01, 0x01], [0x30, 0x03, 0x04, 0x05, 0x01], [0x04, 0x05, 0x01], [0x30]] {
+            #expect(ReceiptContainer.depth(of: broken[...]) == nil, "\(broken)")
+        }
+    }
+
+    @Test("a field's string read from its bytes is what BER.parse reads as a primitive string, on every form")
+    func stringsFromTheBytes() {
+        let forms: [[UInt8]] = [
+            [0x0C, 0x03, 0x61, 0x62, 0x63], [0x16, 0x00], [0x0C, 0x81, 0x01, 0x61], [0x0C, 0x82, 0x00, 0x01, 0x61],
+            [0x0C, 0x80, 0x61, 0x00, 0x00], [0x2C, 0x03, 0x0C, 0x01, 0x61], [0x0C, 0x02, 0x61], [0x0C, 0x01, 0x61, 0x62],
+            [0x04, 0x01, 0x61], [0x13, 0x01, 0x61], [0x0C], [0x0C, 0x85, 0, 0, 0, 0, 1, 0x61], [0x0C, 0x89, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x61],
+            [0x0C, 0x88, 0xFF, 0, 0, 0, 0, 0, 0, 1, 0x61], [0x1F, 0x0C, 0x01, 0x61],
+        ]
+        for form in forms {
+            let byParse: ArraySlice<UInt8>? = {
+                guard let node = try? BER.parse(form), node.identifier == .utf8String || node.identifier == .ia5String,
+                    case .primitive(let bytes) = node.content
+                else { return nil }
+                return bytes
+            }()
+            #expect(ReceiptPayload.primitiveString(form).map(Array.init) == byParse.map(Array.init), "\(form)")
+        }
+    }
+
+    @Test("the payload's attributes read from DER bytes are what BER.parse reads, and any other form is left to it")
+    func attributesFromTheBytes() throws {
+        var sets: [[UInt8]] = []
+        for name in Self.names {
+            let bytes = try Self.receipt(name)
+            guard case .success(let container) = Result(catching: { () throws(SignedDataRejection) in try ReceiptContainer(bytes) })
+            else { continue }
+            sets.append(container.content)
+            try ReceiptPayload.attributes(container.content, part: "p") { (type, value) throws(SignedDataRejection) in
+                if type == 17 { sets.append(value) }
+            }
+        }
+        #expect(sets.count > 10)
+        for set in sets {
+            let fast = try #require(DERAttributes.read(set), "a real receipt's SET is DER")
+            let tree = try BER.parse(set)
+            guard case .constructed(let children) = tree.content else { Issue.record("not constructed"); continue }
+            var slow: [(Int, [UInt8])] = []
+            for child in children {
+                guard case .constructed(let fields) = child.content else { continue }
+                let parts = Array(fields)
+                guard case .primitive(let value) = parts[2].content else { continue }
+                slow.append((try Int(berEncoded: parts[0]), Array(value)))
+            }
+            #expect(fast.map(\.0) == slow.map(\.0) && fast.map(\.1) == slow.map(\.1))
+        }
+        // Forms only BER.parse reads (or refuses): left to it.
+        let others: [[UInt8]] = [
+            [0x31, 0x80, 0x00, 0x00],  // indefinite length
+            [0x31, 0x81, 0x05, 0x30, 0x03, 0x02, 0x01, 0x01],  // a long-form length under 128
+            [0x31, 0x0B, 0x30, 0x09, 0x02, 0x01, 0xFF, 0x02, 0x01, 0x01, 0x04, 0x01, 0x61],  // a negative type
+            [0x31, 0x0C, 0x30, 0x0A, 0x02, 0x02, 0x00, 0x05, 0x02, 0x01, 0x01, 0x04, 0x01, 0x61],  // a type not minimal
+            [0x31, 0x0D, 0x30, 0x0B, 0x02, 0x01, 0x05, 0x02, 0x01, 0x01, 0x24, 0x03, 0x04, 0x01, 0x61],  // a constructed value
+            [0x31, 0x0B, 0x30, 0x09, 0x02, 0x01, 0x05, 0x02, 0x01, 0x01, 0x04, 0x02, 0x61],  // a value past its end
+            [0x30, 0x00], [0x31, 0x00, 0x00],
+        ]
+        for form in others { #expect(DERAttributes.read(form) == nil, "\(form)") }
+        #expect(DERAttributes.read([0x31, 0x00])?.isEmpty == true)
+    }
+
     // MARK: Receipts of our own PKI (AppStoreSimulator/PKI/ReceiptPKI.swift)
 
     static let created = "2026-11-20T10:00:00Z"

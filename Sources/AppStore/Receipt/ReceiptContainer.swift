@@ -59,9 +59,8 @@ struct ReceiptContainer: Sendable {
         } catch {
             throw .malformed("not a BER encoding (\(Self.reason(error)))")
         }
-        let depth = Self.depth(of: root)
-        guard depth <= Self.maxDepth else {
-            throw .malformed("nested \(depth) deep, more than \(Self.maxDepth)")
+        guard let depth = Self.depth(of: bytes[...]), depth <= Self.maxDepth else {
+            throw .malformed("nested \(Self.depth(of: bytes[...]).map(String.init) ?? "too") deep, more than \(Self.maxDepth)")
         }
         do {
             self = try Self.signedData(root)
@@ -230,6 +229,72 @@ struct ReceiptContainer: Sendable {
     static func depth(of node: ASN1Node) -> Int {
         guard case .constructed(let children) = node.content else { return 1 }
         return 1 + children.reduce(0) { max($0, depth(of: $1)) }
+    }
+
+    /// The deepest nesting of the BER encodings in `bytes` (a primitive alone: 1), read from the
+    /// bytes with a stack of where each open element ends: `depth(of:)` over the parsed tree made a
+    /// node collection per level, each checking all its nodes again (a seventh of the verifier's
+    /// time). nil when the bytes are not whole encodings (an element running past its parent or the
+    /// end, an indefinite length left open, a length over 8 bytes); the callers read only bytes
+    /// `BER.parse` accepted, so nil there means a bug, and it rejects.
+    static func depth(of bytes: ArraySlice<UInt8>) -> Int? {
+        var i = bytes.startIndex
+        let end = bytes.endIndex
+        // Where each open constructed element ends; nil: an indefinite length.
+        var ends: [Int?] = []
+        var deepest = 0
+        while true {
+            while let last = ends.last, let e = last, i == e { ends.removeLast() }
+            if i == end { return ends.isEmpty ? deepest : nil }
+            if let last = ends.last, last == nil, bytes[i] == 0, i + 1 < end, bytes[i + 1] == 0 {
+                ends.removeLast()
+                i += 2
+                continue
+            }
+            let tag = bytes[i]
+            i += 1
+            if tag & 0x1F == 0x1F {
+                // A tag number over 30: base-128 bytes, the last without its high bit.
+                while true {
+                    guard i < end else { return nil }
+                    let b = bytes[i]
+                    i += 1
+                    if b & 0x80 == 0 { break }
+                }
+            }
+            guard i < end else { return nil }
+            let first = bytes[i]
+            i += 1
+            var length: Int?
+            if first < 0x80 {
+                length = Int(first)
+            } else if first > 0x80 {
+                let n = Int(first & 0x7F)
+                guard n <= 8, n <= end - i else { return nil }
+                var l = 0
+                for _ in 0..<n {
+                    guard l <= Int.max >> 8 else { return nil }
+                    l = l << 8 | Int(bytes[i])
+                    i += 1
+                }
+                length = l
+            }
+            // The nearest definite end an element must stay inside.
+            let limit = ends.lazy.compactMap { $0 }.last ?? end
+            if tag & 0x20 != 0 {
+                if let l = length {
+                    guard l <= limit - i else { return nil }
+                    ends.append(i + l)
+                } else {
+                    ends.append(nil)
+                }
+                deepest = max(deepest, ends.count)
+            } else {
+                guard let l = length, l <= limit - i else { return nil }
+                deepest = max(deepest, ends.count + 1)
+                i += l
+            }
+        }
     }
 
     /// swift-asn1's reason, on one short line.

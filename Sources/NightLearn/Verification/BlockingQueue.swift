@@ -18,9 +18,29 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     /// Threads waiting in `push` (queue full) and in `pop`/`popAll` (queue empty).
     private var waitingProducers = 0
     private var waitingConsumers = 0
+    /// With `weight`: what the queued items weigh together, and the most a producer adds to
+    /// (items of very different sizes: a queue of app receipts holds 1,024 of 4 KB or 80 of 100 KB).
+    private let weight: (@Sendable (Element) -> Int)?
+    private let weightLimit: Int
+    private var queuedWeight = 0
 
     /// A queue that holds at most `capacity` items.
-    package init(capacity: Int) { self.capacity = capacity }
+    package init(capacity: Int) {
+        self.capacity = capacity
+        weight = nil
+        weightLimit = .max
+    }
+
+    /// A queue that holds at most `capacity` items and, once it holds one, no more than about
+    /// `weightLimit` by `weight` (a producer waits while the queued items weigh that much).
+    package init(capacity: Int, weightLimit: Int, weight: @escaping @Sendable (Element) -> Int) {
+        self.capacity = capacity
+        self.weight = weight
+        self.weightLimit = weightLimit
+    }
+
+    private func add(_ item: Element) { if let weight { queuedWeight += weight(item) } }
+    private func remove(_ item: Element) { if let weight { queuedWeight -= weight(item) } }
 
     /// Returns false when the queue was closed (the consumer left).
     @discardableResult
@@ -29,6 +49,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         defer { condition.unlock() }
         guard waitForRoom() else { return false }
         items.append(item)
+        add(item)
         wakeConsumers()
         return true
     }
@@ -42,6 +63,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         defer { condition.unlock() }
         guard waitForRoom() else { return false }
         items.append(contentsOf: batch)
+        for item in batch { add(item) }
         wakeConsumers()
         return true
     }
@@ -55,13 +77,25 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Up to `max` items, in order (waits up to `timeoutMs` for the first).
-    package func pop(max: Int, timeoutMs: Int) -> [Element] {
+    /// With `maxWeight` (a queue made with a weight): no more items than weigh that much together,
+    /// and always the first.
+    package func pop(max: Int, maxWeight: Int = .max, timeoutMs: Int) -> [Element] {
         condition.lock()
         defer { condition.unlock() }
         awaitItems(timeoutMs: timeoutMs)
-        let n = min(max, items.count)
+        var n = min(max, items.count)
+        if let weight, maxWeight < .max {
+            var taken = 0, k = 0
+            while k < n {
+                taken += weight(items[k])
+                k += 1
+                if taken >= maxWeight { break }
+            }
+            n = k
+        }
         let out = Array(items.prefix(n))
         items.removeFirst(n)
+        for item in out { remove(item) }
         if n > 0 { wakeProducers() }
         return out
     }
@@ -73,6 +107,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         awaitItems(timeoutMs: timeoutMs)
         let out = Array(items)
         items.removeAll(keepingCapacity: true)
+        queuedWeight = 0
         wakeProducers()
         return out
     }
@@ -94,7 +129,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Holds the lock. False when the queue is closed.
     private func waitForRoom() -> Bool {
-        while items.count >= capacity && !closed {
+        while (items.count >= capacity || (queuedWeight >= weightLimit && !items.isEmpty)) && !closed {
             waitingProducers += 1
             condition.wait()
             waitingProducers -= 1
@@ -114,6 +149,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
 
     private func takeLocked() -> Element? {
         guard let item = items.popFirst() else { return nil }
+        remove(item)
         wakeProducers()
         return item
     }
@@ -123,7 +159,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     private func wakeProducers() {
-        if waitingProducers > 0 && items.count <= capacity / 2 { condition.broadcast() }
+        if waitingProducers > 0 && items.count <= capacity / 2 && queuedWeight <= weightLimit / 2 { condition.broadcast() }
     }
 
     /// No more items will come (producer side) or none are wanted (consumer side).

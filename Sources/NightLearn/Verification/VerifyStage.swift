@@ -84,8 +84,11 @@ public final class VerifyStage {
         counts.sweep = sweep.count + apiSweep.count
         logger.info("verification starting", metadata: ["sweep": "\(swept.count)"])
 
-        let input = BlockingQueue<VerifyJob>(capacity: max(256, settings.concurrency * 8))
-        let records = BlockingQueue<AnswerRecord>(capacity: 50_000)
+        // By weight too: an app receipt of 200 purchases is 100 KB of base64 and its record 200
+        // transactions, so a queue counted in items alone grew with the receipts' size.
+        let input = BlockingQueue<VerifyJob>(
+            capacity: max(256, settings.concurrency * 8), weightLimit: 8 << 20, weight: { $0.receiptData.utf8.count })
+        let records = BlockingQueue<AnswerRecord>(capacity: 50_000, weightLimit: 20_000, weight: { 1 + ($0.txs?.count ?? 0) })
         let writer = AnswerWriter(queue: records, settings: settings)
         writer.start()
         let signed = SignedUploads(settings: settings, runID: runID)
@@ -97,7 +100,7 @@ public final class VerifyStage {
         // receipt it cannot settle goes on to verifyReceipt (`auto`).
         // 1,024 uploads (about 4 MB) keep both verifiers fed between the reader's turns; a deeper
         // queue only faulted in more fresh memory for the uploads' bytes (4,096: 13 MB more RSS).
-        let uploads = BlockingQueue<VerifyJob>(capacity: 1024)
+        let uploads = BlockingQueue<VerifyJob>(capacity: 1024, weightLimit: 8 << 20, weight: { $0.receiptData.utf8.count })
         let verifiers = DispatchGroup()
         for _ in 0..<max(1, ProcessInfo.processInfo.activeProcessorCount) {
             verifiers.enter()
@@ -106,7 +109,8 @@ public final class VerifyStage {
                 while true {
                     // Up to 128 at a time: one hand-off from the reader and one to the writer per
                     // batch (32 cost measurably more hand-offs on two cores).
-                    let jobs = uploads.pop(max: 128, timeoutMs: 200)
+                    // And at most 1 MB of them: 128 receipts of 200 purchases are 14 MB of base64.
+                    let jobs = uploads.pop(max: 128, maxWeight: 1 << 20, timeoutMs: 200)
                     guard !jobs.isEmpty else {
                         if uploads.isClosedAndEmpty { return }
                         continue
