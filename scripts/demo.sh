@@ -117,6 +117,42 @@ declined = {c: k["refund_declined"] for c, k in sorted(summary.get("money", {}).
 print("  refunds declined: " + (", ".join(f"{c} {v}" for c, v in declined.items()) or "none"))
 PY
 
+echo "app receipts (summary.json verification.receipts_offline; the simulator's receipts are JSON tokens,"
+echo "  which only verifyReceipt reads: --receipts auto sends them on as malformed):"
+python3 - "$here/reports/$day/summary.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1])).get("verification", {}).get("receipts_offline", {})
+listed = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"
+print(f"  --receipts {o.get('mode')}: {o.get('verified', 0)} verified offline, rejected: {listed(o.get('rejected', {}))}; "
+      f"sent to verifyReceipt: {listed(o.get('to_verify_receipt', {}))}")
+PY
+
+# Apple's own receipts, verified on this machine against the embedded Apple Root CA, with
+# verifyReceipt out of reach: two public receipts (Tests/AppStoreTests/Fixtures/receipts, their
+# provenance there) in a source schema of their own, a job schema of their own.
+echo
+echo "== two real Apple receipts (2015 sandbox, SHA-1; 2024 production, SHA-256), --receipts offline,"
+echo "   verifyReceipt unreachable: iap-reconcile verify --source-schema apple_receipts"
+psql -qX -v ON_ERROR_STOP=1 <<SQL
+CREATE SCHEMA apple_receipts;
+CREATE TABLE apple_receipts.iap_products (LIKE public.iap_products);
+CREATE TABLE apple_receipts.iap_orders (LIKE public.iap_orders);
+CREATE TABLE apple_receipts.iap_grants (LIKE public.iap_grants);
+CREATE TABLE apple_receipts.iap_receipts (LIKE public.iap_receipts INCLUDING ALL);
+INSERT INTO apple_receipts.iap_receipts (receipt_id, user_id, receipt_data, submitted_at) VALUES
+  ('APPLE-2015', 'U-real-1', '$(tr -d '\n' < "$here/Tests/AppStoreTests/Fixtures/receipts/sandbox-2015.b64")', now() - interval '1 hour'),
+  ('APPLE-2024', 'U-real-2', '$(tr -d '\n' < "$here/Tests/AppStoreTests/Fixtures/receipts/production-2024.b64")', now() - interval '1 hour');
+SQL
+"$bin/iap-reconcile" migrate --job-schema apple_receipts_job >/dev/null
+# Not the demo game's: no bundle list, no Server API key (their apps are not ours).
+env -u IAP_BUNDLE_IDS -u IAP_ISSUER_ID -u IAP_KEY_ID -u IAP_PRIVATE_KEY_FILE \
+  IAP_VERIFY_URL_PRODUCTION=http://127.0.0.1:9/verifyReceipt IAP_VERIFY_URL_SANDBOX=http://127.0.0.1:9/verifyReceipt \
+  "$bin/iap-reconcile" verify --receipts offline --source-schema apple_receipts --job-schema apple_receipts_job \
+  --no-progress --log-level error 2>&1 | sed 's/^/  /'
+psql -qAtX -F ' ' -c "SELECT '  ' || s.receipt_id, s.verdict, s.environment, count(t.transaction_id) || ' purchases learned'
+  FROM apple_receipts_job.receipt_state s LEFT JOIN apple_receipts_job.receipt_transactions t USING (receipt_id)
+  GROUP BY 1, 2, 3 ORDER BY 1"
+
 # Customer service: a player forwards Apple's invoice e-mail. The order ID of a missed purchase:
 missed=$(awk -F, 'NR > 1 && $11 == "paid_not_granted" && $9 == "production" { print $6; exit }' "$here/reports/$day/compensate.csv")
 order=$(awk -F'\t' -v t="$missed" '$1 == t { print $13; exit }' "$work/apple-truth.tsv")
