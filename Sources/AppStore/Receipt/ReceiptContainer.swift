@@ -59,8 +59,9 @@ struct ReceiptContainer: Sendable {
         } catch {
             throw .malformed("not a BER encoding (\(Self.reason(error)))")
         }
-        guard let depth = Self.depth(of: bytes[...]), depth <= Self.maxDepth else {
-            throw .malformed("nested \(Self.depth(of: bytes[...]).map(String.init) ?? "too") deep, more than \(Self.maxDepth)")
+        let depth = Self.depth(of: bytes[...])
+        guard let depth, depth <= Self.maxDepth else {
+            throw .malformed("nested \(depth.map(String.init) ?? "too") deep, more than \(Self.maxDepth)")
         }
         do {
             self = try Self.signedData(root)
@@ -225,7 +226,7 @@ struct ReceiptContainer: Sendable {
         return (der, digest)
     }
 
-    /// How deep the tree goes (the root is 1).
+    /// How deep the parsed tree goes (the root is 1): what the tests hold the byte walk below to.
     static func depth(of node: ASN1Node) -> Int {
         guard case .constructed(let children) = node.content else { return 1 }
         return 1 + children.reduce(0) { max($0, depth(of: $1)) }

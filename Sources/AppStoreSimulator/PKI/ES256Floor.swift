@@ -38,6 +38,14 @@ public enum ES256Floor {
         for (message, signature) in zip(messages, signed) where !publicKey.isValidSignature(signature, for: message) {
             throw CocoaError(.coderInvalidValue)
         }
+        return time(seconds: seconds, threads: threads, signatures: signatures) { k in
+            publicKey.isValidSignature(signed[k], for: messages[k])
+        }
+    }
+
+    /// Checks signature `k` of `signatures`, in turn from a different place on each of `threads`
+    /// threads, for `seconds`: the loop both floors time (RSAFloor.swift).
+    static func time(seconds: Double, threads: Int, signatures: Int, check: @Sendable (Int) -> Bool) -> Result {
         let total = Atomic<Int>(0)
         let cpuBefore = cpuNow()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -47,7 +55,7 @@ public enum ES256Floor {
             var n = 0, next = thread * signatures / max(1, threads)
             while true {
                 for _ in 0..<64 {
-                    if publicKey.isValidSignature(signed[next], for: messages[next]) { n += 1 }
+                    if check(next) { n += 1 }
                     next = next + 1 == signatures ? 0 : next + 1
                 }
                 if DispatchTime.now().uptimeNanoseconds >= end { break }

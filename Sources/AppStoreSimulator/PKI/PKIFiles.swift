@@ -96,6 +96,11 @@ extension TestPKI {
             (f.leaf, try leaf.serializeAsPEM().pemString), (f.intermediate, try intermediate.serializeAsPEM().pemString),
             (f.root, rootPEM),
         ]
+        try Self.write(files, in: dir)
+    }
+
+    /// Writes each `(name, content)` into `dir` atomically, in order (the receipt PKI's files too).
+    static func write(_ files: [(String, String)], in dir: URL) throws {
         for (name, content) in files {
             let url = dir.appendingPathComponent(name)
             do {

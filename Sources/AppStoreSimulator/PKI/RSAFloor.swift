@@ -6,9 +6,7 @@
 // `threads` threads, as ES256Floor does for signed transactions.
 
 import Crypto
-import Dispatch
 import Foundation
-import Synchronization
 import _CryptoExtras
 
 public enum RSAFloor {
@@ -26,26 +24,8 @@ public enum RSAFloor {
         where !publicKey.isValidSignature(signature, for: SHA256.hash(data: message), padding: .insecurePKCS1v1_5) {
             throw CocoaError(.coderInvalidValue)
         }
-        let total = Atomic<Int>(0)
-        let cpuBefore = ES256Floor.cpuNow()
-        let start = DispatchTime.now().uptimeNanoseconds
-        let end = start + UInt64(seconds * 1e9)
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            var n = 0, next = thread * signatures / max(1, threads)
-            while true {
-                for _ in 0..<64 {
-                    if publicKey.isValidSignature(signed[next], for: SHA256.hash(data: messages[next]), padding: .insecurePKCS1v1_5) {
-                        n += 1
-                    }
-                    next = next + 1 == signatures ? 0 : next + 1
-                }
-                if DispatchTime.now().uptimeNanoseconds >= end { break }
-            }
-            total.add(n, ordering: .relaxed)
+        return ES256Floor.time(seconds: seconds, threads: threads, signatures: signatures) { k in
+            publicKey.isValidSignature(signed[k], for: SHA256.hash(data: messages[k]), padding: .insecurePKCS1v1_5)
         }
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return ES256Floor.Result(
-            verifications: total.load(ordering: .relaxed), seconds: elapsed, cpuSeconds: ES256Floor.cpuNow() - cpuBefore,
-            threads: threads, signatures: signatures)
     }
 }

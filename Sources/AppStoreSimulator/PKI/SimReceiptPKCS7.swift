@@ -139,13 +139,6 @@ extension ReceiptPKI {
             (f.leaf, try leaf.serializeAsPEM().pemString), (f.intermediate, try intermediate.serializeAsPEM().pemString),
             (f.root, try rootPEM),
         ]
-        for (name, content) in files {
-            let url = dir.appendingPathComponent(name)
-            do {
-                try Data((content + "\n").utf8).write(to: url, options: .atomic)
-            } catch {
-                throw TestPKI.FileError(description: "\(url.path): cannot be written")
-            }
-        }
+        try TestPKI.write(files, in: dir)
     }
 }

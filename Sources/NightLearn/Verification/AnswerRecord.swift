@@ -83,36 +83,15 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         signed job: VerifyJob, result: Result<SignedTransaction, SignedDataRejection>, runID: Int64,
         elapsedMs: Int, now: EpochMillis
     ) {
-        r = job.receiptID
-        n = job.priorAttempts + 1
-        run = runID
-        at = now
-        ms = elapsedMs
-        sweep = job.sweep
-        final = true
-        failedRuns = job.retry.failedRuns
-        runs21002 = job.retry.runs21002
-        kind = "signed_transaction"
-        asked = false
-        fresh = job.fresh
         switch result {
         case .success(let signed):
-            env = signed.transaction.environment.rawValue
-            cls = "ok"
-            verdict = "valid"
-            bundle = signed.transaction.bundleID
-            txs = [Transaction(signed)]
+            self.init(
+                verifiedOffline: job, environment: signed.transaction.environment, bundle: signed.transaction.bundleID,
+                txs: [Transaction(signed)], runID: runID, elapsedMs: elapsedMs, now: now)
         case .failure(let rejection):
-            // verify_attempts.environment is required: a rejected upload is filed under production,
-            // where nothing it claims is believed.
-            env = AppStoreEnvironment.production.rawValue
-            cls = "reject"
-            verdict =
-                rejection.code == "wrong_bundle"
-                ? RejectionReason.wrongBundle.rawValue : RejectionReason.invalidReceipt.rawValue
-            rej = rejection.code
-            err = "signed transaction: \(rejection)"
+            self.init(rejectedOffline: job, rejection, as: "signed transaction", runID: runID, elapsedMs: elapsedMs, now: now)
         }
+        kind = "signed_transaction"
     }
 
     /// The record of an app receipt verified on our machine (`AppReceipts`): valid, or definitively
@@ -121,34 +100,45 @@ struct AnswerRecord: Codable, Sendable, Equatable {
         appReceipt job: VerifyJob, result: Result<AppReceipt, SignedDataRejection>, runID: Int64,
         elapsedMs: Int, now: EpochMillis
     ) {
-        r = job.receiptID
-        n = job.priorAttempts + 1
-        run = runID
-        at = now
-        ms = elapsedMs
-        sweep = job.sweep
-        final = true
-        failedRuns = job.retry.failedRuns
-        runs21002 = job.retry.runs21002
-        asked = false
-        fresh = job.fresh
         switch result {
         case .success(let receipt):
-            env = receipt.environment.rawValue
-            cls = "ok"
-            verdict = "valid"
-            bundle = receipt.bundleID
-            txs = receipt.transactions.map(Transaction.init)
+            self.init(
+                verifiedOffline: job, environment: receipt.environment, bundle: receipt.bundleID,
+                txs: receipt.transactions.map(Transaction.init), runID: runID, elapsedMs: elapsedMs, now: now)
         case .failure(let rejection):
-            // As for a rejected upload: filed under production, where nothing it claims is believed.
-            env = AppStoreEnvironment.production.rawValue
-            cls = "reject"
-            verdict =
-                rejection.code == "wrong_bundle"
-                ? RejectionReason.wrongBundle.rawValue : RejectionReason.invalidReceipt.rawValue
-            rej = rejection.code
-            err = "app receipt verified offline: \(rejection)"
+            self.init(rejectedOffline: job, rejection, as: "app receipt verified offline", runID: runID, elapsedMs: elapsedMs, now: now)
         }
+    }
+
+    /// What was verified offline, valid: definitive, one attempt, no request.
+    private init(
+        verifiedOffline job: VerifyJob, environment: AppStoreEnvironment, bundle: String?, txs: [Transaction], runID: Int64,
+        elapsedMs: Int, now: EpochMillis
+    ) {
+        (r, n, run, at, ms, sweep, final) = (job.receiptID, job.priorAttempts + 1, runID, now, elapsedMs, job.sweep, true)
+        (failedRuns, runs21002, asked, fresh) = (job.retry.failedRuns, job.retry.runs21002, false, job.fresh)
+        env = environment.rawValue
+        cls = "ok"
+        verdict = "valid"
+        self.bundle = bundle
+        self.txs = txs
+    }
+
+    /// What was verified offline and failed a check: a definitive rejection with its specific
+    /// reason (`what` names it in `last_error`). verify_attempts.environment is required: it is
+    /// filed under production, where nothing it claims is believed.
+    private init(
+        rejectedOffline job: VerifyJob, _ rejection: SignedDataRejection, as what: String, runID: Int64, elapsedMs: Int,
+        now: EpochMillis
+    ) {
+        (r, n, run, at, ms, sweep, final) = (job.receiptID, job.priorAttempts + 1, runID, now, elapsedMs, job.sweep, true)
+        (failedRuns, runs21002, asked, fresh) = (job.retry.failedRuns, job.retry.runs21002, false, job.fresh)
+        env = AppStoreEnvironment.production.rawValue
+        cls = "reject"
+        verdict =
+            rejection.code == "wrong_bundle" ? RejectionReason.wrongBundle.rawValue : RejectionReason.invalidReceipt.rawValue
+        rej = rejection.code
+        err = "\(what): \(rejection)"
     }
 
     /// An app receipt `--receipts offline` cannot settle (`malformed`: not PKCS#7, an unknown type
