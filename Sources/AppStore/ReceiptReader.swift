@@ -287,15 +287,25 @@ struct PartialTransaction {
 /// De-duplicates by transaction_id, keeping first-seen order.
 struct Collector {
     var partials: [PartialTransaction] = []
+    /// Each transaction id's place in `partials`, made once there are `linearUpTo` of them: a
+    /// receipt holds one or two, found faster by a scan than by hashing into a new dictionary.
     private var index: [String: Int] = [:]
+    private static let linearUpTo = 16
 
     mutating func add(_ partial: PartialTransaction?) {
         guard let partial else { return }
-        if let at = index[partial.transactionID] {
+        if let at = position(of: partial.transactionID) {
             partials[at] = partials[at].merged(with: partial)
-        } else {
-            index[partial.transactionID] = partials.count
-            partials.append(partial)
+            return
         }
+        if index.isEmpty, partials.count >= Self.linearUpTo {
+            for (i, p) in partials.enumerated() { index[p.transactionID] = i }
+        }
+        if !index.isEmpty { index[partial.transactionID] = partials.count }
+        partials.append(partial)
+    }
+
+    private func position(of id: String) -> Int? {
+        index.isEmpty ? partials.firstIndex { $0.transactionID == id } : index[id]
     }
 }

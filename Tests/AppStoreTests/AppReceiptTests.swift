@@ -122,7 +122,7 @@ struct AppReceiptTests {
             let bytes = try Self.receipt(name)
             encodings.append(bytes)
             if case .success(let container) = Result(catching: { () throws(SignedDataRejection) in try ReceiptContainer(bytes) }) {
-                encodings.append(container.content)
+                encodings.append(Array(container.content))
             }
         }
         // BER's own forms: an indefinite length closed by two zero bytes, a long-form length, a
@@ -156,7 +156,7 @@ struct AppReceiptTests {
                 else { return nil }
                 return bytes
             }()
-            #expect(ReceiptPayload.primitiveString(form).map(Array.init) == byParse.map(Array.init), "\(form)")
+            #expect(ReceiptPayload.primitiveString(form[...]).map(Array.init) == byParse.map(Array.init), "\(form)")
         }
     }
 
@@ -167,14 +167,14 @@ struct AppReceiptTests {
             let bytes = try Self.receipt(name)
             guard case .success(let container) = Result(catching: { () throws(SignedDataRejection) in try ReceiptContainer(bytes) })
             else { continue }
-            sets.append(container.content)
+            sets.append(Array(container.content))
             try ReceiptPayload.attributes(container.content, part: "p") { (type, value) throws(SignedDataRejection) in
-                if type == 17 { sets.append(value) }
+                if type == 17 { sets.append(Array(value)) }
             }
         }
         #expect(sets.count > 10)
         for set in sets {
-            let fast = try #require(DERAttributes.read(set), "a real receipt's SET is DER")
+            let fast = try #require(DERAttributes.read(set[...]), "a real receipt's SET is DER")
             let tree = try BER.parse(set)
             guard case .constructed(let children) = tree.content else { Issue.record("not constructed"); continue }
             var slow: [(Int, [UInt8])] = []
@@ -184,7 +184,7 @@ struct AppReceiptTests {
                 guard case .primitive(let value) = parts[2].content else { continue }
                 slow.append((try Int(berEncoded: parts[0]), Array(value)))
             }
-            #expect(fast.map(\.0) == slow.map(\.0) && fast.map(\.1) == slow.map(\.1))
+            #expect(fast.map(\.0) == slow.map(\.0) && fast.map { Array($0.1) } == slow.map(\.1))
         }
         // Forms only BER.parse reads (or refuses): left to it.
         let others: [[UInt8]] = [
@@ -196,8 +196,59 @@ struct AppReceiptTests {
             [0x31, 0x0B, 0x30, 0x09, 0x02, 0x01, 0x05, 0x02, 0x01, 0x01, 0x04, 0x02, 0x61],  // a value past its end
             [0x30, 0x00], [0x31, 0x00, 0x00],
         ]
-        for form in others { #expect(DERAttributes.read(form) == nil, "\(form)") }
-        #expect(DERAttributes.read([0x31, 0x00])?.isEmpty == true)
+        for form in others { #expect(DERAttributes.read(form[...]) == nil, "\(form)") }
+        #expect(DERAttributes.read([0x31, 0x00][...])?.isEmpty == true)
+    }
+
+    @Test("the container read from DER bytes is what BER.parse reads, on Apple's receipts and ours; other forms are left to it")
+    func containerFromTheBytes() throws {
+        var receipts = try Self.names.map { try Self.receipt($0) }
+        for digest in [ReceiptSigning.Digest.sha1, .sha256] {
+            receipts.append(try Self.pki.sign(try Self.fields().payload(), digest: digest))
+        }
+        for bytes in receipts {
+            let fast = try #require(ReceiptContainer.der(bytes[...]), "a receipt in Apple's form is read from its bytes")
+            let slow = try ReceiptContainer.ber(bytes)
+            #expect(fast.certificates.map(Array.init) == slow.certificates.map(Array.init))
+            #expect(Array(fast.signerID) == Array(slow.signerID) && Array(fast.signerIssuer) == Array(slow.signerIssuer))
+            #expect(Array(fast.signerSerial) == Array(slow.signerSerial) && fast.digest == slow.digest)
+            #expect(Array(fast.signature) == Array(slow.signature) && Array(fast.content) == Array(slow.content))
+            #expect(slow.signedAttributes == nil && fast.certificates.count == 3)
+        }
+        // The same receipt in BER's other forms: declined from the bytes, read by BER.parse, still valid.
+        let apple = receipts[1]
+        #expect(apple[0] == 0x30 && apple[1] == 0x82)
+        let body = Array(apple[4...])
+        let longer = [0x30, 0x83, 0x00, apple[2], apple[3]] + body
+        let indefinite = [0x30, 0x80] + body + [0x00, 0x00]
+        for form in [longer, indefinite] {
+            #expect(ReceiptContainer.der(form[...]) == nil)
+            #expect((try? Self.verifier.verify(form, bundleIDs: nil).get()) != nil, "\(form.prefix(6))")
+        }
+        // Not whole: declined, then malformed.
+        for form in [apple + [0], Array(apple.dropLast()), Array(apple.prefix(apple.count / 3))] {
+            #expect(ReceiptContainer.der(form[...]) == nil)
+            #expect(rejection(Self.verifier.verify(form, bundleIDs: nil)) == "malformed")
+        }
+    }
+
+    @Test("a receipt's chain key: equal only when signer and certificates are byte for byte; kept in the cache as a copy")
+    func chainKey() throws {
+        let a = try ReceiptContainer(try Self.pki.sign(try Self.fields().payload(), digest: .sha256))
+        let b = try ReceiptContainer(try Self.pki.sign(try Self.fields(bundle: "com.example.other").payload(), digest: .sha1))
+        let keyA = ReceiptChainKey(signer: a.signerID, certificates: a.certificates)
+        let keyB = ReceiptChainKey(signer: b.signerID, certificates: b.certificates)
+        #expect(keyA == keyB && keyA.hashValue == keyB.hashValue && keyA.compacted == keyA)
+        // One byte of the middle of a certificate (the hash does not read it): no longer equal.
+        var changed = a.certificates
+        var middle = Array(changed[1])
+        middle[middle.count / 2] ^= 0x01
+        changed[1] = middle[...]
+        #expect(ReceiptChainKey(signer: a.signerID, certificates: changed) != keyA)
+        #expect(ReceiptChainKey(signer: a.signerID, certificates: Array(a.certificates.prefix(2))) != keyA)
+        #expect(ReceiptChainKey(signer: a.signerID.dropLast(), certificates: a.certificates) != keyA)
+        // The cached copy holds its own bytes, not the receipt's.
+        #expect(keyA.compacted.certificates.allSatisfy { $0.startIndex == 0 })
     }
 
     // MARK: Receipts of our own PKI (AppStoreSimulator/PKI/ReceiptPKI.swift)

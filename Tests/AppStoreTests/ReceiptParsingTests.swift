@@ -1,4 +1,4 @@
-import AppStore
+@testable import AppStore
 import Reconciliation
 import Testing
 
@@ -354,5 +354,20 @@ struct ReceiptParsingTests {
             #expect(t.bundleID == answer.bundleID)
         }
         #expect(Set(answer.transactions.map(\.transactionID)).count == answer.transactions.count)
+    }
+
+    @Test("the collector merges repeated transaction ids alike below, at and past the count it scans")
+    func collectorMerges() {
+        for count in [1, 3, 15, 16, 17, 40] {
+            var collector = Collector()
+            // Each id twice: first with a quantity, then with a product; merged, each has both.
+            for i in 0..<(count * 2) {
+                var p = PartialTransaction(transactionID: String(1000 + i % count))
+                if i < count { p.quantity = i + 1 } else { p.productID = "p\(i % count)" }
+                collector.add(p)
+            }
+            #expect(collector.partials.map(\.transactionID) == (0..<count).map { String(1000 + $0) }, "\(count)")
+            #expect(collector.partials.enumerated().allSatisfy { $1.quantity == $0 + 1 && $1.productID == "p\($0)" }, "\(count)")
+        }
     }
 }

@@ -43,6 +43,13 @@ struct CandidateQueryTests {
         "QUJD\u{0C}", "QUJ-", "QUJ_", "QU.D", "QUJDé", "ÀUJD", "QUJD\u{A0}", "+/+/", "////", "0123456789+/",
         "ewogICJzdGF0dXMiOiAwCn0=", String(repeating: "QUJD", count: 5000), String(repeating: "QUJD", count: 5000) + "=",
         String(repeating: "Q", count: 4001) + "==", "A=AA", "=AAA", "AA=\n=", "AA= =",
+        // Past the reader's 16-byte runs: whatever breaks a run, where it falls.
+        String(repeating: "QUJD", count: 8) + "QU==", String(repeating: "QUJD", count: 8) + "QU==" + String(repeating: "QUJD", count: 8),
+        String(repeating: "QUJD", count: 8) + "\n" + String(repeating: "QUJD", count: 8),
+        String(repeating: "QUJD", count: 8) + "-" + String(repeating: "QUJD", count: 8),
+        String(repeating: "QUJD", count: 5) + "é" + "QUJ", String(repeating: "QUJD", count: 4) + "Q",
+        String(repeating: "QUJD", count: 4) + "===" + String(repeating: " ", count: 20),
+        String(repeating: "QUJD", count: 4) + "QU=" + String(repeating: " ", count: 20) + "=",
     ]
 
     @Test("the reader's base64 check is is_base64's, on hostile texts")
@@ -63,6 +70,16 @@ struct CandidateQueryTests {
         #expect(differ.isEmpty, "is_base64 and the reader disagree on \(differ)")
         #expect(kinds.isEmpty, "the reader takes these wrongly: \(kinds)")
         #expect(Self.hostileBase64.filter { var c = $0; return c.withUTF8 { ReceiptSelection.isBase64($0) } }.count >= 8)
+    }
+
+    @Test("an app receipt's text decodes to the same bytes with and without the whitespace is_base64 allows")
+    func receiptTextDecodes() {
+        let bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let text = Data(bytes).base64EncodedString()
+        #expect(AppReceipts.decoded(text) == bytes)
+        #expect(AppReceipts.decoded(Data(bytes).base64EncodedString(options: .lineLength64Characters)) == bytes)
+        #expect(AppReceipts.decoded(" \t" + text.prefix(40) + "\r\n" + text.dropFirst(40) + "\n") == bytes)
+        #expect(AppReceipts.decoded("QUJD") == Array("ABC".utf8) && AppReceipts.decoded("QUI=") == Array("AB".utf8))
     }
 
     @Test("the dot check (replace, in bytes) says what strpos says, on hostile texts and null")

@@ -85,8 +85,8 @@ public struct AppReceiptVerifier: Sendable {
     /// The signature over the content (or over the signed attributes, whose message digest must be
     /// the content's).
     static func isSigned(_ container: ReceiptContainer, by key: _RSA.Signing.PublicKey) -> Bool {
-        let signature = _RSA.Signing.RSASignature(rawRepresentation: container.signature)
-        func valid(_ bytes: [UInt8]) -> Bool {
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: Array(container.signature))
+        func valid(_ bytes: ArraySlice<UInt8>) -> Bool {
             switch container.digest {
             case .sha1: return key.isValidSignature(signature, for: Insecure.SHA1.hash(data: bytes), padding: .insecurePKCS1v1_5)
             case .sha256: return key.isValidSignature(signature, for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5)
@@ -98,7 +98,7 @@ public struct AppReceiptVerifier: Sendable {
         case .sha1: digest = Array(Insecure.SHA1.hash(data: container.content))
         case .sha256: digest = Array(SHA256.hash(data: container.content))
         }
-        return digest == attributes.messageDigest && valid(attributes.der)
+        return digest == attributes.messageDigest && valid(attributes.der[...])
     }
 
     // MARK: The chain
@@ -107,16 +107,14 @@ public struct AppReceiptVerifier: Sendable {
     private func chain(of container: ReceiptContainer) throws(SignedDataRejection)
         -> (leafKey: _RSA.Signing.PublicKey, validity: [CertificateValidity])
     {
-        var bytes = container.signerSerial + container.signerIssuer
-        for certificate in container.certificates { bytes += certificate }
-        let key = ReceiptChainKey(bytes: bytes)
+        let key = ReceiptChainKey(signer: container.signerID, certificates: container.certificates)
         let verdict: ReceiptChain
         if let known = cache.entry(key) {
             verdict = known
         } else {
             verdict = ReceiptChain.judge(container, roots: roots, store: store)
             // Only verdicts on certificates are kept: a receipt whose certificates do not parse is not.
-            if case .rejected(.malformed) = verdict {} else { cache.store(verdict, for: key) }
+            if case .rejected(.malformed) = verdict {} else { cache.store(verdict, for: key.compacted) }
         }
         switch verdict {
         case .trusted(let leafKey, let validity): return (leafKey, validity)
@@ -125,14 +123,37 @@ public struct AppReceiptVerifier: Sendable {
     }
 }
 
-/// A receipt's certificates and signer, as the chain cache's key: hashed as one run of bytes
-/// (`Hasher.combine(bytes:)`), not byte by byte as `[UInt8]`'s own hash does (a tenth of the
-/// verifier's time on 3 KB of certificates a receipt).
+/// A receipt's signer (its IssuerAndSerialNumber as encoded) and certificates, as the chain
+/// cache's key: slices of the receipt, never copied to be looked up. Equal means every byte equal
+/// (compared with `memcmp`); the hash takes the signer, the sizes and the last 16 bytes of each
+/// certificate (its signature's), not 3 KB of certificates byte by byte as `[UInt8]`'s own hash
+/// does (a tenth of the verifier's time).
 struct ReceiptChainKey: Hashable, Sendable {
-    let bytes: [UInt8]
+    let signer: ArraySlice<UInt8>
+    let certificates: [ArraySlice<UInt8>]
 
     func hash(into hasher: inout Hasher) {
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        signer.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(certificates.count)
+        for certificate in certificates {
+            hasher.combine(certificate.count)
+            certificate.suffix(16).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
+    static func == (a: ReceiptChainKey, b: ReceiptChainKey) -> Bool {
+        guard same(a.signer, b.signer), a.certificates.count == b.certificates.count else { return false }
+        return zip(a.certificates, b.certificates).allSatisfy { same($0, $1) }
+    }
+
+    private static func same(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+    }
+
+    /// The key with bytes of its own, to keep in the cache: slices would keep whole receipts alive.
+    var compacted: ReceiptChainKey {
+        ReceiptChainKey(signer: ArraySlice(Array(signer)), certificates: certificates.map { ArraySlice(Array($0)) })
     }
 }
 
@@ -153,7 +174,7 @@ enum ReceiptChain: Sendable {
         guard let issuer = try? DistinguishedName(derEncoded: container.signerIssuer) else {
             return .rejected(.malformed("the signer's issuer is not a name"))
         }
-        let serial = Self.trimmed(container.signerSerial[...])
+        let serial = Self.trimmed(container.signerSerial)
         guard let leafIndex = carried.firstIndex(where: { $0.issuer == issuer && Self.trimmed($0.serialNumber.bytes) == serial }) else {
             return .rejected(.brokenChain("the signer's certificate is not among those the receipt carries"))
         }

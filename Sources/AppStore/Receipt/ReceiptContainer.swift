@@ -1,5 +1,5 @@
-// The PKCS#7 container of an app receipt (RFC 2315 SignedData, as Apple signs it): read with
-// swift-asn1's BER parser, which keeps every length inside its parent, allows indefinite lengths
+// The PKCS#7 container of an app receipt (RFC 2315 SignedData, as Apple signs it): Apple's own
+// form read from the bytes (ReceiptContainerDER.swift), any other with swift-asn1's BER parser, which keeps every length inside its parent, allows indefinite lengths
 // only on constructed values and refuses trailing bytes. Here only the shape and the limits are
 // checked; the certificates are judged, and the signature checked, by `AppReceiptVerifier`.
 
@@ -15,16 +15,18 @@ struct ReceiptContainer: Sendable {
         case sha256
     }
 
+    // Slices of the receipt's bytes, not copies.
     /// The certificates the receipt carries, as DER, in their order: candidates, never anchors.
-    let certificates: [[UInt8]]
-    /// The signer's certificate: its issuer's encoded name and its serial number.
-    let signerIssuer: [UInt8]
-    let signerSerial: [UInt8]
+    let certificates: [ArraySlice<UInt8>]
+    /// The signer's IssuerAndSerialNumber as encoded; then its issuer's encoded name and its serial number.
+    let signerID: ArraySlice<UInt8>
+    let signerIssuer: ArraySlice<UInt8>
+    let signerSerial: ArraySlice<UInt8>
     let digest: DigestAlgorithm
     /// The RSA PKCS#1 v1.5 signature over `content` (or over the signed attributes when present).
-    let signature: [UInt8]
+    let signature: ArraySlice<UInt8>
     /// The payload: the ASN.1 SET of receipt attributes.
-    let content: [UInt8]
+    let content: ArraySlice<UInt8>
     /// The DER of the signed attributes as signed (their SET tag restored), and the message digest
     /// they state; nil when absent, as in Apple's receipts.
     let signedAttributes: (der: [UInt8], messageDigest: [UInt8])?
@@ -53,6 +55,17 @@ struct ReceiptContainer: Sendable {
         guard bytes.count <= Self.maxBytes else {
             throw .malformed("the receipt is \(bytes.count) bytes, more than \(Self.maxBytes)")
         }
+        // Apple's form, read from the bytes; its depth walk also checks that every element, inside
+        // the certificates too, stays inside its parent. Anything else is BER.parse's to read and judge.
+        if let container = Self.der(bytes[...]), let depth = Self.depth(of: bytes[...]), depth <= Self.maxDepth {
+            self = container
+            return
+        }
+        self = try Self.ber(bytes)
+    }
+
+    /// The container as swift-asn1's BER parser reads it, whatever its form (the size checked).
+    static func ber(_ bytes: [UInt8]) throws(SignedDataRejection) -> ReceiptContainer {
         let root: ASN1Node
         do {
             root = try BER.parse(bytes)
@@ -64,7 +77,7 @@ struct ReceiptContainer: Sendable {
             throw .malformed("nested \(depth.map(String.init) ?? "too") deep, more than \(Self.maxDepth)")
         }
         do {
-            self = try Self.signedData(root)
+            return try Self.signedData(root)
         } catch let rejection as SignedDataRejection {
             throw rejection
         } catch {
@@ -72,11 +85,13 @@ struct ReceiptContainer: Sendable {
         }
     }
 
-    private init(
-        certificates: [[UInt8]], signerIssuer: [UInt8], signerSerial: [UInt8], digest: DigestAlgorithm,
-        signature: [UInt8], content: [UInt8], signedAttributes: (der: [UInt8], messageDigest: [UInt8])?
+    init(
+        certificates: [ArraySlice<UInt8>], signerID: ArraySlice<UInt8>, signerIssuer: ArraySlice<UInt8>,
+        signerSerial: ArraySlice<UInt8>, digest: DigestAlgorithm, signature: ArraySlice<UInt8>, content: ArraySlice<UInt8>,
+        signedAttributes: (der: [UInt8], messageDigest: [UInt8])?
     ) {
         self.certificates = certificates
+        self.signerID = signerID
         self.signerIssuer = signerIssuer
         self.signerSerial = signerSerial
         self.digest = digest
@@ -107,7 +122,7 @@ struct ReceiptContainer: Sendable {
             guard case .constructed(let children) = node.content else {
                 throw SignedDataRejection.malformed("certificates are primitive")
             }
-            return children.map { Array($0.encodedBytes) }
+            return children.map(\.encodedBytes)
         }
         _ = try BER.optionalImplicitlyTagged(&nodes, tagNumber: 1, tagClass: .contextSpecific) { _ in () }
         guard let signerSet = nodes.next(), nodes.next() == nil else {
@@ -132,7 +147,7 @@ struct ReceiptContainer: Sendable {
     }
 
     /// encapContentInfo { id-data, [0] OCTET STRING }: the payload.
-    private static func encapsulatedContent(_ nodes: inout ASN1NodeCollection.Iterator) throws -> [UInt8] {
+    private static func encapsulatedContent(_ nodes: inout ASN1NodeCollection.Iterator) throws -> ArraySlice<UInt8> {
         guard let node = nodes.next() else { throw SignedDataRejection.malformed("no encapsulated content") }
         return try BER.sequence(node, identifier: .sequence) { inner in
             let type = try ASN1ObjectIdentifier(berEncoded: &inner)
@@ -144,18 +159,18 @@ struct ReceiptContainer: Sendable {
                         try ASN1OctetString(berEncoded: $0)
                     })
             else { throw SignedDataRejection.malformed("the receipt carries no content (a detached signature)") }
-            return Array(octets.bytes)
+            return octets.bytes
         }
     }
 
     /// SignerInfo { version, IssuerAndSerialNumber, digestAlgorithm, [0] signedAttrs?,
     /// signatureAlgorithm, signature, [1] unsignedAttrs? }.
     private static func signer(
-        _ node: ASN1Node, digests: [ASN1ObjectIdentifier], certificates: [[UInt8]], content: [UInt8]
+        _ node: ASN1Node, digests: [ASN1ObjectIdentifier], certificates: [ArraySlice<UInt8>], content: ArraySlice<UInt8>
     ) throws -> ReceiptContainer {
         try BER.sequence(node, identifier: .sequence) { nodes in
             _ = try Int(berEncoded: &nodes)
-            let (issuer, serial) = try issuerAndSerial(&nodes)
+            let (id, issuer, serial) = try issuerAndSerial(&nodes)
             let digestOID = try AlgorithmIdentifierOID(berEncoded: &nodes).oid
             let attributes = try BER.optionalImplicitlyTagged(&nodes, tagNumber: 0, tagClass: .contextSpecific) {
                 try signedAttributes($0)
@@ -169,12 +184,14 @@ struct ReceiptContainer: Sendable {
             }
             let digest = try Self.digest(digestOID, signature: signatureOID)
             return ReceiptContainer(
-                certificates: certificates, signerIssuer: issuer, signerSerial: serial, digest: digest,
-                signature: Array(signature.bytes), content: content, signedAttributes: attributes)
+                certificates: certificates, signerID: id, signerIssuer: issuer, signerSerial: serial, digest: digest,
+                signature: signature.bytes, content: content, signedAttributes: attributes)
         }
     }
 
-    private static func issuerAndSerial(_ nodes: inout ASN1NodeCollection.Iterator) throws -> ([UInt8], [UInt8]) {
+    private static func issuerAndSerial(
+        _ nodes: inout ASN1NodeCollection.Iterator
+    ) throws -> (ArraySlice<UInt8>, ArraySlice<UInt8>, ArraySlice<UInt8>) {
         guard let node = nodes.next() else { throw SignedDataRejection.malformed("signer info has no issuer and serial") }
         return try BER.sequence(node, identifier: .sequence) { inner in
             guard let issuer = inner.next(), issuer.identifier == .sequence else {
@@ -183,7 +200,7 @@ struct ReceiptContainer: Sendable {
             guard let serial = inner.next(), serial.identifier == .integer, case .primitive(let bytes) = serial.content,
                 inner.next() == nil
             else { throw SignedDataRejection.malformed("the signer's serial number is not an integer") }
-            return (Array(issuer.encodedBytes), Array(bytes))
+            return (node.encodedBytes, issuer.encodedBytes, bytes)
         }
     }
 
@@ -241,14 +258,21 @@ struct ReceiptContainer: Sendable {
     static func depth(of bytes: ArraySlice<UInt8>) -> Int? {
         var i = bytes.startIndex
         let end = bytes.endIndex
-        // Where each open constructed element ends; nil: an indefinite length.
-        var ends: [Int?] = []
+        // Each open constructed element: where it ends (-1: an indefinite length), and the nearest
+        // definite end it must stay inside (its own, or its parent's).
+        var ends: [Int] = [], limits: [Int] = []
+        ends.reserveCapacity(maxDepth + 1)
+        limits.reserveCapacity(maxDepth + 1)
         var deepest = 0
         while true {
-            while let last = ends.last, let e = last, i == e { ends.removeLast() }
-            if i == end { return ends.isEmpty ? deepest : nil }
-            if let last = ends.last, last == nil, bytes[i] == 0, i + 1 < end, bytes[i + 1] == 0 {
+            while let last = ends.last, i == last {
                 ends.removeLast()
+                limits.removeLast()
+            }
+            if i == end { return ends.isEmpty ? deepest : nil }
+            if let last = ends.last, last == -1, bytes[i] == 0, i + 1 < end, bytes[i + 1] == 0 {
+                ends.removeLast()
+                limits.removeLast()
                 i += 2
                 continue
             }
@@ -280,14 +304,15 @@ struct ReceiptContainer: Sendable {
                 }
                 length = l
             }
-            // The nearest definite end an element must stay inside.
-            let limit = ends.lazy.compactMap { $0 }.last ?? end
+            let limit = limits.last ?? end
             if tag & 0x20 != 0 {
                 if let l = length {
                     guard l <= limit - i else { return nil }
                     ends.append(i + l)
+                    limits.append(i + l)
                 } else {
-                    ends.append(nil)
+                    ends.append(-1)
+                    limits.append(limit)
                 }
                 deepest = max(deepest, ends.count)
             } else {

@@ -120,18 +120,34 @@ struct ReceiptSelection {
     static func isBase64(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         base64Class.withUnsafeBufferPointer { table in
             var length = 0, alphabet = 0, padding = 0
-            for b in bytes {
-                switch table[Int(b)] {
+            var i = 0
+            let n = bytes.count
+            while i < n {
+                // Runs of the alphabet 16 bytes at a time (their classes OR'ed are 0 only when
+                // all are): a byte at a time through the switch was 8% of a night of receipts.
+                // (Swift's SIMD16 comparisons, tried, ran 20 times slower here.)
+                while padding == 0, n - i >= 16 {
+                    var classes: UInt8 = 0
+                    for k in i..<(i + 16) { classes |= table[Int(bytes[k])] }
+                    guard classes == 0 else { break }
+                    i += 16
+                    alphabet += 16
+                    length += 16
+                }
+                guard i < n else { break }
+                switch table[Int(bytes[i])] {
                 case 0:
                     guard padding == 0 else { return false }
                     alphabet += 1
+                    length += 1
                 case 1:
                     padding += 1
                     guard padding <= 2 else { return false }
-                case 2: continue
+                    length += 1
+                case 2: break
                 default: return false
                 }
-                length += 1
+                i += 1
             }
             return alphabet > 0 && length % 4 == 0
         }
