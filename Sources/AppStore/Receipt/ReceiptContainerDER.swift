@@ -13,14 +13,8 @@ extension ReceiptContainer {
     /// The container in `b`, or nil when `b` is not exactly Apple's form (the BER reader then decides).
     static func der(_ b: ArraySlice<UInt8>) -> ReceiptContainer? {
         // ContentInfo { signedData, [0] SignedData }
-        guard let info = DERAttributes.element(b, at: b.startIndex, end: b.endIndex), info.tag == 0x30,
-            info.next == b.endIndex,
-            let type = DERAttributes.element(b, at: info.content.lowerBound, end: info.content.upperBound),
-            type.tag == 0x06, b[type.content].elementsEqual(DEROIDs.signedData),
-            let wrap = DERAttributes.element(b, at: type.next, end: info.content.upperBound), wrap.tag == 0xA0,
-            wrap.next == info.content.upperBound,
-            let data = DERAttributes.element(b, at: wrap.content.lowerBound, end: wrap.content.upperBound),
-            data.tag == 0x30, data.next == wrap.content.upperBound
+        guard let data = typed(b, at: b.startIndex, end: b.endIndex, type: DEROIDs.signedData, tag: 0x30),
+            data.next == b.endIndex
         else { return nil }
         let end = data.content.upperBound
         // SignedData { version, digestAlgorithms, encapContentInfo, [0] certificates, [1] crls?, signerInfos }
@@ -96,15 +90,23 @@ extension ReceiptContainer {
 
     /// encapContentInfo { id-data, [0] { OCTET STRING } }, the string primitive.
     private static func encapsulated(_ b: ArraySlice<UInt8>, at i: Int, end: Int) -> (bytes: ArraySlice<UInt8>, next: Int)? {
+        typed(b, at: i, end: end, type: DEROIDs.data, tag: 0x04).map { (b[$0.content], $0.next) }
+    }
+
+    /// SEQUENCE { `type`, [0] { one element tagged `tag` } }, the shape of ContentInfo and of
+    /// encapContentInfo: that element's content and where the SEQUENCE ends.
+    private static func typed(
+        _ b: ArraySlice<UInt8>, at i: Int, end: Int, type: [UInt8], tag: UInt8
+    ) -> (content: Range<Int>, next: Int)? {
         guard let info = DERAttributes.element(b, at: i, end: end), info.tag == 0x30,
-            let type = DERAttributes.element(b, at: info.content.lowerBound, end: info.content.upperBound),
-            type.tag == 0x06, b[type.content].elementsEqual(DEROIDs.data),
-            let wrap = DERAttributes.element(b, at: type.next, end: info.content.upperBound), wrap.tag == 0xA0,
+            let oid = DERAttributes.element(b, at: info.content.lowerBound, end: info.content.upperBound),
+            oid.tag == 0x06, b[oid.content].elementsEqual(type),
+            let wrap = DERAttributes.element(b, at: oid.next, end: info.content.upperBound), wrap.tag == 0xA0,
             wrap.next == info.content.upperBound,
-            let octets = DERAttributes.element(b, at: wrap.content.lowerBound, end: wrap.content.upperBound),
-            octets.tag == 0x04, octets.next == wrap.content.upperBound
+            let inner = DERAttributes.element(b, at: wrap.content.lowerBound, end: wrap.content.upperBound),
+            inner.tag == tag, inner.next == wrap.content.upperBound
         else { return nil }
-        return (b[octets.content], info.next)
+        return (inner.content, info.next)
     }
 
     /// The SET OF AlgorithmIdentifier in `range`: their OIDs, each SHA-1 or SHA-256.
