@@ -256,8 +256,13 @@ struct ReceiptContainer: Sendable {
     /// end, an indefinite length left open, a length over 8 bytes); the callers read only bytes
     /// `BER.parse` accepted, so nil there means a bug, and it rejects.
     static func depth(of bytes: ArraySlice<UInt8>) -> Int? {
-        var i = bytes.startIndex
-        let end = bytes.endIndex
+        // Over the bytes in place: the slice's checked subscript was most of this walk's time.
+        bytes.withUnsafeBufferPointer { depth(of: $0) }
+    }
+
+    private static func depth(of bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        var i = 0
+        let end = bytes.count
         // Each open constructed element: where it ends (-1: an indefinite length), and the nearest
         // definite end it must stay inside (its own, or its parent's).
         var ends: [Int] = [], limits: [Int] = []
