@@ -195,6 +195,22 @@ enum AppleDate {
         let suffix: StaticString = " Etc/GMT"
         let p = suffix.utf8Start
         for i in 0..<8 where s[19 + i] != p[i] { return nil }
+        return dateAndTime(s)
+    }
+
+    /// The form of an app receipt's dates, `yyyy-MM-ddTHH:mm:ssZ`, read from the bytes without
+    /// allocating (a purchase holds three or four); nil for any other form, which then goes to
+    /// `parse`. Accepts exactly what `UTC.parse` accepts for this form (a test holds them equal).
+    static func parseZulu(_ s: UnsafeBufferPointer<UInt8>) -> EpochMillis? {
+        guard s.count == 20, s[4] == 0x2D, s[7] == 0x2D, s[10] == 0x54 || s[10] == 0x20, s[13] == 0x3A, s[16] == 0x3A,
+            s[19] == 0x5A || s[19] == 0x7A
+        else { return nil }
+        return dateAndTime(s)
+    }
+
+    /// `yyyy-MM-dd?HH:mm:ss` at the start of `s`, its separators checked by the caller: a date
+    /// that exists and a time `UTC.parse` accepts.
+    private static func dateAndTime(_ s: UnsafeBufferPointer<UInt8>) -> EpochMillis? {
         func num(_ from: Int, _ count: Int) -> Int64? { UTC.digits(s, from: from, count: count) }
         guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
               let se = num(17, 2), (1...12).contains(mo), h < 24, mi < 60, se < 61 else { return nil }

@@ -370,4 +370,28 @@ struct ReceiptParsingTests {
             #expect(collector.partials.enumerated().allSatisfy { $1.quantity == $0 + 1 && $1.productID == "p\($0)" }, "\(count)")
         }
     }
+
+    @Test("an app receipt's date read from its bytes is UTC.parse's reading, on every form near it")
+    func zuluDatesFromTheBytes() {
+        let texts = [
+            "2026-11-19T08:00:00Z", "2026-11-19T08:00:00z", "2026-11-19 08:00:00Z", "2024-02-29T23:59:59Z",
+            "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z",
+            "2026-11-19T24:00:00Z", "2026-11-19T23:60:00Z", "2026-11-19T23:59:60Z", "2026-11-19T23:59:61Z",
+            "0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2026-11-19T08:00:0AZ", "+026-11-19T08:00:00Z",
+            "2026-11-19T08:00:00", "2026-11-19T08:00:00.5Z", "2026-11-19X08:00:00Z", "2026/11/19T08:00:00Z",
+            "2026-11-19T08:00:00+", "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "",
+        ]
+        var read = 0
+        for text in texts {
+            var copy = text
+            let fast = copy.withUTF8 { AppleDate.parseZulu($0) }
+            if let fast {
+                read += 1
+                #expect(fast == UTC.parse(text), "\(text)")
+            } else {
+                #expect(text.utf8.count != 20 || UTC.parse(text) == nil, "declined what UTC.parse reads: \(text)")
+            }
+        }
+        #expect(read == 8)
+    }
 }

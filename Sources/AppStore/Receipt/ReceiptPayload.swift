@@ -219,6 +219,12 @@ struct ReceiptPayload: Sendable {
 
     /// An RFC 3339 date inside `value`; an empty string (Apple's "none") is nil.
     private static func date(_ value: ArraySlice<UInt8>, field: @autoclosure () -> String) throws(SignedDataRejection) -> EpochMillis? {
+        // Apple's form read from the bytes (through a String, a date cost three allocations).
+        if let bytes = primitiveString(value), let ms = bytes.withUnsafeBufferPointer(AppleDate.parseZulu), ms >= 0,
+            ms <= AppleDate.maxMillis
+        {
+            return ms
+        }
         guard let text = try text(value, field: field()), !text.isEmpty else { return nil }
         guard let ms = AppleDate.parse(text), ms >= 0, ms <= AppleDate.maxMillis else {
             throw .malformed("\(field()) is not a date (\(VerifyReceipt.sanitized(text.utf8, limit: 40)))")
