@@ -148,7 +148,9 @@ struct ReceiptChainKey: Hashable, Sendable {
 
     private static func same(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
+        }
     }
 
     /// The key with bytes of its own, to keep in the cache: slices would keep whole receipts alive.

@@ -1,6 +1,7 @@
 // The PKCS#7 container of an app receipt (RFC 2315 SignedData, as Apple signs it): Apple's own
-// form read from the bytes (ReceiptContainerDER.swift), any other with swift-asn1's BER parser, which keeps every length inside its parent, allows indefinite lengths
-// only on constructed values and refuses trailing bytes. Here only the shape and the limits are
+// form read from the bytes (ReceiptContainerDER.swift), any other with swift-asn1's BER parser,
+// which keeps every length inside its parent, allows indefinite lengths only on constructed
+// values and refuses trailing bytes. Here only the shape and the limits are
 // checked; the certificates are judged, and the signature checked, by `AppReceiptVerifier`.
 
 import Reconciliation
@@ -87,7 +88,8 @@ struct ReceiptContainer: Sendable {
 
     init(
         certificates: [ArraySlice<UInt8>], signerID: ArraySlice<UInt8>, signerIssuer: ArraySlice<UInt8>,
-        signerSerial: ArraySlice<UInt8>, digest: DigestAlgorithm, signature: ArraySlice<UInt8>, content: ArraySlice<UInt8>,
+        signerSerial: ArraySlice<UInt8>, digest: DigestAlgorithm, signature: ArraySlice<UInt8>,
+        content: ArraySlice<UInt8>,
         signedAttributes: (der: [UInt8], messageDigest: [UInt8])?
     ) {
         self.certificates = certificates

@@ -59,7 +59,8 @@ extension ReceiptContainer {
         guard let version = DERAttributes.element(b, at: range.lowerBound, end: end), version.tag == 0x02,
             DERAttributes.nonNegative(b, version.content) != nil,
             let id = DERAttributes.element(b, at: version.next, end: end), id.tag == 0x30,
-            let issuer = DERAttributes.element(b, at: id.content.lowerBound, end: id.content.upperBound), issuer.tag == 0x30,
+            let issuer = DERAttributes.element(b, at: id.content.lowerBound, end: id.content.upperBound),
+            issuer.tag == 0x30,
             let serial = DERAttributes.element(b, at: issuer.next, end: id.content.upperBound), serial.tag == 0x02,
             serial.next == id.content.upperBound,
             let digest = algorithm(b, at: id.next, end: end),
@@ -81,7 +82,9 @@ extension ReceiptContainer {
             return nil
         }
         let combined = named == .sha1 ? DEROIDs.sha1WithRSA : DEROIDs.sha256WithRSA
-        guard signature.oid.elementsEqual(DEROIDs.rsaEncryption) || signature.oid.elementsEqual(combined) else { return nil }
+        guard signature.oid.elementsEqual(DEROIDs.rsaEncryption) || signature.oid.elementsEqual(combined) else {
+            return nil
+        }
         return ReceiptContainer(
             certificates: certificates, signerID: b[version.next..<id.next],
             signerIssuer: b[id.content.lowerBound..<issuer.next], signerSerial: b[serial.content],
@@ -89,7 +92,9 @@ extension ReceiptContainer {
     }
 
     /// encapContentInfo { id-data, [0] { OCTET STRING } }, the string primitive.
-    private static func encapsulated(_ b: ArraySlice<UInt8>, at i: Int, end: Int) -> (bytes: ArraySlice<UInt8>, next: Int)? {
+    private static func encapsulated(
+        _ b: ArraySlice<UInt8>, at i: Int, end: Int
+    ) -> (bytes: ArraySlice<UInt8>, next: Int)? {
         typed(b, at: i, end: end, type: DEROIDs.data, tag: 0x04).map { (b[$0.content], $0.next) }
     }
 

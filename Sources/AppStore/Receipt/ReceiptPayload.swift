@@ -47,7 +47,9 @@ struct ReceiptPayload: Sendable {
     /// over the SET, the transaction id first, then every other field in the receipt's order. The
     /// names of fields are made only for a problem: made for each field, with a closure per SET,
     /// they were a tenth of the verifier's time.
-    private static func purchase(_ bytes: ArraySlice<UInt8>, index: Int) throws(SignedDataRejection) -> PartialTransaction {
+    private static func purchase(
+        _ bytes: ArraySlice<UInt8>, index: Int
+    ) throws(SignedDataRejection) -> PartialTransaction {
         var attributes = try Attributes(bytes, part: "in-app \(index + 1)")
         var scan = attributes
         var id: String?
@@ -55,7 +57,8 @@ struct ReceiptPayload: Sendable {
             if type == 1703 { id = try text(value, field: "in-app \(index + 1) type 1703 (transaction id)") }
         }
         guard let id, !id.isEmpty else { throw .malformed("in-app \(index + 1) has no transaction id (type 1703)") }
-        var p = PartialTransaction(transactionID: try identifier(id, field: "in-app \(index + 1) type 1703 (transaction id)"))
+        let checked = try identifier(id, field: "in-app \(index + 1) type 1703 (transaction id)")
+        var p = PartialTransaction(transactionID: checked)
         while let (type, value) = attributes.next() {
             switch type {
             case 1701:
@@ -64,7 +67,8 @@ struct ReceiptPayload: Sendable {
                     throw .malformed("in-app \(index + 1) type \(type) (quantity) \(quantity) is out of range 1-10000")
                 }
                 p.quantity = quantity
-            case 1702: p.productID = try text(value, field: "in-app \(index + 1) type \(type)").flatMap { $0.isEmpty ? nil : $0 }
+            case 1702:
+                p.productID = try text(value, field: "in-app \(index + 1) type \(type)").flatMap { $0.isEmpty ? nil : $0 }
             case 1704: p.purchaseDate = try date(value, field: "in-app \(index + 1) type \(type)")
             case 1705:
                 if let original = try text(value, field: "in-app \(index + 1) type \(type)") {
@@ -137,7 +141,9 @@ struct ReceiptPayload: Sendable {
         }
     }
 
-    fileprivate static func attribute(_ node: ASN1Node, part: String) throws(SignedDataRejection) -> (Int, ArraySlice<UInt8>) {
+    fileprivate static func attribute(
+        _ node: ASN1Node, part: String
+    ) throws(SignedDataRejection) -> (Int, ArraySlice<UInt8>) {
         guard node.identifier == .sequence, case .constructed(let fields) = node.content else {
             throw .malformed("\(part) holds an attribute that is not a SEQUENCE")
         }
@@ -153,7 +159,9 @@ struct ReceiptPayload: Sendable {
     }
 
     /// A UTF8String or IA5String inside `value` (nil when the value is empty).
-    private static func text(_ value: ArraySlice<UInt8>, field: @autoclosure () -> String) throws(SignedDataRejection) -> String? {
+    private static func text(
+        _ value: ArraySlice<UInt8>, field: @autoclosure () -> String
+    ) throws(SignedDataRejection) -> String? {
         guard !value.isEmpty else { return nil }
         // One primitive element, its length definite and the value's end its end: read from the
         // bytes (a receipt holds seven strings a purchase; a parse each made a tree each).
@@ -204,8 +212,11 @@ struct ReceiptPayload: Sendable {
     }
 
     /// An INTEGER inside `value`, in 0...2^53.
-    private static func integer(_ value: ArraySlice<UInt8>, field: @autoclosure () -> String) throws(SignedDataRejection) -> Int {
-        if let e = DERAttributes.element(value, at: value.startIndex, end: value.endIndex), e.tag == 0x02, e.next == value.endIndex,
+    private static func integer(
+        _ value: ArraySlice<UInt8>, field: @autoclosure () -> String
+    ) throws(SignedDataRejection) -> Int {
+        if let e = DERAttributes.element(value, at: value.startIndex, end: value.endIndex), e.tag == 0x02,
+            e.next == value.endIndex,
             let n = DERAttributes.nonNegative(value, e.content)
         {
             guard n <= 1 << 53 else { throw .malformed("\(field()) is not a non-negative integer") }
@@ -218,7 +229,9 @@ struct ReceiptPayload: Sendable {
     }
 
     /// An RFC 3339 date inside `value`; an empty string (Apple's "none") is nil.
-    private static func date(_ value: ArraySlice<UInt8>, field: @autoclosure () -> String) throws(SignedDataRejection) -> EpochMillis? {
+    private static func date(
+        _ value: ArraySlice<UInt8>, field: @autoclosure () -> String
+    ) throws(SignedDataRejection) -> EpochMillis? {
         // Apple's form read from the bytes (through a String, a date cost three allocations).
         if let bytes = primitiveString(value), let ms = bytes.withUnsafeBufferPointer(AppleDate.parseZulu), ms >= 0,
             ms <= AppleDate.maxMillis
@@ -233,7 +246,9 @@ struct ReceiptPayload: Sendable {
     }
 
     /// A transaction id: 1 to 20 digits, as verifyReceipt's answers hold them.
-    private static func identifier(_ text: String, field: @autoclosure () -> String) throws(SignedDataRejection) -> String {
+    private static func identifier(
+        _ text: String, field: @autoclosure () -> String
+    ) throws(SignedDataRejection) -> String {
         guard (1...20).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
             throw .malformed("\(field()) is not 1 to 20 digits")
         }
@@ -289,7 +304,9 @@ enum DERAttributes {
 
     /// The SET's content when `b` is one SET whose every attribute is in the strict form; nil otherwise.
     static func strictSet(_ b: ArraySlice<UInt8>) -> Range<Int>? {
-        guard let set = element(b, at: b.startIndex, end: b.endIndex), set.tag == 0x31, set.next == b.endIndex else { return nil }
+        guard let set = element(b, at: b.startIndex, end: b.endIndex), set.tag == 0x31, set.next == b.endIndex else {
+            return nil
+        }
         var i = set.content.lowerBound
         while i < set.content.upperBound {
             guard let a = attribute(b, at: i, end: set.content.upperBound) else { return nil }
