@@ -198,14 +198,17 @@ enum AppleDate {
         return dateAndTime(s)
     }
 
-    /// The form of an app receipt's dates, `yyyy-MM-ddTHH:mm:ssZ`, read from the bytes without
-    /// allocating (a purchase holds three or four); nil for any other form, which then goes to
-    /// `parse`. Accepts exactly what `UTC.parse` accepts for this form (a test holds them equal).
+    /// The forms of an app receipt's dates, `yyyy-MM-ddTHH:mm:ssZ` (Apple's) and
+    /// `yyyy-MM-ddTHH:mm:ss.SSSZ`, read from the bytes without allocating (a purchase holds three or
+    /// four); nil for any other form, which then goes to `parse`. Accepts exactly what `UTC.parse`
+    /// accepts for these forms (a test holds them equal).
     static func parseZulu(_ s: UnsafeBufferPointer<UInt8>) -> EpochMillis? {
-        guard s.count == 20, s[4] == 0x2D, s[7] == 0x2D, s[10] == 0x54 || s[10] == 0x20, s[13] == 0x3A, s[16] == 0x3A,
-            s[19] == 0x5A || s[19] == 0x7A
+        guard s.count == 20 || s.count == 24, s[4] == 0x2D, s[7] == 0x2D, s[10] == 0x54 || s[10] == 0x20,
+            s[13] == 0x3A, s[16] == 0x3A, s[s.count - 1] == 0x5A || s[s.count - 1] == 0x7A
         else { return nil }
-        return dateAndTime(s)
+        guard s.count == 24 else { return dateAndTime(s) }
+        guard s[19] == 0x2E, let fraction = UTC.digits(s, from: 20, count: 3) else { return nil }
+        return dateAndTime(s).map { $0 + fraction }
     }
 
     /// `yyyy-MM-dd?HH:mm:ss` at the start of `s`, its separators checked by the caller: a date
@@ -215,7 +218,12 @@ enum AppleDate {
         guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
               let se = num(17, 2), (1...12).contains(mo), h < 24, mi < 60, se < 61 else { return nil }
         let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-        let days: Int64 = mo == 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].contains(mo) ? 30 : 31
+        let days: Int64
+        switch mo {
+        case 2: days = leap ? 29 : 28
+        case 4, 6, 9, 11: days = 30
+        default: days = 31
+        }
         guard (1...days).contains(d) else { return nil }
         return UTC.millis(year: y, month: mo, day: d, hour: h, minute: mi, second: se)
     }

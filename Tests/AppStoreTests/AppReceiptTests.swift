@@ -232,6 +232,29 @@ struct AppReceiptTests {
         }
     }
 
+    @Test("a certificate broken inside, in Apple's form: the container is read, the receipt malformed when the chain is judged, never cached")
+    func certificateBrokenInside() throws {
+        let verifier = AppReceiptVerifier(roots: [Self.pki.root])
+        let good = try Self.pki.sign(try Self.fields().payload(), digest: .sha256)
+        let leaf = try ReceiptContainer(good).certificates[0]
+        // The tbsCertificate's two-byte length, after the certificate's own header, run past the certificate.
+        var broken = good
+        #expect(broken[leaf.startIndex + 4] == 0x30 && broken[leaf.startIndex + 5] == 0x82)
+        broken[leaf.startIndex + 6] = 0x7F
+        let read = try ReceiptContainer(broken)
+        #expect(!read.certificatesWalked, "Apple's form is read without walking the certificates' insides")
+        #expect(ReceiptContainer.depth(of: broken[...]) == nil)
+        for _ in 0..<2 {
+            let result = verifier.verify(broken, bundleIDs: nil)
+            #expect(rejection(result) == "malformed", "\(result)")
+        }
+        // The good receipt: walked whole, valid, and its verdict cached; the broken one still malformed after it.
+        #expect((try? verifier.verify(good, bundleIDs: nil).get()) != nil)
+        #expect((try? verifier.verify(good, bundleIDs: nil).get()) != nil)
+        #expect(rejection(verifier.verify(broken, bundleIDs: nil)) == "malformed")
+        #expect(try ReceiptContainer.ber(good).certificatesWalked)
+    }
+
     @Test("a receipt's chain key: equal only when signer and certificates are byte for byte; kept in the cache as a copy")
     func chainKey() throws {
         let a = try ReceiptContainer(try Self.pki.sign(try Self.fields().payload(), digest: .sha256))

@@ -57,11 +57,17 @@ struct CandidateQueryTests {
         let t = try TestDatabase("base64_form")
         defer { t.drop() }
         try Migrations.apply(t.db, schema: try JobSchema("recon"))
-        var differ: [String] = [], kinds: [String] = []
+        var differ: [String] = [], kinds: [String] = [], undecoded: [String] = []
         for text in Self.hostileBase64 + Self.hostile {
             let sql = try t.scalar("SELECT coalesce(recon.is_base64(\(text)), false)") == "t"
             var copy = text
             if sql != copy.withUTF8({ ReceiptSelection.isBase64($0) }) { differ.append(String(text.prefix(40)).debugDescription) }
+            // The reader's decoding takes what is_base64 takes, and decodes as Foundation does.
+            let decoded = copy.withUTF8 { ReceiptSelection.base64Decoded($0) }
+            if (decoded != nil) != sql { undecoded.append(String(text.prefix(40)).debugDescription) }
+            if let decoded, decoded != Data(base64Encoded: text, options: .ignoreUnknownCharacters).map({ [UInt8]($0) }) {
+                undecoded.append(String(text.prefix(40)).debugDescription)
+            }
             // The reader's kind: base64 without a dot, a JWS with one, nothing else.
             let jws = try t.scalar("SELECT recon.is_jws(\(text))") == "t"
             let want: ReceiptSelection.CandidateKind? = text.contains(".") ? (jws ? .signedUpload : nil) : (sql ? .appReceipt : nil)
@@ -69,6 +75,7 @@ struct CandidateQueryTests {
         }
         #expect(differ.isEmpty, "is_base64 and the reader disagree on \(differ)")
         #expect(kinds.isEmpty, "the reader takes these wrongly: \(kinds)")
+        #expect(undecoded.isEmpty, "the reader's decoding differs from is_base64 or Foundation on \(undecoded)")
         #expect(Self.hostileBase64.filter { var c = $0; return c.withUTF8 { ReceiptSelection.isBase64($0) } }.count >= 8)
     }
 
@@ -80,6 +87,17 @@ struct CandidateQueryTests {
         #expect(AppReceipts.decoded(Data(bytes).base64EncodedString(options: .lineLength64Characters)) == bytes)
         #expect(AppReceipts.decoded(" \t" + text.prefix(40) + "\r\n" + text.dropFirst(40) + "\n") == bytes)
         #expect(AppReceipts.decoded("QUJD") == Array("ABC".utf8) && AppReceipts.decoded("QUI=") == Array("AB".utf8))
+        // Every length of a last quad, whitespace anywhere (inside a quad too).
+        var random = SystemRandomNumberGenerator()
+        for count in 1..<70 {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var text = Array(Data(bytes).base64EncodedString())
+            for _ in 0..<(count % 5) {
+                text.insert([" ", "\n", "\t", "\r"].randomElement(using: &random)!, at: Int.random(in: 0...text.count, using: &random))
+            }
+            #expect(AppReceipts.decoded(String(text)) == bytes, "\(count) bytes as \(String(text).debugDescription)")
+        }
+        #expect(AppReceipts.decoded("QUJD-") == nil && AppReceipts.decoded("QU=D") == nil && AppReceipts.decoded("") == nil)
     }
 
     @Test("the dot check (replace, in bytes) says what strpos says, on hostile texts and null")

@@ -56,7 +56,7 @@ public struct AppReceiptVerifier: Sendable {
 
     private func check(_ bytes: [UInt8], bundleIDs: Set<String>?) throws(SignedDataRejection) -> AppReceipt {
         let container = try ReceiptContainer(bytes)
-        let chain = try self.chain(of: container)
+        let chain = try self.chain(of: container, in: bytes)
         guard Self.isSigned(container, by: chain.leafKey) else { throw .badSignature }
         let payload = try ReceiptPayload(container.content)
         guard let created = payload.creationDate else { throw .malformed("the payload has no creation date (type 12)") }
@@ -103,15 +103,18 @@ public struct AppReceiptVerifier: Sendable {
 
     // MARK: The chain
 
-    /// The chain of the signer's certificate, judged once per set of carried certificates.
-    private func chain(of container: ReceiptContainer) throws(SignedDataRejection)
+    /// The chain of the signer's certificate, judged once per set of carried certificates (the
+    /// container's receipt `bytes`, walked whole before they are judged).
+    private func chain(of container: ReceiptContainer, in bytes: [UInt8]) throws(SignedDataRejection)
         -> (leafKey: _RSA.Signing.PublicKey, validity: [CertificateValidity])
     {
         let key = ReceiptChainKey(signer: container.signerID, certificates: container.certificates)
         let verdict: ReceiptChain
         if let known = cache.entry(key) {
+            // The same bytes were walked whole when this verdict was made.
             verdict = known
         } else {
+            try container.wholeCertificates(bytes)
             verdict = ReceiptChain.judge(container, roots: roots, store: store)
             // Only verdicts on certificates are kept: a receipt whose certificates do not parse is not.
             if case .rejected(.malformed) = verdict {} else { cache.store(verdict, for: key.compacted) }

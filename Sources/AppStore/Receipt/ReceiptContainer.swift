@@ -31,6 +31,9 @@ struct ReceiptContainer: Sendable {
     /// The DER of the signed attributes as signed (their SET tag restored), and the message digest
     /// they state; nil when absent, as in Apple's receipts.
     let signedAttributes: (der: [UInt8], messageDigest: [UInt8])?
+    /// Whether the certificates' insides were walked with the rest of the container (false: read in
+    /// Apple's form, see `wholeCertificates`).
+    var certificatesWalked = true
 
     /// A receipt is at most this long once base64-decoded (Apple's are a few kilobytes).
     static let maxBytes = 1 << 20
@@ -56,13 +59,30 @@ struct ReceiptContainer: Sendable {
         guard bytes.count <= Self.maxBytes else {
             throw .malformed("the receipt is \(bytes.count) bytes, more than \(Self.maxBytes)")
         }
-        // Apple's form, read from the bytes; its depth walk also checks that every element, inside
-        // the certificates too, stays inside its parent. Anything else is BER.parse's to read and judge.
-        if let container = Self.der(bytes[...]), let depth = Self.depth(of: bytes[...]), depth <= Self.maxDepth {
+        // Apple's form, read from the bytes; its depth walk also checks that every element stays
+        // inside its parent, but for the certificates' insides: those are walked only when the chain
+        // is judged (`wholeCertificates`), since the chain cache knows the same bytes after the first
+        // receipt (walked on every receipt, they were a twentieth of the verifier's time). Anything
+        // else is BER.parse's to read and judge.
+        if var container = Self.der(bytes[...]), let first = container.certificates.first,
+            let last = container.certificates.last,
+            let depth = Self.depth(of: bytes[...], skipping: first.startIndex..<last.endIndex), depth <= Self.maxDepth
+        {
+            container.certificatesWalked = false
             self = container
             return
         }
         self = try Self.ber(bytes)
+    }
+
+    /// Before the certificates are judged: when their insides were not walked with the rest (Apple's
+    /// form), `bytes` (this container's receipt) walked whole; throws what `init` would have thrown
+    /// walking them then.
+    func wholeCertificates(_ bytes: [UInt8]) throws(SignedDataRejection) {
+        guard !certificatesWalked else { return }
+        if let depth = Self.depth(of: bytes[...]), depth <= Self.maxDepth { return }
+        _ = try Self.ber(bytes)
+        throw .malformed("nested too deep, more than \(Self.maxDepth)")
     }
 
     /// The container as swift-asn1's BER parser reads it, whatever its form (the size checked).
@@ -257,12 +277,14 @@ struct ReceiptContainer: Sendable {
     /// time). nil when the bytes are not whole encodings (an element running past its parent or the
     /// end, an indefinite length left open, a length over 8 bytes); the callers read only bytes
     /// `BER.parse` accepted, so nil there means a bug, and it rejects.
-    static func depth(of bytes: ArraySlice<UInt8>) -> Int? {
+    /// `skipping`: a run of whole elements (indices of `bytes`) counted as one primitive, not walked.
+    static func depth(of bytes: ArraySlice<UInt8>, skipping: Range<Int>? = nil) -> Int? {
         // Over the bytes in place: the slice's checked subscript was most of this walk's time.
-        bytes.withUnsafeBufferPointer { depth(of: $0) }
+        let skip = skipping.map { ($0.lowerBound - bytes.startIndex)..<($0.upperBound - bytes.startIndex) }
+        return bytes.withUnsafeBufferPointer { depth(of: $0, skipping: skip) }
     }
 
-    private static func depth(of bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    private static func depth(of bytes: UnsafeBufferPointer<UInt8>, skipping skip: Range<Int>?) -> Int? {
         var i = 0
         let end = bytes.count
         // Each open constructed element: where it ends (-1: an indefinite length), and the nearest
@@ -277,6 +299,12 @@ struct ReceiptContainer: Sendable {
                 limits.removeLast()
             }
             if i == end { return ends.isEmpty ? deepest : nil }
+            if let skip, i == skip.lowerBound {
+                guard skip.upperBound <= (limits.last ?? end) else { return nil }
+                deepest = max(deepest, ends.count + 1)
+                i = skip.upperBound
+                continue
+            }
             if let last = ends.last, last == -1, bytes[i] == 0, i + 1 < end, bytes[i + 1] == 0 {
                 ends.removeLast()
                 limits.removeLast()

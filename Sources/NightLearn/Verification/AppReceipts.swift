@@ -63,12 +63,20 @@ final class AppReceipts: Sendable {
 
     var counts: Counts { state.withLock { $0.counts } }
 
-    /// The receipt's bytes, or nil when its text is not base64 (the reader only hands base64 on).
-    /// Foundation's strict decoder first (receipts are stored without line breaks; it is 40% faster),
-    /// then the one that skips the whitespace `is_base64` allows.
+    /// The receipt's bytes, or nil when its text is not base64 as `is_base64` says (the whitespace it
+    /// allows skipped). The reader decodes the receipts it reads (`ReceiptSelection.job(fromCandidate:)`).
     static func decoded(_ receiptData: String) -> [UInt8]? {
-        if let data = Data(base64Encoded: receiptData) { return [UInt8](data) }
-        return Data(base64Encoded: receiptData, options: .ignoreUnknownCharacters).map { [UInt8]($0) }
+        var text = receiptData
+        return text.withUTF8 { ReceiptSelection.base64Decoded($0) }
+    }
+
+    /// `job` as it goes on to verifyReceipt: with its text again, when the reader decoded it.
+    static func withText(_ job: VerifyJob) -> VerifyJob {
+        guard let bytes = job.receiptBytes else { return job }
+        var asked = job
+        asked.receiptData = Data(bytes).base64EncodedString()
+        asked.receiptBytes = nil
+        return asked
     }
 
     /// A transaction of an auto-renewable subscription: only those carry an expiry (1708) or a web
@@ -99,7 +107,7 @@ final class AppReceipts: Sendable {
     private func verify(_ job: VerifyJob, into ready: inout [AnswerRecord]) -> VerifyJob? {
         let started = DispatchTime.now().uptimeNanoseconds
         let result: Result<AppReceipt, SignedDataRejection> =
-            Self.decoded(job.receiptData).map { verifier.verify($0, bundleIDs: bundleIDs) }
+            (job.receiptBytes ?? Self.decoded(job.receiptData)).map { verifier.verify($0, bundleIDs: bundleIDs) }
             ?? .failure(.malformed("the receipt is not base64"))
         let elapsed = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
         let now = EpochMillis(Date().timeIntervalSince1970 * 1000)
@@ -114,7 +122,7 @@ final class AppReceipts: Sendable {
         }
         if let cause {
             state.withLock { $0.counts.toVerifyReceipt[cause.rawValue, default: 0] += 1 }
-            return job
+            return Self.withText(job)
         }
         if case .failure(let rejection) = result, case .malformed = rejection {
             ready.append(AnswerRecord(unsettledOffline: job, rejection: rejection, runID: runID, now: now))

@@ -100,7 +100,8 @@ public final class VerifyStage {
         // receipt it cannot settle goes on to verifyReceipt (`auto`).
         // 1,024 uploads (about 4 MB) keep both verifiers fed between the reader's turns; a deeper
         // queue only faulted in more fresh memory for the uploads' bytes (4,096: 13 MB more RSS).
-        let uploads = BlockingQueue<VerifyJob>(capacity: 1024, weightLimit: 8 << 20, weight: { $0.receiptData.utf8.count })
+        let uploads = BlockingQueue<VerifyJob>(
+            capacity: 1024, weightLimit: 8 << 20, weight: { $0.receiptData.utf8.count + ($0.receiptBytes?.count ?? 0) })
         let verifiers = DispatchGroup()
         for _ in 0..<max(1, ProcessInfo.processInfo.activeProcessorCount) {
             verifiers.enter()
@@ -143,20 +144,14 @@ public final class VerifyStage {
                 // Binary COPY: the uploads' 3,600 bytes are found by their length, not scanned.
                 var form = SignedDataVerifier.FormCheck()
                 try rdb.copyOutBinary(candidateSQL, columns: ReceiptSelection.candidateColumns) { row in
-                    if var job = ReceiptSelection.job(fromCandidate: row),
-                        let kind = ReceiptSelection.kind(ofCandidate: job.receiptData, check: &form)
-                    {
-                        outcome.read.add(1, ordering: .relaxed)
-                        // A StoreKit 2 upload needs no request: to a verifier; so does an app
-                        // receipt, unless `--receipts verify-receipt`.
-                        if kind == .signedUpload {
-                            job.signed = true
-                            guard uploads.push(job) else { return }
-                        } else if offline {
-                            guard uploads.push(job) else { return }
-                        } else {
-                            guard input.push(job) else { return }
-                        }
+                    guard let job = ReceiptSelection.job(fromCandidate: row, decoding: offline, check: &form) else { return }
+                    outcome.read.add(1, ordering: .relaxed)
+                    // A StoreKit 2 upload needs no request: to a verifier; so does an app receipt
+                    // (decoded by now), unless `--receipts verify-receipt`.
+                    if job.signed || offline {
+                        guard uploads.push(job) else { return }
+                    } else {
+                        guard input.push(job) else { return }
                     }
                 }
             } catch {
