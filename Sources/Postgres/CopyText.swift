@@ -76,8 +76,11 @@ public struct CopyTextEncoder {
 
     public mutating func field(_ value: String?) {
         separate()
-        guard var value else { return null() }
-        value.withUTF8 { Self.appendEscaped($0, to: &bytes) }
+        guard let value else { return null() }
+        // In place, without a copy of the string (a copy retained and released it, per field).
+        if value.utf8.withContiguousStorageIfAvailable({ Self.appendEscaped($0, to: &bytes) }) != nil { return }
+        var copy = value
+        copy.withUTF8 { Self.appendEscaped($0, to: &bytes) }
     }
 
     /// `text` as a COPY text field: a field without a byte to escape (nearly all) is copied whole,

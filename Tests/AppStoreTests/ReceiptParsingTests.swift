@@ -399,4 +399,53 @@ struct ReceiptParsingTests {
         }
         #expect(read == 11)
     }
+
+    @Test("a payload in BER's other forms reads as in Apple's DER: the same fields, the same problems in the same order")
+    func payloadFormsReadAlike() throws {
+        func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
+            let n = content.count
+            let length: [UInt8] = n < 0x80 ? [UInt8(n)] : n < 0x100 ? [0x81, UInt8(n)] : [0x82, UInt8(n >> 8), UInt8(n & 0xFF)]
+            return [tag] + length + content
+        }
+        func attribute(_ type: Int, _ value: [UInt8]) -> [UInt8] {
+            let t: [UInt8] = type < 0x80 ? [UInt8(type)] : [UInt8(type >> 8), UInt8(type & 0xFF)]
+            return tlv(0x30, tlv(0x02, t) + tlv(0x02, [1]) + tlv(0x04, value))
+        }
+        func text(_ s: String) -> [UInt8] { tlv(0x0C, Array(s.utf8)) }
+        func indefinite(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag | 0x20, 0x80] + content + [0, 0] }
+        let date = text("2026-11-20T10:00:00.250Z")
+        func purchase(_ id: String, quantity: [UInt8] = tlv(0x02, [3])) -> [UInt8] {
+            attribute(1702, text("coins")) + attribute(1701, quantity) + attribute(1703, text(id)) + attribute(1704, date)
+        }
+        func payload(_ purchases: [[UInt8]], set: (UInt8, [UInt8]) -> [UInt8] = tlv) -> [UInt8] {
+            let top = attribute(0, text("ProductionSandbox")) + attribute(2, text("com.example.game")) + attribute(12, date)
+            return set(0x31, top + purchases.map { attribute(17, $0) }.joined())
+        }
+        func read(_ bytes: [UInt8]) -> String {
+            switch Result(catching: { () throws(SignedDataRejection) in try ReceiptPayload(bytes[...]) }) {
+            case .success(let p):
+                let purchases = p.purchases.map { "\($0.transactionID) \($0.productID ?? "-") \($0.quantity ?? 0) \($0.purchaseDate ?? 0)" }
+                return "\(p.environment ?? "-") \(p.bundleID ?? "-") \(p.creationDate ?? 0) \(purchases)"
+            case .failure(let rejection): return "\(rejection)"
+            }
+        }
+        let der = payload([tlv(0x31, purchase("1001")), tlv(0x31, purchase("1002"))])
+        #expect(read(der) == "ProductionSandbox com.example.game 1795168800250 [\"1001 coins 3 1795168800250\", \"1002 coins 3 1795168800250\"]")
+        // The top SET indefinite; a purchase's SET indefinite; a long-form length under 128.
+        let forms = [
+            payload([tlv(0x31, purchase("1001")), tlv(0x31, purchase("1002"))], set: indefinite),
+            payload([indefinite(0x31, purchase("1001")), tlv(0x31, purchase("1002"))]),
+            payload([[0x31, 0x81, UInt8(purchase("1001").count)] + purchase("1001"), tlv(0x31, purchase("1002"))]),
+        ]
+        for form in forms { #expect(read(form) == read(der), "\(form.prefix(8))") }
+        // Problems, in both forms: the transaction id's before the others', then the first other in order.
+        for set in [tlv, indefinite] {
+            let late = payload([set(0x31, purchase("12x", quantity: tlv(0x02, [0])))])
+            #expect(read(late).contains("in-app 1 type 1703 (transaction id) is not 1 to 20 digits"), "\(read(late))")
+            let quantity = payload([set(0x31, purchase("1001", quantity: tlv(0x02, [0])) + attribute(1706, text("x")))])
+            #expect(read(quantity).contains("in-app 1 type 1701 (quantity) 0 is out of range"), "\(read(quantity))")
+            let none = payload([set(0x31, attribute(1702, text("coins")) + attribute(1701, tlv(0x02, [0])))])
+            #expect(read(none).contains("in-app 1 has no transaction id"), "\(read(none))")
+        }
+    }
 }

@@ -12,9 +12,29 @@ import SwiftASN1
 extension ReceiptContainer {
     /// The container in `b`, or nil when `b` is not exactly Apple's form (the BER reader then decides).
     static func der(_ b: ArraySlice<UInt8>) -> ReceiptContainer? {
+        // Read over the bytes in place (the slice's checked subscript, and a slice retained per
+        // part, were a third of this reader's time); its parts are then slices of `b`.
+        guard let parts = b.withUnsafeBufferPointer({ DERContainer.read($0) }) else { return nil }
+        func slice(_ r: Range<Int>) -> ArraySlice<UInt8> { b[(b.startIndex + r.lowerBound)..<(b.startIndex + r.upperBound)] }
+        return ReceiptContainer(
+            certificates: parts.certificates.map(slice), signerID: slice(parts.signerID),
+            signerIssuer: slice(parts.signerIssuer), signerSerial: slice(parts.signerSerial),
+            digest: parts.digest, signature: slice(parts.signature), content: slice(parts.content), signedAttributes: nil)
+    }
+}
+
+/// Where a container's parts lie in its bytes, read in Apple's form (`ReceiptContainer.der`).
+private struct DERContainer {
+    var certificates: [Range<Int>] = []
+    var signerID = 0..<0, signerIssuer = 0..<0, signerSerial = 0..<0, signature = 0..<0, content = 0..<0
+    var digest = ReceiptContainer.DigestAlgorithm.sha256
+
+    typealias Bytes = UnsafeBufferPointer<UInt8>
+
+    static func read(_ b: Bytes) -> DERContainer? {
+        var parts = DERContainer()
         // ContentInfo { signedData, [0] SignedData }
-        guard let data = typed(b, at: b.startIndex, end: b.endIndex, type: DEROIDs.signedData, tag: 0x30),
-            data.next == b.endIndex
+        guard let data = typed(b, at: 0, end: b.count, type: DEROIDs.signedData, tag: 0x30), data.next == b.count
         else { return nil }
         let end = data.content.upperBound
         // SignedData { version, digestAlgorithms, encapContentInfo, [0] certificates, [1] crls?, signerInfos }
@@ -22,20 +42,21 @@ extension ReceiptContainer {
             DERAttributes.nonNegative(b, version.content) != nil,
             let digestSet = DERAttributes.element(b, at: version.next, end: end), digestSet.tag == 0x31,
             let digests = algorithms(b, in: digestSet.content),
-            let content = encapsulated(b, at: digestSet.next, end: end),
+            let content = typed(b, at: digestSet.next, end: end, type: DEROIDs.data, tag: 0x04),
             let carried = DERAttributes.element(b, at: content.next, end: end), carried.tag == 0xA0
         else { return nil }
-        var certificates: [ArraySlice<UInt8>] = []
+        parts.content = content.content
+        parts.certificates.reserveCapacity(3)
         var i = carried.content.lowerBound
         while i < carried.content.upperBound {
-            guard certificates.count < certificateCount.upperBound,
+            guard parts.certificates.count < ReceiptContainer.certificateCount.upperBound,
                 let certificate = DERAttributes.element(b, at: i, end: carried.content.upperBound),
-                certificate.tag == 0x30, certificate.next - i <= maxCertificateBytes
+                certificate.tag == 0x30, certificate.next - i <= ReceiptContainer.maxCertificateBytes
             else { return nil }
-            certificates.append(b[i..<certificate.next])
+            parts.certificates.append(i..<certificate.next)
             i = certificate.next
         }
-        guard certificateCount.contains(certificates.count),
+        guard ReceiptContainer.certificateCount.contains(parts.certificates.count),
             var signers = DERAttributes.element(b, at: carried.next, end: end)
         else { return nil }
         if signers.tag == 0xA1 {
@@ -44,17 +65,15 @@ extension ReceiptContainer {
         }
         guard signers.tag == 0x31, signers.next == end,
             let signer = DERAttributes.element(b, at: signers.content.lowerBound, end: signers.content.upperBound),
-            signer.tag == 0x30, signer.next == signers.content.upperBound
+            signer.tag == 0x30, signer.next == signers.content.upperBound,
+            parts.signer(b, in: signer.content, digests: digests)
         else { return nil }
-        return self.signer(b, in: signer.content, digests: digests, certificates: certificates, content: content.bytes)
+        return parts
     }
 
     /// SignerInfo { version, IssuerAndSerialNumber, digestAlgorithm, signatureAlgorithm, signature,
     /// [1] unsignedAttrs? }, without signed attributes (Apple's have none; any go to BER.parse).
-    private static func signer(
-        _ b: ArraySlice<UInt8>, in range: Range<Int>, digests: [ArraySlice<UInt8>], certificates: [ArraySlice<UInt8>],
-        content: ArraySlice<UInt8>
-    ) -> ReceiptContainer? {
+    private mutating func signer(_ b: Bytes, in range: Range<Int>, digests: Digests) -> Bool {
         let end = range.upperBound
         guard let version = DERAttributes.element(b, at: range.lowerBound, end: end), version.tag == 0x02,
             DERAttributes.nonNegative(b, version.content) != nil,
@@ -63,49 +82,40 @@ extension ReceiptContainer {
             issuer.tag == 0x30,
             let serial = DERAttributes.element(b, at: issuer.next, end: id.content.upperBound), serial.tag == 0x02,
             serial.next == id.content.upperBound,
-            let digest = algorithm(b, at: id.next, end: end),
-            let signature = algorithm(b, at: digest.next, end: end),
+            let digest = Self.algorithm(b, at: id.next, end: end),
+            let signature = Self.algorithm(b, at: digest.next, end: end),
             let value = DERAttributes.element(b, at: signature.next, end: end), value.tag == 0x04
-        else { return nil }
+        else { return false }
         if value.next != end {
             guard let unsigned = DERAttributes.element(b, at: value.next, end: end), unsigned.tag == 0xA1,
                 unsigned.next == end
-            else { return nil }
+            else { return false }
         }
-        guard digests.contains(where: { $0.elementsEqual(digest.oid) }) else { return nil }
-        let named: DigestAlgorithm
-        if digest.oid.elementsEqual(DEROIDs.sha1) {
+        let named: ReceiptContainer.DigestAlgorithm
+        if Self.equal(b, digest.oid, DEROIDs.sha1), digests.sha1 {
             named = .sha1
-        } else if digest.oid.elementsEqual(DEROIDs.sha256) {
+        } else if Self.equal(b, digest.oid, DEROIDs.sha256), digests.sha256 {
             named = .sha256
         } else {
-            return nil
+            return false
         }
         let combined = named == .sha1 ? DEROIDs.sha1WithRSA : DEROIDs.sha256WithRSA
-        guard signature.oid.elementsEqual(DEROIDs.rsaEncryption) || signature.oid.elementsEqual(combined) else {
-            return nil
+        guard Self.equal(b, signature.oid, DEROIDs.rsaEncryption) || Self.equal(b, signature.oid, combined) else {
+            return false
         }
-        return ReceiptContainer(
-            certificates: certificates, signerID: b[version.next..<id.next],
-            signerIssuer: b[id.content.lowerBound..<issuer.next], signerSerial: b[serial.content],
-            digest: named, signature: b[value.content], content: content, signedAttributes: nil)
-    }
-
-    /// encapContentInfo { id-data, [0] { OCTET STRING } }, the string primitive.
-    private static func encapsulated(
-        _ b: ArraySlice<UInt8>, at i: Int, end: Int
-    ) -> (bytes: ArraySlice<UInt8>, next: Int)? {
-        typed(b, at: i, end: end, type: DEROIDs.data, tag: 0x04).map { (b[$0.content], $0.next) }
+        (signerID, signerIssuer, signerSerial) = (version.next..<id.next, id.content.lowerBound..<issuer.next, serial.content)
+        (self.digest, self.signature) = (named, value.content)
+        return true
     }
 
     /// SEQUENCE { `type`, [0] { one element tagged `tag` } }, the shape of ContentInfo and of
     /// encapContentInfo: that element's content and where the SEQUENCE ends.
     private static func typed(
-        _ b: ArraySlice<UInt8>, at i: Int, end: Int, type: [UInt8], tag: UInt8
+        _ b: Bytes, at i: Int, end: Int, type: [UInt8], tag: UInt8
     ) -> (content: Range<Int>, next: Int)? {
         guard let info = DERAttributes.element(b, at: i, end: end), info.tag == 0x30,
             let oid = DERAttributes.element(b, at: info.content.lowerBound, end: info.content.upperBound),
-            oid.tag == 0x06, b[oid.content].elementsEqual(type),
+            oid.tag == 0x06, equal(b, oid.content, type),
             let wrap = DERAttributes.element(b, at: oid.next, end: info.content.upperBound), wrap.tag == 0xA0,
             wrap.next == info.content.upperBound,
             let inner = DERAttributes.element(b, at: wrap.content.lowerBound, end: wrap.content.upperBound),
@@ -114,22 +124,31 @@ extension ReceiptContainer {
         return (inner.content, info.next)
     }
 
-    /// The SET OF AlgorithmIdentifier in `range`: their OIDs, each SHA-1 or SHA-256.
-    private static func algorithms(_ b: ArraySlice<UInt8>, in range: Range<Int>) -> [ArraySlice<UInt8>]? {
-        var oids: [ArraySlice<UInt8>] = []
-        var i = range.lowerBound
-        while i < range.upperBound {
-            guard let a = algorithm(b, at: i, end: range.upperBound),
-                a.oid.elementsEqual(DEROIDs.sha1) || a.oid.elementsEqual(DEROIDs.sha256)
-            else { return nil }
-            oids.append(a.oid)
-            i = a.next
-        }
-        return oids
+    /// Which digests the SignedData's digestAlgorithms name.
+    private struct Digests {
+        var sha1 = false, sha256 = false
     }
 
-    /// AlgorithmIdentifier { OID, parameters? }: the OID's content bytes.
-    private static func algorithm(_ b: ArraySlice<UInt8>, at i: Int, end: Int) -> (oid: ArraySlice<UInt8>, next: Int)? {
+    /// The SET OF AlgorithmIdentifier in `range`, each SHA-1 or SHA-256.
+    private static func algorithms(_ b: Bytes, in range: Range<Int>) -> Digests? {
+        var digests = Digests()
+        var i = range.lowerBound
+        while i < range.upperBound {
+            guard let a = algorithm(b, at: i, end: range.upperBound) else { return nil }
+            if equal(b, a.oid, DEROIDs.sha1) {
+                digests.sha1 = true
+            } else if equal(b, a.oid, DEROIDs.sha256) {
+                digests.sha256 = true
+            } else {
+                return nil
+            }
+            i = a.next
+        }
+        return digests
+    }
+
+    /// AlgorithmIdentifier { OID, parameters? }: the OID's content.
+    private static func algorithm(_ b: Bytes, at i: Int, end: Int) -> (oid: Range<Int>, next: Int)? {
         guard let a = DERAttributes.element(b, at: i, end: end), a.tag == 0x30,
             let oid = DERAttributes.element(b, at: a.content.lowerBound, end: a.content.upperBound), oid.tag == 0x06
         else { return nil }
@@ -138,7 +157,11 @@ extension ReceiptContainer {
                 parameters.next == a.content.upperBound
             else { return nil }
         }
-        return (b[oid.content], a.next)
+        return (oid.content, a.next)
+    }
+
+    private static func equal(_ b: Bytes, _ r: Range<Int>, _ expected: [UInt8]) -> Bool {
+        r.count == expected.count && UnsafeBufferPointer(rebasing: b[r]).elementsEqual(expected)
     }
 }
 

@@ -23,44 +23,85 @@ struct ReceiptPayload: Sendable {
 
     /// Reads `bytes` (the container's content); throws `.malformed` naming the field.
     init(_ bytes: ArraySlice<UInt8>) throws(SignedDataRejection) {
-        var read = ReceiptPayload(environment: nil)
-        var attributes = try Attributes(bytes, part: "the payload")
-        while let (type, value) = attributes.next() {
-            switch type {
-            case 0: read.environment = try Self.text(value, field: "type 0 (environment)")
-            case 2: read.bundleID = try Self.text(value, field: "type 2 (bundle id)")
-            case 12: read.creationDate = try Self.date(value, field: "type 12 (creation date)")
-            case 17:
-                guard read.purchases.count < Self.maxPurchases else {
-                    throw .malformed("more than \(Self.maxPurchases) in-app purchases")
-                }
-                read.purchases.append(try Self.purchase(value, index: read.purchases.count))
-            default: break
-            }
+        // Over the bytes in place: slices of them retained and released the receipt's buffer for
+        // every attribute.
+        let read = bytes.withUnsafeBufferPointer { b in
+            Result { () throws(SignedDataRejection) in try Reader(b: b, slice: bytes).payload() }
         }
-        self = read
+        self = try read.get()
     }
 
-    private init(environment: String?) { self.environment = environment }
+    init(environment: String?) { self.environment = environment }
 
-    /// One in-app purchase's SET; `index` names it in problems (`in-app 3`). Read in two passes
-    /// over the SET, the transaction id first, then every other field in the receipt's order. The
-    /// names of fields are made only for a problem: made for each field, with a closure per SET,
-    /// they were a tenth of the verifier's time.
-    private static func purchase(
-        _ bytes: ArraySlice<UInt8>, index: Int
-    ) throws(SignedDataRejection) -> PartialTransaction {
-        var attributes = try Attributes(bytes, part: "in-app \(index + 1)")
-        var scan = attributes
-        var id: String?
-        while let (type, value) = scan.next() {
-            if type == 1703 { id = try text(value, field: "in-app \(index + 1) type 1703 (transaction id)") }
+    /// Calls `each` with the type and value bytes of every attribute of the SET in `bytes`.
+    static func attributes(
+        _ bytes: ArraySlice<UInt8>, part: String, _ each: (Int, ArraySlice<UInt8>) throws(SignedDataRejection) -> Void
+    ) throws(SignedDataRejection) {
+        let all = bytes.withUnsafeBufferPointer { b in
+            Result { () throws(SignedDataRejection) -> [(Int, Range<Int>)] in
+                var attributes = try Attributes(b, 0..<b.count, slice: bytes, part: part)
+                var all: [(Int, Range<Int>)] = []
+                while let a = attributes.next() { all.append(a) }
+                return all
+            }
         }
-        guard let id, !id.isEmpty else { throw .malformed("in-app \(index + 1) has no transaction id (type 1703)") }
-        let checked = try identifier(id, field: "in-app \(index + 1) type 1703 (transaction id)")
-        var p = PartialTransaction(transactionID: checked)
-        while let (type, value) = attributes.next() {
+        let start = bytes.startIndex
+        for (type, value) in try all.get() { try each(type, bytes[(start + value.lowerBound)..<(start + value.upperBound)]) }
+    }
+
+    /// The payload read from `b`, the bytes of `slice` (which BER.parse reads when a SET is not in
+    /// Apple's form); positions are offsets in `b`.
+    private struct Reader {
+        let b: UnsafeBufferPointer<UInt8>
+        let slice: ArraySlice<UInt8>
+
+        func payload() throws(SignedDataRejection) -> ReceiptPayload {
+            var read = ReceiptPayload(environment: nil)
+            var attributes = try Attributes(b, 0..<b.count, slice: slice, part: "the payload")
+            while let (type, value) = attributes.next() {
+                switch type {
+                case 0: read.environment = try text(value, field: "type 0 (environment)")
+                case 2: read.bundleID = try text(value, field: "type 2 (bundle id)")
+                case 12: read.creationDate = try date(value, field: "type 12 (creation date)")
+                case 17:
+                    guard read.purchases.count < ReceiptPayload.maxPurchases else {
+                        throw .malformed("more than \(ReceiptPayload.maxPurchases) in-app purchases")
+                    }
+                    read.purchases.append(try purchase(value, index: read.purchases.count))
+                default: break
+                }
+            }
+            return read
+        }
+
+        /// One in-app purchase's SET; `index` names it in problems (`in-app 3`). One pass over the
+        /// SET; the problems keep their order: the transaction id's first, then the first of the
+        /// other fields in the receipt's order. The names of fields are made only for a problem:
+        /// made for each field, with a closure per SET, they were a tenth of the verifier's time.
+        private func purchase(_ range: Range<Int>, index: Int) throws(SignedDataRejection) -> PartialTransaction {
+            var attributes = try Attributes(b, range, slice: slice, part: "in-app \(index + 1)")
+            var id: String?
+            var idProblem: SignedDataRejection?, problem: SignedDataRejection?
+            var p = PartialTransaction(transactionID: "")
+            while let (type, value) = attributes.next() {
+                do throws(SignedDataRejection) {
+                    try field(type, value, of: &p, index: index, id: &id)
+                } catch {
+                    if type == 1703 { idProblem = idProblem ?? error } else { problem = problem ?? error }
+                }
+            }
+            if let idProblem { throw idProblem }
+            guard let id, !id.isEmpty else { throw .malformed("in-app \(index + 1) has no transaction id (type 1703)") }
+            p.transactionID = try identifier(id, field: "in-app \(index + 1) type 1703 (transaction id)")
+            if let problem { throw problem }
+            return p
+        }
+
+        private func field(
+            _ type: Int, _ value: Range<Int>, of p: inout PartialTransaction, index: Int, id: inout String?
+        ) throws(SignedDataRejection) {
             switch type {
+            case 1703: id = try text(value, field: "in-app \(index + 1) type 1703 (transaction id)")
             case 1701:
                 let quantity = try integer(value, field: "in-app \(index + 1) type \(type)")
                 guard (1...10_000).contains(quantity) else {
@@ -83,35 +124,98 @@ struct ReceiptPayload: Sendable {
             default: break
             }
         }
-        return p
+
+        /// A UTF8String or IA5String inside `value` (nil when the value is empty).
+        private func text(_ value: Range<Int>, field: @autoclosure () -> String) throws(SignedDataRejection) -> String? {
+            guard !value.isEmpty else { return nil }
+            // One primitive element, its length definite and the value's end its end: read from the
+            // bytes (a receipt holds seven strings a purchase; a parse each made a tree each).
+            guard let r = ReceiptPayload.primitiveString(b, value) else { throw .malformed("\(field()) is not a string") }
+            let bytes = UnsafeBufferPointer(rebasing: b[r])
+            // One pass for control characters and non-ASCII bytes; ASCII needs no UTF-8 validation
+            // (the generic one over a slice was a third of reading a purchase).
+            var control = false, ascii = true
+            for c in bytes {
+                control = control || c < 0x20 || c == 0x7F
+                ascii = ascii && c < 0x80
+            }
+            let text: String
+            if ascii {
+                text = String(decoding: bytes, as: UTF8.self)
+            } else {
+                guard let valid = String(validating: bytes, as: UTF8.self) else { throw .malformed("\(field()) is not UTF-8") }
+                text = valid
+            }
+            guard bytes.count <= 1024, !control else {
+                throw .malformed("\(field()) is longer than 1024 bytes or holds control characters")
+            }
+            return text
+        }
+
+        /// An INTEGER inside `value`, in 0...2^53.
+        private func integer(_ value: Range<Int>, field: @autoclosure () -> String) throws(SignedDataRejection) -> Int {
+            if let e = DERAttributes.element(b, at: value.lowerBound, end: value.upperBound), e.tag == 0x02,
+                e.next == value.upperBound,
+                let n = DERAttributes.nonNegative(b, e.content)
+            {
+                guard n <= 1 << 53 else { throw .malformed("\(field()) is not a non-negative integer") }
+                return n
+            }
+            guard let node = try? BER.parse(Array(b[value])), node.identifier == .integer, let n = try? Int(berEncoded: node),
+                n >= 0, n <= 1 << 53
+            else { throw .malformed("\(field()) is not a non-negative integer") }
+            return n
+        }
+
+        /// An RFC 3339 date inside `value`; an empty string (Apple's "none") is nil.
+        private func date(_ value: Range<Int>, field: @autoclosure () -> String) throws(SignedDataRejection) -> EpochMillis? {
+            // Apple's form read from the bytes (through a String, a date cost three allocations).
+            if let r = ReceiptPayload.primitiveString(b, value), let ms = AppleDate.parseZulu(UnsafeBufferPointer(rebasing: b[r])),
+                ms >= 0, ms <= AppleDate.maxMillis
+            {
+                return ms
+            }
+            guard let text = try text(value, field: field()), !text.isEmpty else { return nil }
+            guard let ms = AppleDate.parse(text), ms >= 0, ms <= AppleDate.maxMillis else {
+                throw .malformed("\(field()) is not a date (\(VerifyReceipt.sanitized(text.utf8, limit: 40)))")
+            }
+            return ms
+        }
+
+        /// A transaction id: 1 to 20 digits, as verifyReceipt's answers hold them.
+        private func identifier(_ text: String, field: @autoclosure () -> String) throws(SignedDataRejection) -> String {
+            // Over the string's bytes in place (the generic walk of its UTF-8 view cost more than reading it).
+            let digits = text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy { $0 >= 48 && $0 <= 57 } }
+            guard (1...20).contains(text.utf8.count), digits ?? text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+                throw .malformed("\(field()) is not 1 to 20 digits")
+            }
+            return text
+        }
     }
 
-    /// Calls `each` with the type and value bytes of every attribute of the SET in `bytes`.
-    static func attributes(
-        _ bytes: ArraySlice<UInt8>, part: String, _ each: (Int, ArraySlice<UInt8>) throws(SignedDataRejection) -> Void
-    ) throws(SignedDataRejection) {
-        var attributes = try Attributes(bytes, part: part)
-        while let (type, value) = attributes.next() { try each(type, value) }
-    }
-
-    /// The attributes of a SET, in order. Apple's form, strict DER, is read from the bytes; any
-    /// other form as BER.parse reads it. The SET is checked whole before the first attribute is
-    /// handed out, so a reading is all one or all the other.
+    /// The attributes of a SET (`range` of `b`, the bytes of `slice`), in order, as (type, value's
+    /// range in `b`). Apple's form, strict DER, is read from the bytes; any other form as BER.parse
+    /// reads it. The SET is checked whole before the first attribute is handed out, so a reading is
+    /// all one or all the other.
     struct Attributes {
-        private let bytes: ArraySlice<UInt8>
+        private let b: UnsafeBufferPointer<UInt8>
         private var i: Int
         private let end: Int
         /// BER.parse's reading, when the SET is not strict DER.
-        private let parsed: [(Int, ArraySlice<UInt8>)]?
+        private let parsed: [(Int, Range<Int>)]?
         private var k = 0
 
-        init(_ bytes: ArraySlice<UInt8>, part: @autoclosure () -> String) throws(SignedDataRejection) {
-            self.bytes = bytes
-            if let set = DERAttributes.strictSet(bytes) {
+        init(
+            _ b: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, slice: ArraySlice<UInt8>, part: @autoclosure () -> String
+        ) throws(SignedDataRejection) {
+            self.b = b
+            if let set = DERAttributes.strictSet(b, range) {
                 (i, end, parsed) = (set.lowerBound, set.upperBound, nil)
                 return
             }
             (i, end) = (0, 0)
+            let start = slice.startIndex
+            let bytes = slice[(start + range.lowerBound)..<(start + range.upperBound)]
             let root: ASN1Node
             do {
                 root = try BER.parse(bytes)
@@ -124,20 +228,27 @@ struct ReceiptPayload: Sendable {
             guard root.identifier == .set, case .constructed(let children) = root.content else {
                 throw .malformed("\(part()) is not a SET")
             }
-            var all: [(Int, ArraySlice<UInt8>)] = []
-            for child in children { all.append(try ReceiptPayload.attribute(child, part: part())) }
+            var all: [(Int, Range<Int>)] = []
+            for child in children {
+                let (type, value) = try ReceiptPayload.attribute(child, part: part())
+                // BER.parse's values are slices of `bytes`, which share its indices.
+                guard value.startIndex >= bytes.startIndex, value.endIndex <= bytes.endIndex else {
+                    throw .malformed("\(part()) holds an attribute outside it")
+                }
+                all.append((type, (value.startIndex - start)..<(value.endIndex - start)))
+            }
             parsed = all
         }
 
-        mutating func next() -> (Int, ArraySlice<UInt8>)? {
+        mutating func next() -> (Int, Range<Int>)? {
             if let parsed {
                 guard k < parsed.count else { return nil }
                 k += 1
                 return parsed[k - 1]
             }
-            guard i < end, let a = DERAttributes.attribute(bytes, at: i, end: end) else { return nil }
+            guard i < end, let a = DERAttributes.attribute(b, at: i, end: end) else { return nil }
             i = a.next
-            return (a.type, bytes[a.value])
+            return (a.type, a.value)
         }
     }
 
@@ -158,44 +269,20 @@ struct ReceiptPayload: Sendable {
         return (type, value)
     }
 
-    /// A UTF8String or IA5String inside `value` (nil when the value is empty).
-    private static func text(
-        _ value: ArraySlice<UInt8>, field: @autoclosure () -> String
-    ) throws(SignedDataRejection) -> String? {
-        guard !value.isEmpty else { return nil }
-        // One primitive element, its length definite and the value's end its end: read from the
-        // bytes (a receipt holds seven strings a purchase; a parse each made a tree each).
-        guard let bytes = primitiveString(value) else { throw .malformed("\(field()) is not a string") }
-        // One pass for control characters and non-ASCII bytes; ASCII needs no UTF-8 validation
-        // (the generic one over a slice was a third of reading a purchase).
-        var control = false, ascii = true
-        for b in bytes {
-            control = control || b < 0x20 || b == 0x7F
-            ascii = ascii && b < 0x80
-        }
-        let text: String
-        if ascii {
-            text = bytes.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
-        } else {
-            guard let valid = bytes.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) else {
-                throw .malformed("\(field()) is not UTF-8")
-            }
-            text = valid
-        }
-        guard bytes.count <= 1024, !control else {
-            throw .malformed("\(field()) is longer than 1024 bytes or holds control characters")
-        }
-        return text
-    }
-
     /// The content of `value` when it is exactly one primitive UTF8String (12) or IA5String (22):
     /// its tag, a definite length (short form, or long form in at most 8 bytes), that many bytes
     /// and nothing after them. What `BER.parse` accepts as such, without building its tree.
     static func primitiveString(_ value: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
-        let start = value.startIndex
-        guard value.count >= 2, value[start] == 0x0C || value[start] == 0x16 else { return nil }
+        value.withUnsafeBufferPointer { b in primitiveString(b, 0..<b.count) }
+            .map { value[(value.startIndex + $0.lowerBound)..<(value.startIndex + $0.upperBound)] }
+    }
+
+    /// `primitiveString` of the bytes `value` of `b`: the string's range in `b`.
+    static func primitiveString(_ b: UnsafeBufferPointer<UInt8>, _ value: Range<Int>) -> Range<Int>? {
+        let start = value.lowerBound
+        guard value.count >= 2, b[start] == 0x0C || b[start] == 0x16 else { return nil }
         var i = start + 2
-        let first = value[start + 1]
+        let first = b[start + 1]
         var length = Int(first)
         if first >= 0x80 {
             let n = Int(first & 0x7F)
@@ -203,56 +290,12 @@ struct ReceiptPayload: Sendable {
             length = 0
             for _ in 0..<n {
                 guard length <= Int.max >> 8 else { return nil }
-                length = length << 8 | Int(value[i])
+                length = length << 8 | Int(b[i])
                 i += 1
             }
         }
-        guard length == value.endIndex - i else { return nil }
-        return value[i...]
-    }
-
-    /// An INTEGER inside `value`, in 0...2^53.
-    private static func integer(
-        _ value: ArraySlice<UInt8>, field: @autoclosure () -> String
-    ) throws(SignedDataRejection) -> Int {
-        if let e = DERAttributes.element(value, at: value.startIndex, end: value.endIndex), e.tag == 0x02,
-            e.next == value.endIndex,
-            let n = DERAttributes.nonNegative(value, e.content)
-        {
-            guard n <= 1 << 53 else { throw .malformed("\(field()) is not a non-negative integer") }
-            return n
-        }
-        guard let node = try? BER.parse(value), node.identifier == .integer, let n = try? Int(berEncoded: node),
-            n >= 0, n <= 1 << 53
-        else { throw .malformed("\(field()) is not a non-negative integer") }
-        return n
-    }
-
-    /// An RFC 3339 date inside `value`; an empty string (Apple's "none") is nil.
-    private static func date(
-        _ value: ArraySlice<UInt8>, field: @autoclosure () -> String
-    ) throws(SignedDataRejection) -> EpochMillis? {
-        // Apple's form read from the bytes (through a String, a date cost three allocations).
-        if let bytes = primitiveString(value), let ms = bytes.withUnsafeBufferPointer(AppleDate.parseZulu), ms >= 0,
-            ms <= AppleDate.maxMillis
-        {
-            return ms
-        }
-        guard let text = try text(value, field: field()), !text.isEmpty else { return nil }
-        guard let ms = AppleDate.parse(text), ms >= 0, ms <= AppleDate.maxMillis else {
-            throw .malformed("\(field()) is not a date (\(VerifyReceipt.sanitized(text.utf8, limit: 40)))")
-        }
-        return ms
-    }
-
-    /// A transaction id: 1 to 20 digits, as verifyReceipt's answers hold them.
-    private static func identifier(
-        _ text: String, field: @autoclosure () -> String
-    ) throws(SignedDataRejection) -> String {
-        guard (1...20).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
-            throw .malformed("\(field()) is not 1 to 20 digits")
-        }
-        return text
+        guard length == value.upperBound - i else { return nil }
+        return i..<value.upperBound
     }
 }
 
@@ -292,7 +335,7 @@ extension AppReceiptVerifier {
 /// two equal).
 enum DERAttributes {
     static func read(_ b: ArraySlice<UInt8>) -> [(Int, ArraySlice<UInt8>)]? {
-        guard let set = strictSet(b) else { return nil }
+        guard let set = strictSet(b, b.startIndex..<b.endIndex) else { return nil }
         var out: [(Int, ArraySlice<UInt8>)] = []
         var i = set.lowerBound
         while i < set.upperBound, let a = attribute(b, at: i, end: set.upperBound) {
@@ -302,11 +345,11 @@ enum DERAttributes {
         return out
     }
 
-    /// The SET's content when `b` is one SET whose every attribute is in the strict form; nil otherwise.
-    static func strictSet(_ b: ArraySlice<UInt8>) -> Range<Int>? {
-        guard let set = element(b, at: b.startIndex, end: b.endIndex), set.tag == 0x31, set.next == b.endIndex else {
-            return nil
-        }
+    /// The SET's content when `range` of `b` is one SET whose every attribute is in the strict form;
+    /// nil otherwise.
+    static func strictSet<B: RandomAccessCollection<UInt8>>(_ b: B, _ range: Range<Int>) -> Range<Int>? where B.Index == Int {
+        guard let set = element(b, at: range.lowerBound, end: range.upperBound), set.tag == 0x31, set.next == range.upperBound
+        else { return nil }
         var i = set.content.lowerBound
         while i < set.content.upperBound {
             guard let a = attribute(b, at: i, end: set.content.upperBound) else { return nil }
@@ -317,7 +360,9 @@ enum DERAttributes {
 
     /// The attribute SEQUENCE { type, version, value } at `i`: its type, its value's content and
     /// where the next begins; nil unless in the strict form.
-    static func attribute(_ b: ArraySlice<UInt8>, at i: Int, end: Int) -> (type: Int, value: Range<Int>, next: Int)? {
+    static func attribute<B: RandomAccessCollection<UInt8>>(
+        _ b: B, at i: Int, end: Int
+    ) -> (type: Int, value: Range<Int>, next: Int)? where B.Index == Int {
         guard let seq = element(b, at: i, end: end), seq.tag == 0x30,
             let t = element(b, at: seq.content.lowerBound, end: seq.content.upperBound), t.tag == 0x02,
             let type = nonNegative(b, t.content),
@@ -329,7 +374,9 @@ enum DERAttributes {
 
     /// The element at `i` (before `end`): its one-byte tag, its content, where the next begins.
     /// nil for a multi-byte tag, an indefinite or non-minimal length, or one past `end`.
-    static func element(_ b: ArraySlice<UInt8>, at i: Int, end: Int) -> (tag: UInt8, content: Range<Int>, next: Int)? {
+    static func element<B: RandomAccessCollection<UInt8>>(
+        _ b: B, at i: Int, end: Int
+    ) -> (tag: UInt8, content: Range<Int>, next: Int)? where B.Index == Int {
         guard i >= b.startIndex, end <= b.endIndex, end - i >= 2 else { return nil }
         let tag = b[i]
         guard tag & 0x1F != 0x1F else { return nil }
@@ -350,13 +397,15 @@ enum DERAttributes {
     }
 
     /// A non-negative INTEGER's value, minimal and at most 8 bytes; nil otherwise.
-    static func nonNegative(_ b: ArraySlice<UInt8>, _ r: Range<Int>) -> Int? {
+    static func nonNegative<B: RandomAccessCollection<UInt8>>(_ b: B, _ r: Range<Int>) -> Int? where B.Index == Int {
         guard isMinimalInteger(b, r), r.count <= 8, b[r.lowerBound] < 0x80 else { return nil }
-        return b[r].reduce(0) { $0 << 8 | Int($1) }
+        var n = 0
+        for i in r { n = n << 8 | Int(b[i]) }
+        return n
     }
 
     /// An INTEGER's content in its minimal two's complement form.
-    static func isMinimalInteger(_ b: ArraySlice<UInt8>, _ r: Range<Int>) -> Bool {
+    static func isMinimalInteger<B: RandomAccessCollection<UInt8>>(_ b: B, _ r: Range<Int>) -> Bool where B.Index == Int {
         guard let first = r.first else { return false }
         guard r.count > 1 else { return true }
         let second = b[first + 1]

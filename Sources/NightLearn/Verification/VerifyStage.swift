@@ -118,7 +118,10 @@ public final class VerifyStage {
                     }
                     // false or nil: the writer (or the transport) has stopped; so does the reader,
                     // on its next push.
-                    let uploaded = jobs.filter(\.signed), receipts = jobs.filter { !$0.signed }
+                    // (Split only when mixed: each split copied every job.)
+                    let mixed = jobs.contains(where: \.signed) && jobs.contains { !$0.signed }
+                    let uploaded = mixed ? jobs.filter(\.signed) : jobs.first?.signed == true ? jobs : []
+                    let receipts = mixed ? jobs.filter { !$0.signed } : jobs.first?.signed == false ? jobs : []
                     guard uploaded.isEmpty || signed.verify(uploaded, records: records) else { uploads.close(); return }
                     var settled = uploaded.count
                     if !receipts.isEmpty {
