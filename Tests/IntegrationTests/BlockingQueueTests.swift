@@ -12,9 +12,13 @@ struct BlockingQueueTests {
         var next = 0
         func batch(_ n: Int) -> [Int] { defer { next += n }; return Array(next..<(next + n)) }
         for round in 0..<50 {
-            let b = batch(round % 7 * 31)
+            var b = batch(round % 7 * 31)
             pushed += b
-            #expect(q.push(contentsOf: b))
+            if round % 2 == 0 {
+                #expect(q.push(contentsOf: b))
+            } else {
+                #expect(q.push(moving: &b) && b.isEmpty, "moved out, in order")
+            }
             for _ in 0..<(round % 5) { pushed.append(next); #expect(q.push(next)); next += 1 }
             switch round % 4 {
             case 0: popped += q.pop(max: 100, timeoutMs: 0)
@@ -38,7 +42,8 @@ struct BlockingQueueTests {
             let a = Box(), b = Box(), c = Box()
             (one, few, all) = (a, b, c)
             q.push(a)
-            q.push(contentsOf: [b, Box()])
+            var moved = [b, Box()]
+            q.push(moving: &moved)
             q.push(c)
         }
         _ = q.pop(timeoutMs: 0)

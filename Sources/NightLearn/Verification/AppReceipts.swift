@@ -99,7 +99,7 @@ final class AppReceipts: Sendable {
                 settled += 1
             }
         }
-        return records.push(contentsOf: ready) ? settled : nil
+        return records.push(moving: &ready) ? settled : nil
     }
 
     /// One receipt: its record (and the held ones it releases) go to `ready`; returns the job when

@@ -68,6 +68,23 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return true
     }
 
+    /// `push(contentsOf:)` moving the items out of `batch` (left empty): no copy of each, then its
+    /// release with the batch.
+    @discardableResult
+    package func push(moving batch: inout [Element]) -> Bool {
+        guard !batch.isEmpty else { return true }
+        condition.lock()
+        defer { condition.unlock() }
+        guard waitForRoom() else { return false }
+        batch.reverse()
+        while let item = batch.popLast() {
+            add(item)
+            items.append(item)
+        }
+        wakeConsumers()
+        return true
+    }
+
     /// Waits up to `timeoutMs` for an item; nil on timeout or when closed and drained.
     package func pop(timeoutMs: Int) -> Element? {
         condition.lock()
@@ -93,8 +110,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
             }
             n = k
         }
-        let out = Array(items.prefix(n))
-        items.removeFirst(n)
+        let out = take(n)
         for item in out { remove(item) }
         if n > 0 { wakeProducers() }
         return out
@@ -105,8 +121,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         awaitItems(timeoutMs: timeoutMs)
-        let out = Array(items)
-        items.removeAll(keepingCapacity: true)
+        let out = take(items.count)
         queuedWeight = 0
         wakeProducers()
         return out
@@ -145,6 +160,18 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
             waitingConsumers -= 1
             if !signalled { break }
         }
+    }
+
+    /// The first `n` items, moved out of the queue (a copy of each, then the queue's release of it,
+    /// retained and released every string of the night's records once more).
+    private func take(_ n: Int) -> [Element] {
+        var out: [Element] = []
+        out.reserveCapacity(n)
+        for _ in 0..<n {
+            guard let item = items.popFirst() else { break }
+            out.append(item)
+        }
+        return out
     }
 
     private func takeLocked() -> Element? {
