@@ -62,25 +62,96 @@ public enum CopyText {
 /// Builds COPY text-format rows field by field into one byte buffer (`PGCopyWriter.write`):
 /// no array of strings per row. Text is escaped as `PGCopyWriter.row` escapes it; nil is `\N`.
 public struct CopyTextEncoder {
-    public private(set) var bytes: [UInt8] = []
-    private var fieldsInRow = 0
+    /// The rows: the first `used` bytes of `storage` (written in place, past `used` only once
+    /// reserved: an append per byte checked the array's uniqueness and capacity each time).
+    private var storage: [UInt8]
+    private var used = 0
+    /// A field was written in the current row (the next is preceded by a tab).
+    private var open = false
 
-    public init(capacity: Int = 1 << 16) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int = 1 << 16) { storage = [UInt8](repeating: 0, count: Swift.max(capacity, 64)) }
 
-    private mutating func separate() {
-        if fieldsInRow > 0 { bytes.append(9) }
-        fieldsInRow += 1
+    public var bytes: ArraySlice<UInt8> { storage[0..<used] }
+
+    /// Calls `body` with where the next byte goes, `n` bytes of room at least and the separator
+    /// written; `body` returns where its field ends.
+    @inline(__always)
+    private mutating func put(room n: Int, _ body: (UnsafeMutablePointer<UInt8>, Int) -> Int) {
+        if used &+ n &+ 1 > storage.count { storage += repeatElement(0, count: Swift.max(storage.count, n + 1)) }
+        let separate = open
+        open = true
+        used = storage.withUnsafeMutableBufferPointer { p in
+            let base = p.baseAddress!
+            var at = used
+            if separate { base[at] = 9; at &+= 1 }
+            return body(base, at)
+        }
     }
 
-    private mutating func null() { bytes.append(92); bytes.append(78) }
+    private mutating func null() { put(room: 2) { p, at in p[at] = 92; p[at + 1] = 78; return at + 2 } }
 
     public mutating func field(_ value: String?) {
-        separate()
         guard let value else { return null() }
         // In place, without a copy of the string (a copy retained and released it, per field).
-        if value.utf8.withContiguousStorageIfAvailable({ Self.appendEscaped($0, to: &bytes) }) != nil { return }
+        if value.utf8.withContiguousStorageIfAvailable({ text($0) }) != nil { return }
         var copy = value
-        copy.withUTF8 { Self.appendEscaped($0, to: &bytes) }
+        copy.withUTF8 { text($0) }
+    }
+
+    private mutating func text(_ text: UnsafeBufferPointer<UInt8>) {
+        put(room: text.count &* 2) { p, start in
+            var at = start
+            for byte in text {
+                switch byte {
+                case 92: p[at] = 92; p[at &+ 1] = 92; at &+= 2
+                case 9: p[at] = 92; p[at &+ 1] = 116; at &+= 2
+                case 10: p[at] = 92; p[at &+ 1] = 110; at &+= 2
+                case 13: p[at] = 92; p[at &+ 1] = 114; at &+= 2
+                default: p[at] = byte; at &+= 1
+                }
+            }
+            return at
+        }
+    }
+
+    public mutating func field(_ value: Int64?) {
+        guard let value else { return null() }
+        put(room: 20) { p, start in
+            var at = start
+            if value < 0 { p[at] = 45; at &+= 1 }
+            var magnitude = value.magnitude
+            var digits = 1
+            var rest = magnitude / 10
+            while rest > 0 { digits &+= 1; rest /= 10 }
+            let end = at &+ digits
+            var k = end &- 1
+            repeat {
+                p[k] = 48 &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+                k &-= 1
+            } while magnitude > 0
+            return end
+        }
+    }
+
+    public mutating func field(_ value: Int?) { field(value.map(Int64.init)) }
+    public mutating func field(_ value: Int32?) { field(value.map(Int64.init)) }
+
+    public mutating func field(_ value: Bool?) {
+        guard let value else { return null() }
+        put(room: 1) { p, at in p[at] = value ? 116 : 102; return at + 1 }
+    }
+
+    public mutating func endRow() {
+        if used + 1 > storage.count { storage += repeatElement(0, count: storage.count) }
+        storage[used] = 10
+        used += 1
+        open = false
+    }
+
+    public mutating func removeAll() {
+        used = 0
+        open = false
     }
 
     /// `text` as a COPY text field: a field without a byte to escape (nearly all) is copied whole,
@@ -109,44 +180,4 @@ public struct CopyTextEncoder {
 
     /// 1 for the bytes COPY's text format escapes (backslash, tab, newline, carriage return).
     private static let escapeClass: [UInt8] = (0..<256).map { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 ? 1 : 0 }
-
-    /// Integers are written digit by digit into the buffer: no String per field (the generic
-    /// version, not specialized across the module, made one and looked up its metadata).
-    public mutating func field(_ value: Int64?) {
-        separate()
-        guard let value else { return null() }
-        if value < 0 { bytes.append(45) }
-        var magnitude = value.magnitude
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            repeat {
-                d[19 - count] = 48 + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            bytes.append(contentsOf: d[(20 - count)...])
-        }
-    }
-
-    public mutating func field(_ value: Int?) { field(value.map(Int64.init)) }
-    public mutating func field(_ value: Int32?) { field(value.map(Int64.init)) }
-
-    public mutating func field(_ value: Bool?) {
-        separate()
-        guard let value else { return null() }
-        bytes.append(value ? 116 : 102)
-    }
-
-    public mutating func endRow() {
-        bytes.append(10)
-        fieldsInRow = 0
-    }
-
-    public mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
-        fieldsInRow = 0
-    }
 }

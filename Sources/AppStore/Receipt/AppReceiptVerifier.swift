@@ -85,7 +85,7 @@ public struct AppReceiptVerifier: Sendable {
     /// The signature over the content (or over the signed attributes, whose message digest must be
     /// the content's).
     static func isSigned(_ container: ReceiptContainer, by key: _RSA.Signing.PublicKey) -> Bool {
-        let signature = _RSA.Signing.RSASignature(rawRepresentation: Array(container.signature))
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: container.signature)
         func valid(_ bytes: ArraySlice<UInt8>) -> Bool {
             switch container.digest {
             case .sha1: return key.isValidSignature(signature, for: Insecure.SHA1.hash(data: bytes), padding: .insecurePKCS1v1_5)
@@ -128,15 +128,17 @@ public struct AppReceiptVerifier: Sendable {
 
 /// A receipt's signer (its IssuerAndSerialNumber as encoded) and certificates, as the chain
 /// cache's key: slices of the receipt, never copied to be looked up. Equal means every byte equal
-/// (compared with `memcmp`); the hash takes the signer, the sizes and the last 16 bytes of each
-/// certificate (its signature's), not 3 KB of certificates byte by byte as `[UInt8]`'s own hash
-/// does (a tenth of the verifier's time).
+/// (compared with `memcmp`); the hash takes the sizes, the signer's last 24 bytes (its serial
+/// number's) and the last 16 bytes of each certificate (its signature's), not 3 KB of certificates
+/// byte by byte as `[UInt8]`'s own hash does (a tenth of the verifier's time).
 struct ReceiptChainKey: Hashable, Sendable {
     let signer: ArraySlice<UInt8>
     let certificates: [ArraySlice<UInt8>]
 
     func hash(into hasher: inout Hasher) {
-        signer.withUnsafeBytes { hasher.combine(bytes: $0) }
+        // The signer's serial number is at its end.
+        hasher.combine(signer.count)
+        signer.suffix(24).withUnsafeBytes { hasher.combine(bytes: $0) }
         hasher.combine(certificates.count)
         for certificate in certificates {
             hasher.combine(certificate.count)

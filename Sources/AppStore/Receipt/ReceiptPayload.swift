@@ -39,10 +39,14 @@ struct ReceiptPayload: Sendable {
     ) throws(SignedDataRejection) {
         let all = bytes.withUnsafeBufferPointer { b in
             Result { () throws(SignedDataRejection) -> [(Int, Range<Int>)] in
-                var attributes = try Attributes(b, 0..<b.count, slice: bytes, part: part)
-                var all: [(Int, Range<Int>)] = []
-                while let a = attributes.next() { all.append(a) }
-                return all
+                for attempt in 0..<2 {
+                    let strict = attempt == 0
+                    var attributes = try Attributes(b, 0..<b.count, slice: bytes, part: part, strict: strict)
+                    var all: [(Int, Range<Int>)] = []
+                    while let a = attributes.next() { all.append(a) }
+                    if !attributes.declined { return all }
+                }
+                return []
             }
         }
         let start = bytes.startIndex
@@ -55,23 +59,42 @@ struct ReceiptPayload: Sendable {
         let b: UnsafeBufferPointer<UInt8>
         let slice: ArraySlice<UInt8>
 
+        /// The payload: its SET read in Apple's form, or, when an attribute is not, read again as
+        /// BER.parse reads it (a reading is all one or all the other); the first problem in the
+        /// receipt's order is thrown once the SET is read.
         func payload() throws(SignedDataRejection) -> ReceiptPayload {
             var read = ReceiptPayload(environment: nil)
-            var attributes = try Attributes(b, 0..<b.count, slice: slice, part: "the payload")
-            while let (type, value) = attributes.next() {
-                switch type {
-                case 0: read.environment = try text(value, field: "type 0 (environment)")
-                case 2: read.bundleID = try text(value, field: "type 2 (bundle id)")
-                case 12: read.creationDate = try date(value, field: "type 12 (creation date)")
-                case 17:
-                    guard read.purchases.count < ReceiptPayload.maxPurchases else {
-                        throw .malformed("more than \(ReceiptPayload.maxPurchases) in-app purchases")
+            for attempt in 0..<2 {
+                let strict = attempt == 0
+                read = ReceiptPayload(environment: nil)
+                var problem: SignedDataRejection?
+                var attributes = try Attributes(b, 0..<b.count, slice: slice, part: "the payload", strict: strict)
+                while let (type, value) = attributes.next() {
+                    do throws(SignedDataRejection) {
+                        try top(type, value, into: &read)
+                    } catch {
+                        problem = problem ?? error
                     }
-                    read.purchases.append(try purchase(value, index: read.purchases.count))
-                default: break
                 }
+                if attributes.declined { continue }
+                if let problem { throw problem }
+                break
             }
             return read
+        }
+
+        private func top(_ type: Int, _ value: Range<Int>, into read: inout ReceiptPayload) throws(SignedDataRejection) {
+            switch type {
+            case 0: read.environment = try text(value, field: "type 0 (environment)")
+            case 2: read.bundleID = try text(value, field: "type 2 (bundle id)")
+            case 12: read.creationDate = try date(value, field: "type 12 (creation date)")
+            case 17:
+                guard read.purchases.count < ReceiptPayload.maxPurchases else {
+                    throw .malformed("more than \(ReceiptPayload.maxPurchases) in-app purchases")
+                }
+                read.purchases.append(try purchase(value, index: read.purchases.count))
+            default: break
+            }
         }
 
         /// One in-app purchase's SET; `index` names it in problems (`in-app 3`). One pass over the
@@ -79,16 +102,21 @@ struct ReceiptPayload: Sendable {
         /// other fields in the receipt's order. The names of fields are made only for a problem:
         /// made for each field, with a closure per SET, they were a tenth of the verifier's time.
         private func purchase(_ range: Range<Int>, index: Int) throws(SignedDataRejection) -> PartialTransaction {
-            var attributes = try Attributes(b, range, slice: slice, part: "in-app \(index + 1)")
             var id: String?
             var idProblem: SignedDataRejection?, problem: SignedDataRejection?
             var p = PartialTransaction(transactionID: "")
-            while let (type, value) = attributes.next() {
-                do throws(SignedDataRejection) {
-                    try field(type, value, of: &p, index: index, id: &id)
-                } catch {
-                    if type == 1703 { idProblem = idProblem ?? error } else { problem = problem ?? error }
+            for attempt in 0..<2 {
+                let strict = attempt == 0
+                (id, idProblem, problem, p) = (nil, nil, nil, PartialTransaction(transactionID: ""))
+                var attributes = try Attributes(b, range, slice: slice, part: "in-app \(index + 1)", strict: strict)
+                while let (type, value) = attributes.next() {
+                    do throws(SignedDataRejection) {
+                        try field(type, value, of: &p, index: index, id: &id)
+                    } catch {
+                        if type == 1703 { idProblem = idProblem ?? error } else { problem = problem ?? error }
+                    }
                 }
+                if !attributes.declined { break }
             }
             if let idProblem { throw idProblem }
             guard let id, !id.isEmpty else { throw .malformed("in-app \(index + 1) has no transaction id (type 1703)") }
@@ -194,23 +222,34 @@ struct ReceiptPayload: Sendable {
     }
 
     /// The attributes of a SET (`range` of `b`, the bytes of `slice`), in order, as (type, value's
-    /// range in `b`). Apple's form, strict DER, is read from the bytes; any other form as BER.parse
-    /// reads it. The SET is checked whole before the first attribute is handed out, so a reading is
-    /// all one or all the other.
+    /// range in `b`). With `strict`, Apple's form (strict DER) is read from the bytes as they are
+    /// handed out; at the first attribute in any other form, `next` gives nil and `declined` is
+    /// set: the caller then reads the SET again without `strict`, as BER.parse reads it, so that a
+    /// reading is all one or all the other. (Checking the whole SET first read every attribute
+    /// twice.)
     struct Attributes {
         private let b: UnsafeBufferPointer<UInt8>
         private var i: Int
         private let end: Int
-        /// BER.parse's reading, when the SET is not strict DER.
+        /// BER.parse's reading, when the SET is not read in the strict form.
         private let parsed: [(Int, Range<Int>)]?
         private var k = 0
+        /// An attribute was not in the strict form: read the SET again without `strict`.
+        private(set) var declined = false
 
         init(
-            _ b: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, slice: ArraySlice<UInt8>, part: @autoclosure () -> String
+            _ b: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, slice: ArraySlice<UInt8>, part: @autoclosure () -> String,
+            strict: Bool
         ) throws(SignedDataRejection) {
             self.b = b
-            if let set = DERAttributes.strictSet(b, range) {
-                (i, end, parsed) = (set.lowerBound, set.upperBound, nil)
+            if strict {
+                guard let set = DERAttributes.element(b, at: range.lowerBound, end: range.upperBound), set.tag == 0x31,
+                    set.next == range.upperBound
+                else {
+                    (i, end, parsed, declined) = (0, 0, nil, true)
+                    return
+                }
+                (i, end, parsed) = (set.content.lowerBound, set.content.upperBound, nil)
                 return
             }
             (i, end) = (0, 0)
@@ -246,7 +285,11 @@ struct ReceiptPayload: Sendable {
                 k += 1
                 return parsed[k - 1]
             }
-            guard i < end, let a = DERAttributes.attribute(b, at: i, end: end) else { return nil }
+            guard i < end, !declined else { return nil }
+            guard let a = DERAttributes.attribute(b, at: i, end: end) else {
+                declined = true
+                return nil
+            }
             i = a.next
             return (a.type, a.value)
         }
