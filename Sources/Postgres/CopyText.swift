@@ -78,11 +78,11 @@ public struct CopyTextEncoder {
     @inline(__always)
     private mutating func put(room n: Int, _ body: (UnsafeMutablePointer<UInt8>, Int) -> Int) {
         if used &+ n &+ 1 > storage.count { storage += repeatElement(0, count: Swift.max(storage.count, n + 1)) }
-        let separate = open
+        let separate = open, start = used
         open = true
         used = storage.withUnsafeMutableBufferPointer { p in
             let base = p.baseAddress!
-            var at = used
+            var at = start
             if separate { base[at] = 9; at &+= 1 }
             return body(base, at)
         }
@@ -93,12 +93,13 @@ public struct CopyTextEncoder {
     public mutating func field(_ value: String?) {
         guard let value else { return null() }
         // In place, without a copy of the string (a copy retained and released it, per field).
-        if value.utf8.withContiguousStorageIfAvailable({ text($0) }) != nil { return }
+        if value.utf8.withContiguousStorageIfAvailable({ escaped($0) }) != nil { return }
         var copy = value
-        copy.withUTF8 { text($0) }
+        copy.withUTF8 { escaped($0) }
     }
 
-    private mutating func text(_ text: UnsafeBufferPointer<UInt8>) {
+    /// `text` escaped as COPY's text format escapes it (backslash, tab, newline, carriage return).
+    private mutating func escaped(_ text: UnsafeBufferPointer<UInt8>) {
         put(room: text.count &* 2) { p, start in
             var at = start
             for byte in text {

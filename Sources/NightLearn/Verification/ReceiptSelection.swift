@@ -224,6 +224,8 @@ struct ReceiptSelection {
         }
         return valid ? out : nil
     }
+
+    /// `quadTables`' marks, above any quad's three bytes.
     private static let padMark: UInt32 = 0x0100_0000, spaceMark: UInt32 = 0x0200_0000, badMark: UInt32 = 0x0400_0000
 
     /// Four tables of 256: a character's share of the three bytes of its quad, for each of the four

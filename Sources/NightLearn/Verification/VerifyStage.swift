@@ -118,10 +118,15 @@ public final class VerifyStage {
                     }
                     // false or nil: the writer (or the transport) has stopped; so does the reader,
                     // on its next push.
-                    // (Split only when mixed: each split copied every job.)
-                    let mixed = jobs.contains(where: \.signed) && jobs.contains { !$0.signed }
-                    let uploaded = mixed ? jobs.filter(\.signed) : jobs.first?.signed == true ? jobs : []
-                    let receipts = mixed ? jobs.filter { !$0.signed } : jobs.first?.signed == false ? jobs : []
+                    // Split only when mixed (each split copied every job).
+                    let uploaded: [VerifyJob], receipts: [VerifyJob]
+                    if !jobs.contains(where: \.signed) {
+                        (uploaded, receipts) = ([], jobs)
+                    } else if jobs.allSatisfy(\.signed) {
+                        (uploaded, receipts) = (jobs, [])
+                    } else {
+                        (uploaded, receipts) = (jobs.filter(\.signed), jobs.filter { !$0.signed })
+                    }
                     guard uploaded.isEmpty || signed.verify(uploaded, records: records) else { uploads.close(); return }
                     var settled = uploaded.count
                     if !receipts.isEmpty {
