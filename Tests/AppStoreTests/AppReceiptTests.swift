@@ -232,7 +232,7 @@ struct AppReceiptTests {
         }
     }
 
-    @Test("a certificate broken inside, in Apple's form: the container is read, the receipt malformed when the chain is judged, never cached")
+    @Test("a certificate broken inside, in Apple's form: read, then malformed when its chain is judged, never cached")
     func certificateBrokenInside() throws {
         let verifier = AppReceiptVerifier(roots: [Self.pki.root])
         let good = try Self.pki.sign(try Self.fields().payload(), digest: .sha256)

@@ -381,9 +381,10 @@ struct ReceiptParsingTests {
             "2026-11-19T08:00:00", "2026-11-19T08:00:00.5Z", "2026-11-19X08:00:00Z", "2026/11/19T08:00:00Z",
             "2026-11-19T08:00:00+", "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "",
             // With milliseconds (the simulator's form): 24 bytes.
-            "2026-11-19T08:00:00.000Z", "2026-11-19T08:00:00.999Z", "2024-02-29T23:59:59.123z", "2026-11-19T08:00:00.12Z",
-            "2026-11-19T08:00:00.1234Z", "2026-11-19T08:00:00,123Z", "2026-11-19T08:00:00.12AZ", "2026-11-19T08:00:00.-12Z",
-            "2026-02-30T08:00:00.000Z", "2026-11-19T08:00:00.123+", "2026-11-19T08:00:00+0000", "2026-11-19T08:00:00.000 ",
+            "2026-11-19T08:00:00.000Z", "2026-11-19T08:00:00.999Z", "2024-02-29T23:59:59.123z",
+            "2026-11-19T08:00:00.12Z", "2026-11-19T08:00:00.1234Z", "2026-11-19T08:00:00,123Z",
+            "2026-11-19T08:00:00.12AZ", "2026-11-19T08:00:00.-12Z", "2026-02-30T08:00:00.000Z",
+            "2026-11-19T08:00:00.123+", "2026-11-19T08:00:00+0000", "2026-11-19T08:00:00.000 ",
         ]
         var read = 0
         for text in texts {
@@ -400,11 +401,13 @@ struct ReceiptParsingTests {
         #expect(read == 11)
     }
 
-    @Test("a payload in BER's other forms reads as in Apple's DER: the same fields, the same problems in the same order")
+    @Test(
+        "a payload in BER's other forms reads as in Apple's DER: the same fields, the same problems in the same order")
     func payloadFormsReadAlike() throws {
         func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
             let n = content.count
-            let length: [UInt8] = n < 0x80 ? [UInt8(n)] : n < 0x100 ? [0x81, UInt8(n)] : [0x82, UInt8(n >> 8), UInt8(n & 0xFF)]
+            let length: [UInt8] =
+                n < 0x80 ? [UInt8(n)] : n < 0x100 ? [0x81, UInt8(n)] : [0x82, UInt8(n >> 8), UInt8(n & 0xFF)]
             return [tag] + length + content
         }
         func attribute(_ type: Int, _ value: [UInt8]) -> [UInt8] {
@@ -415,22 +418,27 @@ struct ReceiptParsingTests {
         func indefinite(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag | 0x20, 0x80] + content + [0, 0] }
         let date = text("2026-11-20T10:00:00.250Z")
         func purchase(_ id: String, quantity: [UInt8] = tlv(0x02, [3])) -> [UInt8] {
-            attribute(1702, text("coins")) + attribute(1701, quantity) + attribute(1703, text(id)) + attribute(1704, date)
+            attribute(1702, text("coins")) + attribute(1701, quantity) + attribute(1703, text(id))
+                + attribute(1704, date)
         }
         func payload(_ purchases: [[UInt8]], set: (UInt8, [UInt8]) -> [UInt8] = tlv) -> [UInt8] {
-            let top = attribute(0, text("ProductionSandbox")) + attribute(2, text("com.example.game")) + attribute(12, date)
+            let top =
+                attribute(0, text("ProductionSandbox")) + attribute(2, text("com.example.game")) + attribute(12, date)
             return set(0x31, top + purchases.map { attribute(17, $0) }.joined())
         }
         func read(_ bytes: [UInt8]) -> String {
             switch Result(catching: { () throws(SignedDataRejection) in try ReceiptPayload(bytes[...]) }) {
             case .success(let p):
-                let purchases = p.purchases.map { "\($0.transactionID) \($0.productID ?? "-") \($0.quantity ?? 0) \($0.purchaseDate ?? 0)" }
+                let purchases = p.purchases.map {
+                    "\($0.transactionID) \($0.productID ?? "-") \($0.quantity ?? 0) \($0.purchaseDate ?? 0)"
+                }
                 return "\(p.environment ?? "-") \(p.bundleID ?? "-") \(p.creationDate ?? 0) \(purchases)"
             case .failure(let rejection): return "\(rejection)"
             }
         }
         let der = payload([tlv(0x31, purchase("1001")), tlv(0x31, purchase("1002"))])
-        #expect(read(der) == "ProductionSandbox com.example.game 1795168800250 [\"1001 coins 3 1795168800250\", \"1002 coins 3 1795168800250\"]")
+        let purchases = "[\"1001 coins 3 1795168800250\", \"1002 coins 3 1795168800250\"]"
+        #expect(read(der) == "ProductionSandbox com.example.game 1795168800250 \(purchases)")
         // The top SET indefinite; a purchase's SET indefinite; a long-form length under 128.
         let forms = [
             payload([tlv(0x31, purchase("1001")), tlv(0x31, purchase("1002"))], set: indefinite),

@@ -65,7 +65,8 @@ struct CandidateQueryTests {
             // The reader's decoding takes what is_base64 takes, and decodes as Foundation does.
             let decoded = copy.withUTF8 { ReceiptSelection.base64Decoded($0) }
             if (decoded != nil) != sql { undecoded.append(String(text.prefix(40)).debugDescription) }
-            if let decoded, decoded != Data(base64Encoded: text, options: .ignoreUnknownCharacters).map({ [UInt8]($0) }) {
+            let foundation = Data(base64Encoded: text, options: .ignoreUnknownCharacters).map { [UInt8]($0) }
+            if let decoded, decoded != foundation {
                 undecoded.append(String(text.prefix(40)).debugDescription)
             }
             // The reader's kind: base64 without a dot, a JWS with one, nothing else.
@@ -93,11 +94,13 @@ struct CandidateQueryTests {
             let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
             var text = Array(Data(bytes).base64EncodedString())
             for _ in 0..<(count % 5) {
-                text.insert([" ", "\n", "\t", "\r"].randomElement(using: &random)!, at: Int.random(in: 0...text.count, using: &random))
+                let space: Character = [" ", "\n", "\t", "\r"].randomElement(using: &random)!
+                text.insert(space, at: Int.random(in: 0...text.count, using: &random))
             }
             #expect(AppReceipts.decoded(String(text)) == bytes, "\(count) bytes as \(String(text).debugDescription)")
         }
-        #expect(AppReceipts.decoded("QUJD-") == nil && AppReceipts.decoded("QU=D") == nil && AppReceipts.decoded("") == nil)
+        #expect(AppReceipts.decoded("QUJD-") == nil && AppReceipts.decoded("QU=D") == nil)
+        #expect(AppReceipts.decoded("") == nil)
     }
 
     @Test("the dot check (replace, in bytes) says what strpos says, on hostile texts and null")

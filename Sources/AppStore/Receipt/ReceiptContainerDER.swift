@@ -15,11 +15,14 @@ extension ReceiptContainer {
         // Read over the bytes in place (the slice's checked subscript, and a slice retained per
         // part, were a third of this reader's time); its parts are then slices of `b`.
         guard let parts = b.withUnsafeBufferPointer({ DERContainer.read($0) }) else { return nil }
-        func slice(_ r: Range<Int>) -> ArraySlice<UInt8> { b[(b.startIndex + r.lowerBound)..<(b.startIndex + r.upperBound)] }
+        func slice(_ r: Range<Int>) -> ArraySlice<UInt8> {
+            b[(b.startIndex + r.lowerBound)..<(b.startIndex + r.upperBound)]
+        }
         return ReceiptContainer(
             certificates: parts.certificates.map(slice), signerID: slice(parts.signerID),
             signerIssuer: slice(parts.signerIssuer), signerSerial: slice(parts.signerSerial),
-            digest: parts.digest, signature: slice(parts.signature), content: slice(parts.content), signedAttributes: nil)
+            digest: parts.digest, signature: slice(parts.signature), content: slice(parts.content),
+            signedAttributes: nil)
     }
 }
 
@@ -103,7 +106,9 @@ private struct DERContainer {
         guard Self.equal(b, signature.oid, DEROIDs.rsaEncryption) || Self.equal(b, signature.oid, combined) else {
             return false
         }
-        (signerID, signerIssuer, signerSerial) = (version.next..<id.next, id.content.lowerBound..<issuer.next, serial.content)
+        (signerID, signerIssuer, signerSerial) = (
+            version.next..<id.next, id.content.lowerBound..<issuer.next, serial.content
+        )
         (self.digest, self.signature) = (named, value.content)
         return true
     }

@@ -152,7 +152,9 @@ public final class VerifyStage {
                 // Binary COPY: the uploads' 3,600 bytes are found by their length, not scanned.
                 var form = SignedDataVerifier.FormCheck()
                 try rdb.copyOutBinary(candidateSQL, columns: ReceiptSelection.candidateColumns) { row in
-                    guard let job = ReceiptSelection.job(fromCandidate: row, decoding: offline, check: &form) else { return }
+                    guard let job = ReceiptSelection.job(fromCandidate: row, decoding: offline, check: &form) else {
+                        return
+                    }
                     outcome.read.add(1, ordering: .relaxed)
                     // A StoreKit 2 upload needs no request: to a verifier; so does an app receipt
                     // (decoded by now), unless `--receipts verify-receipt`.
