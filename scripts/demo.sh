@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # make demo: a throwaway Postgres, a few thousand generated orders with every kind of finding,
 # the App Store simulator (with some latency and faults), one night, a summary and the reports.
+# DEMO_AS_OF=2026-12-01T03:00:00Z: the night of Tests/Golden/demo-2026-12-01 (what the generator and
+# the night give with no Google Play setting, committed before Play): its CSVs must equal them byte
+# for byte, or the demo fails. Any other time: the reports are only compared with the generator's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 start_everything
-as_of=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+as_of=${DEMO_AS_OF:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
+golden="$here/Tests/Golden/demo-$(date -u -d "$as_of" +%Y-%m-%d)"
 secret="demo-shared-secret"
 
 echo "== generating 3000 users' orders, receipts and grants (as of $as_of)"
@@ -80,6 +84,26 @@ for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattribut
   if cmp -s "$work/expected/$f" "$here/reports/$day/$f"; then verdict="matches"; else verdict="DIFFERS"; fi
   printf '  %-24s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$verdict"
 done
+if [ -d "$golden" ] && [ "$(cat "$golden/AS_OF")" = "$as_of" ]; then
+  echo
+  echo "== the golden files of this night ($golden: no Google Play setting, committed before Play)"
+  differ=0
+  for g in "$golden"/*.csv; do
+    f=$(basename "$g")
+    if [ "$f" = unresolved.csv ]; then
+      # attempts and last_attempt_at are the faults' and the clock's (README.md there)
+      same() { python3 -c 'import csv,sys; rows=lambda p: [r[:4] + r[5:7] for r in csv.reader(open(p))]; sys.exit(rows(sys.argv[1]) != rows(sys.argv[2]))' "$1" "$2"; }
+    else
+      same() { cmp -s "$1" "$2"; }
+    fi
+    if same "$g" "$here/reports/$day/$f"; then verdict="equal"; else verdict="DIFFERS"; differ=1; fi
+    printf '  %-24s %s\n' "$f" "$verdict"
+  done
+  for f in "$here/reports/$day"/*.csv; do
+    [ -e "$golden/$(basename "$f")" ] || { printf '  %-24s %s\n' "$(basename "$f")" "NEW (not in the golden files)"; differ=1; }
+  done
+  [ "$differ" = 0 ] || { echo "demo: the reports differ from the golden files of $as_of (diff -r $golden $here/reports/$day)" >&2; exit 1; }
+fi
 echo
 echo "reports: $here/reports/$day/"
 ls -1 "$here/reports/$day/" | sed 's/^/  /'
