@@ -5,6 +5,7 @@ import PackageDescription
 //   CLibPQ, CCurl            system libraries (libpq, libcurl) with tiny shims
 //   Postgres, HTTP           thin, domain-free Swift wrappers that own the C resources
 //   Reconciliation           the functional core: domain types, decision rules, report rows
+//   StrictJSON               the strict JSON reader and writer every store's wire uses
 //   AppStore                 the verifyReceipt protocol: request, answer classes, parsing;
 //                            StoreKit 2 signed transactions (Signed/: JWS, x5c chain, ES256)
 //   JobStore, StoreIO        the job's schema; the transport to a store's endpoints
@@ -50,10 +51,13 @@ let package = Package(
             swiftSettings: v6
         ),
         .target(name: "SummaryPage", dependencies: ["Reconciliation"], swiftSettings: v6),
+        // StrictJSON: one strict reading of a store's JSON (a tape over the bytes: no duplicate
+        // key, no invalid UTF-8, nothing after the value) and the writer of request bodies.
+        .target(name: "StrictJSON", swiftSettings: v6),
         .target(
             name: "AppStore",
             dependencies: [
-                "Reconciliation",
+                "Reconciliation", "StrictJSON",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 // App receipts: RSA PKCS#1 v1.5 signatures (Receipt/AppReceiptVerifier.swift).

@@ -2,6 +2,7 @@
 // field may arrive as a string or a number). Each reader throws `Garbage` naming the field, with
 // at most 20 sanitized characters of the value.
 
+import StrictJSON
 import Reconciliation
 
 extension JSONDocument {
@@ -22,11 +23,11 @@ extension JSONDocument {
     func shown(_ index: Int) -> String {
         switch kind(index) {
         case .number:
-            return VerifyReceipt.sanitized(raw(index), limit: 20)
+            return Sanitized.text(raw(index), limit: 20)
         case .string, .escapedString:
             let text = self.text(index) ?? ""
             let lead = text.utf8.first.map { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } == true ? " " : ""
-            return "\"" + lead + VerifyReceipt.sanitized(text.utf8, limit: 20) + "\""
+            return "\"" + lead + Sanitized.text(text.utf8, limit: 20) + "\""
         case .true: return "true"
         case .false: return "false"
         default: return kindName(index)

@@ -2,6 +2,7 @@
 // accepting only the shapes and value forms Apple sends. Anything else is `Garbage`: the answer
 // is retried, never believed (contract §3).
 
+import StrictJSON
 import Reconciliation
 
 /// Why an answer is not what Apple sends: one short line naming the field.

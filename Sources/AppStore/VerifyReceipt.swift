@@ -1,6 +1,7 @@
 // The legacy verifyReceipt protocol (contract §3): the request body and the classification of an
 // answer. No I/O: the job's HTTP adapter sends the bytes and hands back status and body.
 
+import StrictJSON
 import Reconciliation
 
 /// What the job does with an answer (contract §3 table). The raw values are what summary.json and
@@ -188,7 +189,7 @@ public enum VerifyReceipt {
         if !allowedBundles.isEmpty {
             let foreign = receipt.bundles.first { !allowedBundles.contains($0) }
             if receipt.bundles.isEmpty || foreign != nil {
-                let problem = foreign.map { "bundle \(sanitized($0.utf8, limit: 60)) is not allowed" }
+                let problem = foreign.map { "bundle \(Sanitized.text($0.utf8, limit: 60)) is not allowed" }
                     ?? "receipt names no bundle id"
                 return Answer(status: status, answerClass: .reject, isRetryable: isRetryable,
                               bundleID: receipt.bundleID, rejection: .wrongBundle, problem: problem)
@@ -204,27 +205,7 @@ public enum VerifyReceipt {
         guard !body.isEmpty else { return "" }
         let first = body.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
         if first == UInt8(ascii: "{") { return "" }
-        let shown = sanitized(body.prefix(64), limit: 19)
+        let shown = Sanitized.text(body.prefix(64), limit: 19)
         return " (\(body.count) bytes)" + (shown.isEmpty ? "" : ": " + shown)
-    }
-
-    /// Printable ASCII only, whitespace runs folded, cut to `limit` characters.
-    static func sanitized<S: Sequence>(_ bytes: S, limit: Int) -> String where S.Element == UInt8 {
-        var out = ""
-        var lastSpace = false
-        for c in bytes {
-            if out.utf8.count >= limit {
-                out += "…"
-                break
-            }
-            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D {
-                if !lastSpace, !out.isEmpty { out.append(" ") }
-                lastSpace = true
-                continue
-            }
-            lastSpace = false
-            out.append(c >= 0x21 && c <= 0x7E ? Character(Unicode.Scalar(c)) : "?")
-        }
-        return out
     }
 }

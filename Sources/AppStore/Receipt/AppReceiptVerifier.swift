@@ -16,6 +16,7 @@
 //
 // Not checked: attribute 5 (the device's hash needs the device's identifier), OCSP and CRLs.
 
+import StrictJSON
 import Crypto
 @_spi(DisableValidityCheck) import X509
 import _CryptoExtras
@@ -66,14 +67,14 @@ public struct AppReceiptVerifier: Sendable {
                     + "not at the receipt's creation date \(UTC.timestamp(created))")
         }
         if let bundleIDs, !bundleIDs.isEmpty, !bundleIDs.contains(payload.bundleID ?? "") {
-            throw .wrongBundle("the receipt is of \(VerifyReceipt.sanitized((payload.bundleID ?? "no bundle").utf8, limit: 80))")
+            throw .wrongBundle("the receipt is of \(Sanitized.text((payload.bundleID ?? "no bundle").utf8, limit: 80))")
         }
         let environment: AppStoreEnvironment
         switch payload.environment {
         case "Production": environment = .production
         case "ProductionSandbox": environment = .sandbox
         default:
-            let shown = payload.environment.map { VerifyReceipt.sanitized($0.utf8, limit: 40) } ?? "missing"
+            let shown = payload.environment.map { Sanitized.text($0.utf8, limit: 40) } ?? "missing"
             throw .malformed("type 0 (environment) is \(shown), not Production or ProductionSandbox")
         }
         var collector = Collector()

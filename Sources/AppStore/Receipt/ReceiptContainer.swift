@@ -4,6 +4,7 @@
 // values and refuses trailing bytes. Here only the shape and the limits are
 // checked; the certificates are judged, and the signature checked, by `AppReceiptVerifier`.
 
+import StrictJSON
 import Reconciliation
 import SwiftASN1
 
@@ -360,8 +361,8 @@ struct ReceiptContainer: Sendable {
 
     /// swift-asn1's reason, on one short line.
     static func reason(_ error: Error) -> String {
-        if let asn1 = error as? ASN1Error { return VerifyReceipt.sanitized(String(describing: asn1.code).utf8, limit: 80) }
-        return VerifyReceipt.sanitized(String(describing: error).utf8, limit: 80)
+        if let asn1 = error as? ASN1Error { return Sanitized.text(String(describing: asn1.code).utf8, limit: 80) }
+        return Sanitized.text(String(describing: error).utf8, limit: 80)
     }
 }
 

@@ -4,6 +4,7 @@
 // again. Types Apple does not document are ignored, as Apple says to; a documented field of the
 // wrong form is `malformed`, never guessed.
 
+import StrictJSON
 import Reconciliation
 import SwiftASN1
 
@@ -219,7 +220,7 @@ struct ReceiptPayload: Sendable {
             }
             guard let text = try text(value, field: field()), !text.isEmpty else { return nil }
             guard let ms = AppleDate.parse(text), ms >= 0, ms <= AppleDate.maxMillis else {
-                throw .malformed("\(field()) is not a date (\(VerifyReceipt.sanitized(text.utf8, limit: 40)))")
+                throw .malformed("\(field()) is not a date (\(Sanitized.text(text.utf8, limit: 40)))")
             }
             return ms
         }

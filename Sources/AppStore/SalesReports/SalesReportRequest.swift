@@ -2,6 +2,7 @@
 // and how App Store Connect's error bodies are read: `{"errors":[{"status":"400","detail":"…"}]}`.
 // No I/O.
 
+import StrictJSON
 import Reconciliation
 
 public enum SalesReportRequest {

@@ -2,6 +2,7 @@
 // strict reading of its bodies. No I/O: the job's HTTP adapter sends and hands back status,
 // body and the Retry-After header.
 
+import StrictJSON
 import Reconciliation
 
 /// The endpoints the job calls. The raw values name them in options (`--api-rate`), logs and the

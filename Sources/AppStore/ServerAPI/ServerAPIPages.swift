@@ -2,6 +2,7 @@
 // history v2 and notification history, read strictly. Their signed objects are returned as
 // text: the caller verifies each before believing anything in it.
 
+import StrictJSON
 import Reconciliation
 
 /// One page of Get Transaction History v2 or Get Refund History v2.

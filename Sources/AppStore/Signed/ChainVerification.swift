@@ -9,6 +9,7 @@
 // version is pinned by Package.swift.
 
 @_spi(FixedExpiryValidationTime) @_spi(DisableValidityCheck) import X509
+import StrictJSON
 import Crypto
 import Foundation
 import Reconciliation
@@ -179,6 +180,6 @@ enum ChainValidation {
            open.upperBound <= close.lowerBound {
             text.replaceSubrange(open.lowerBound..<close.upperBound, with: "certificate")
         }
-        return VerifyReceipt.sanitized(text.utf8, limit: 160)
+        return Sanitized.text(text.utf8, limit: 160)
     }
 }

@@ -3,6 +3,7 @@
 // signature. Everything from outside goes through the strict JSON scanner (JSONScanner.swift):
 // a repeated key, invalid UTF-8 or a value of the wrong type is a named problem, never a guess.
 
+import StrictJSON
 import Crypto
 internal import Glibc
 

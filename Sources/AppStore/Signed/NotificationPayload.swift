@@ -3,6 +3,7 @@
 // transaction as it was when Apple sent the notification.
 // Both are verified, the outer one first; nothing in either is believed before both pass.
 
+import StrictJSON
 import Crypto
 import Foundation
 import Reconciliation
@@ -43,7 +44,7 @@ extension SignedDataVerifier {
                                               signedDate: read.signedDate, transaction: nil)
         notification.consumptionRequestReason = read.consumptionRequestReason
         if let bundleIDs, !bundleIDs.isEmpty, let bundle = read.bundleID, !bundleIDs.contains(bundle) {
-            return .failure(.wrongBundle("notification of bundle \(VerifyReceipt.sanitized(bundle.utf8, limit: 60)) is not allowed"))
+            return .failure(.wrongBundle("notification of bundle \(Sanitized.text(bundle.utf8, limit: 60)) is not allowed"))
         }
         guard let inner = read.signedTransactionInfo else { return .success(notification) }
         switch verifyTransaction(inner, bundleIDs: bundleIDs) {

@@ -12,6 +12,7 @@
 // P-256 signature check; a new pair adds swift-certificates' chain building with two P-384
 // signature checks and three certificate parses.
 
+import StrictJSON
 import Crypto
 import Foundation
 import Reconciliation
@@ -64,7 +65,7 @@ public struct SignedDataVerifier: Sendable {
         if let bundleIDs, !bundleIDs.isEmpty {
             let bundle = transaction.transaction.bundleID ?? ""
             guard bundleIDs.contains(bundle) else {
-                return .failure(.wrongBundle("bundle \(VerifyReceipt.sanitized(bundle.utf8, limit: 60)) is not allowed"))
+                return .failure(.wrongBundle("bundle \(Sanitized.text(bundle.utf8, limit: 60)) is not allowed"))
             }
         }
         return .success(transaction)

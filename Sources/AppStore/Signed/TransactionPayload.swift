@@ -4,6 +4,7 @@
 // Unknown fields are ignored (Apple adds fields over time); a known field that is null, of the
 // wrong JSON type or out of range makes the whole JWS malformed, naming the field.
 
+import StrictJSON
 import Reconciliation
 
 extension JSONDocument {

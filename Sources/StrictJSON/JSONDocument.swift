@@ -1,19 +1,25 @@
-// The parsed form of an App Store answer (a tape of nodes over the body bytes), the errors of
+// The parsed form of a store's answer (a tape of nodes over the body bytes), the errors of
 // parsing, and the typed reads of its values. The scanner that builds it is in JSONScanner.swift.
+// Every store's JSON goes through it (Apple's answers in AppStore, Google's in PlayStore): one
+// strict reading, no duplicate keys, no invalid UTF-8, nothing after the value.
 
 /// One JSON value on the tape. Containers are followed by their children; `after` is the tape index
 /// just past the whole subtree, so skipping a value is O(1).
-struct JSONNode {
-    enum Kind: UInt8 {
+package struct JSONNode {
+    /// What a node holds.
+    package enum Kind: UInt8 {
         case null, `false`, `true`, number, string, escapedString, array, object
     }
 
-    var kind: Kind
+    /// The node's kind.
+    package var kind: Kind
     /// Strings: the bytes between the quotes. Numbers and literals: the lexeme. Containers: the
     /// brackets included.
-    var start: Int32
-    var end: Int32
-    var after: Int32
+    package var start: Int32
+    /// Where the node's bytes end (exclusive).
+    package var end: Int32
+    /// The tape index past the node's subtree.
+    package var after: Int32
 }
 
 /// Why a body is not one acceptable JSON document. `description` is the problem text of the
@@ -72,19 +78,21 @@ public enum JSONError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// A parsed document: the body bytes (borrowed, valid only inside the caller's
 /// `withUnsafeBufferPointer`) and the tape. The root is node 0.
-struct JSONDocument {
-    let bytes: UnsafeBufferPointer<UInt8>
-    let nodes: [JSONNode]
+package struct JSONDocument {
+    /// The body, borrowed.
+    package let bytes: UnsafeBufferPointer<UInt8>
+    /// The tape: node 0 is the root.
+    package let nodes: [JSONNode]
 
     /// Nesting deeper than this is refused (a verifyReceipt answer is at most 4 levels deep).
-    static let maxDepth = 64
+    package static let maxDepth = 64
 
     /// Objects with more members than this are checked for repeated keys with a hash set; smaller
     /// ones (every object Apple sends) with a bit set of key signatures, which allocates nothing.
     static let pairwiseKeyLimit = 32
 
     /// Scans `bytes` as exactly one JSON value (surrounding whitespace allowed).
-    init(_ bytes: UnsafeBufferPointer<UInt8>) throws {
+    package init(_ bytes: UnsafeBufferPointer<UInt8>) throws {
         guard bytes.count < Int(Int32.max) else { throw JSONError.tooLarge }
         guard !bytes.isEmpty else { throw JSONError.empty }
         var scanner = Scanner(bytes: bytes)
@@ -93,13 +101,14 @@ struct JSONDocument {
         self.nodes = scanner.nodes
     }
 
-    func kind(_ index: Int) -> JSONNode.Kind { nodes[index].kind }
+    /// The kind of the node at `index`.
+    package func kind(_ index: Int) -> JSONNode.Kind { nodes[index].kind }
 
     // MARK: Walking containers
 
     /// Calls `body(keyIndex, valueIndex)` for every member of the object at `index`.
     @inline(__always)
-    func forEachMember(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
+    package func forEachMember(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
         let node = nodes[index]
         guard node.kind == .object else { return }
         var child = index + 1
@@ -113,7 +122,7 @@ struct JSONDocument {
 
     /// Calls `body(position, elementIndex)` for every element of the array at `index`.
     @inline(__always)
-    func forEachElement(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
+    package func forEachElement(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
         let node = nodes[index]
         guard node.kind == .array else { return }
         var child = index + 1
@@ -128,7 +137,7 @@ struct JSONDocument {
 
     /// Whether the string node at `index` (an object key) spells `key`.
     @inline(__always)
-    func keyIs(_ index: Int, _ key: StaticString) -> Bool {
+    package func keyIs(_ index: Int, _ key: StaticString) -> Bool {
         let node = nodes[index]
         let count = Int(node.end - node.start)
         if node.kind == .string {
@@ -149,14 +158,14 @@ struct JSONDocument {
     /// The bytes of a node as they are in the body: a number's lexeme, a string's bytes between
     /// the quotes (escapes not decoded).
     @inline(__always)
-    func raw(_ index: Int) -> UnsafeBufferPointer<UInt8> {
+    package func raw(_ index: Int) -> UnsafeBufferPointer<UInt8> {
         let node = nodes[index]
         return UnsafeBufferPointer(rebasing: bytes[Int(node.start)..<Int(node.end)])
     }
 
     /// A string's decoded text, or a number's exact lexeme (so 1000000315361723 stays
     /// "1000000315361723"); nil for other kinds.
-    func text(_ index: Int) -> String? {
+    package func text(_ index: Int) -> String? {
         let node = nodes[index]
         switch node.kind {
         case .string, .number:
@@ -175,7 +184,7 @@ struct JSONDocument {
     }
 
     /// Decodes the bytes between the quotes of a string the scanner accepted.
-    static func decode(_ s: UnsafeBufferPointer<UInt8>) -> String {
+    package static func decode(_ s: UnsafeBufferPointer<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.count)
         var i = 0

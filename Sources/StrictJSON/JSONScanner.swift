@@ -1,4 +1,4 @@
-// A small validating JSON scanner for verifyReceipt answers.
+// A small validating JSON scanner for store answers (first written for verifyReceipt's).
 //
 // Why not JSONSerialization. Not for exactness: Foundation on Linux keeps 1000000315361723,
 // 2^53 + 1 and a 20-digit integer exact (checked with swift-corelibs-foundation of Swift 6.3).
@@ -232,7 +232,7 @@ struct Scanner {
     }
 
     func shown(_ key: JSONNode) -> String {
-        VerifyReceipt.sanitized(text(key).utf8, limit: 20)
+        Sanitized.text(text(key).utf8, limit: 20)
     }
 
     // MARK: Scalars
