@@ -6,6 +6,7 @@ import PackageDescription
 //   Postgres, HTTP           thin, domain-free Swift wrappers that own the C resources
 //   Reconciliation           the functional core: domain types, decision rules, report rows
 //   StrictJSON               the strict JSON reader and writer every store's wire uses
+//   PlayStore                Google Play's protocols: service-account OAuth, Play API paths and answers
 //   AppStore                 the verifyReceipt protocol: request, answer classes, parsing;
 //                            StoreKit 2 signed transactions (Signed/: JWS, x5c chain, ES256)
 //   JobStore, StoreIO        the job's schema; the transport to a store's endpoints
@@ -63,6 +64,18 @@ let package = Package(
                 // App receipts: RSA PKCS#1 v1.5 signatures (Receipt/AppReceiptVerifier.swift).
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: v6
+        ),
+        // PlayStore: Google Play's protocols as AppStore is Apple's: the service account's key and
+        // OAuth assertion, the Play Developer API's paths and the strict reading of its answers. No I/O.
+        .target(
+            name: "PlayStore",
+            dependencies: [
+                "Reconciliation", "StrictJSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                // RS256 assertions (ServiceAccount.swift).
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: v6
         ),
@@ -201,6 +214,11 @@ let package = Package(
             name: "TransportCoreTests", dependencies: ["TransportCore", "AppStore", "Reconciliation", "JobStore"],
             swiftSettings: v6),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "CCurl"], swiftSettings: v6),
+        // Google Play's protocols, no I/O: keys, assertions, hostile answers.
+        .testTarget(
+            name: "PlayStoreTests",
+            dependencies: ["PlayStore", "Reconciliation", .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: v6),
         // Reads a workbook back (unzip, parse the XML) for the workbook's tests and the end-to-end ones.
         .target(name: "XLSXReading", dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation")],
                 path: "Tests/XLSXReading", swiftSettings: v6),

@@ -6,34 +6,6 @@ import StrictJSON
 import Reconciliation
 
 extension JSONDocument {
-    /// "null", "a boolean", "a number", "a string", "an array", "an object".
-    func kindName(_ index: Int) -> String {
-        switch kind(index) {
-        case .null: return "null"
-        case .true, .false: return "a boolean"
-        case .number: return "a number"
-        case .string, .escapedString: return "a string"
-        case .array: return "an array"
-        case .object: return "an object"
-        }
-    }
-
-    /// A scalar for a problem text: a number's lexeme, or a string in quotes (a leading space
-    /// kept visible), at most 20 sanitized characters; containers and literals by their kind.
-    func shown(_ index: Int) -> String {
-        switch kind(index) {
-        case .number:
-            return Sanitized.text(raw(index), limit: 20)
-        case .string, .escapedString:
-            let text = self.text(index) ?? ""
-            let lead = text.utf8.first.map { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } == true ? " " : ""
-            return "\"" + lead + Sanitized.text(text.utf8, limit: 20) + "\""
-        case .true: return "true"
-        case .false: return "false"
-        default: return kindName(index)
-        }
-    }
-
     /// The value's bytes as they are judged: a number's lexeme, a string's decoded text.
     @inline(__always)
     private func withScalarBytes<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {

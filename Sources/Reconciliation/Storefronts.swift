@@ -11,6 +11,12 @@ public enum Storefronts {
     /// the table.
     public static func countryCode(_ storefront: String) -> String? { alpha2[storefront] }
 
+    /// The storefront (alpha-3) of an alpha-2 country code (Google Play's `regionCode`); nil for a
+    /// code not in the table.
+    public static func storefront(country: String) -> String? { alpha3[country] }
+
+    private static let alpha3: [String: String] = Dictionary(uniqueKeysWithValues: alpha2.map { ($0.value, $0.key) })
+
     /// Every storefront of the table and its country, ordered by storefront.
     public static var all: [(storefront: String, country: String)] {
         alpha2.map { ($0.key, $0.value) }.sorted { $0.storefront < $1.storefront }
