@@ -180,6 +180,16 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
+        // Google Play on loopback: the token endpoint, the Play Developer API and Pub/Sub, served
+        // from a truth of Play purchases; no socket of its own (AppStoreSimulator's server routes to it).
+        .target(
+            name: "PlaySimulator",
+            dependencies: [
+                "PlayStore", "StrictJSON", "Reconciliation",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: v6
+        ),
         // The data generator: seeded source rows, the truth of every purchase, expected reports.
         .target(
             name: "SimulatorData",
@@ -189,7 +199,7 @@ let package = Package(
         .executableTarget(
             name: "iap-sim",
             dependencies: [
-                "AppStoreSimulator", "SimulatorData",
+                "AppStoreSimulator", "SimulatorData", "PlaySimulator", "PlayStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: v6
@@ -214,6 +224,12 @@ let package = Package(
             name: "TransportCoreTests", dependencies: ["TransportCore", "AppStore", "Reconciliation", "JobStore"],
             swiftSettings: v6),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "CCurl"], swiftSettings: v6),
+        // The Play simulator over real HTTP (AppStoreSimulator's server routing to it).
+        .testTarget(
+            name: "PlaySimulatorTests",
+            dependencies: ["PlaySimulator", "PlayStore", "AppStoreSimulator", "Reconciliation",
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: v6),
         // Google Play's protocols, no I/O: keys, assertions, hostile answers.
         .testTarget(
             name: "PlayStoreTests",
