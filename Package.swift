@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "TransportCore",
             dependencies: [
-                "JobStore", "AppStore", "Reconciliation",
+                "JobStore", "AppStore", "PlayStore", "Reconciliation",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
@@ -105,7 +105,7 @@ let package = Package(
         // StoreIO: the one transport to a store's endpoints: the machine's driver over libcurl.
         .target(
             name: "StoreIO",
-            dependencies: ["TransportCore", "JobStore", "AppStore", "HTTP", "Reconciliation"],
+            dependencies: ["TransportCore", "JobStore", "AppStore", "PlayStore", "HTTP", "Reconciliation"],
             swiftSettings: v6
         ),
         // NightLearn: what the night learns from outside (verification, sweeps, sales reports),
@@ -221,7 +221,7 @@ let package = Package(
         .testTarget(name: "SummaryPageTests", dependencies: ["SummaryPage"], swiftSettings: v6),
         // The transport's state machine on a fake clock: links neither HTTP nor the simulator.
         .testTarget(
-            name: "TransportCoreTests", dependencies: ["TransportCore", "AppStore", "Reconciliation", "JobStore"],
+            name: "TransportCoreTests", dependencies: ["TransportCore", "AppStore", "PlayStore", "Reconciliation", "JobStore"],
             swiftSettings: v6),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "CCurl"], swiftSettings: v6),
         // The Play simulator over real HTTP (AppStoreSimulator's server routing to it).
@@ -253,7 +253,7 @@ let package = Package(
             dependencies: [
                 "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore",
                 "Postgres", "HTTP", "AppStoreSimulator", "SimulatorData", "Reconciliation", "AppStore", "XLSXReading",
-                "RuleOracles",
+                "RuleOracles", "PlayStore", "PlaySimulator", .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: v6
         ),

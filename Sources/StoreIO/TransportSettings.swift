@@ -20,6 +20,8 @@ public struct TransportSettings: Sendable {
     public package(set) var serverAPI: ServerAPISettings?
     /// The App Store Connect API's settings once the team key was read; nil: no sales reports.
     public package(set) var appStoreConnect: AppStoreConnectSettings?
+    /// Google Play's settings once its key was read (`PlaySettings.load`); nil: no Play.
+    public package(set) var play: PlaySettings?
     /// The night's apps as the transport meets them (requests per app, refused keys); set by the
     /// night once the Server API is configured.
     public package(set) var nightApps: NightApps?

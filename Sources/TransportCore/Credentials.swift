@@ -9,12 +9,17 @@ package enum Credential: Hashable, Sendable, CustomStringConvertible {
     case teamKey
     /// An app's In-App Purchase key (`IAP_APP_KEYS`, else the one key with the app's `bid`).
     case app(String)
+    /// Google Play's service account (`PLAY_SERVICE_ACCOUNT_FILE`): its access token, for every
+    /// package. Refused (a 401 or 403 confirmed with a fresh token, or the token endpoint's
+    /// `invalid_grant`), Play is skipped for the run and Apple goes on.
+    case playAccount
 
     /// How a line names it.
     package var description: String {
         switch self {
         case .teamKey: return "the App Store Connect team key"
         case .app(let app): return app
+        case .playAccount: return "the Google Play service account"
         }
     }
 }

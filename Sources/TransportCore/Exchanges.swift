@@ -84,6 +84,11 @@ package struct TransportCounts: Sendable, Equatable {
     package var rateLimited = 0
     /// Answers sent again after a backoff.
     package var retried = 0
+    /// Play exchanges dropped unasked once Google refused the service account (left for the next night).
+    package var playDropped = 0
+    /// Why Google Play was skipped for the run (its service account refused, its token endpoint
+    /// silent), credential-free; nil: not skipped.
+    package var playRefusal: String?
     /// Requests sent, every endpoint.
     package var total: Int { requests.values.reduce(0, +) }
 

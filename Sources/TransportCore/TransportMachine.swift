@@ -63,6 +63,9 @@ package struct TransportMachine<E: AppStoreExchange> {
     /// App Store Connect refused the team key (confirmed 401, or a 403): nothing more goes to it
     /// in this run, and the run goes on; only the step that asked ends.
     var teamKeyRefused = false
+    /// Google refused the Play service account (confirmed 401 or 403, or its token endpoint): the
+    /// run's Play requests are dropped unasked (asked again next night), Apple's go on.
+    package var playRefused: Bool { counts.playRefusal != nil }
     var inFlight: [Int: (exchange: E, request: AppStoreRequest, sentAt: UInt64)] = [:]
     var waiting = Heap<Waiting>()
     /// An exchange the budget did not admit yet (one at most: the run stops pulling until it goes).
@@ -174,6 +177,16 @@ package struct TransportMachine<E: AppStoreExchange> {
         breaker.sent(first: send.exchange.sends == 1)
     }
 
+    /// `send`'s credential gave no token (Google's token endpoint refused the service account or did
+    /// not answer): the credential is refused for the run, as after a confirmed 401, and its
+    /// exchanges (this one too) are dropped unasked. `reason` is kept for the night's line.
+    package mutating func credentialUnavailable(_ send: Send, reason: String, now: UInt64) {
+        unsent(send, now: now)
+        guard let credential = send.credential else { return }
+        if credential == .playAccount { counts.playRefusal = counts.playRefusal ?? reason }
+        dropUnasked(credential)
+    }
+
     /// `send` could not be made (the run ends with the driver's error): admitted, never sent, it is
     /// counted for a window anyway.
     package mutating func unsent(_ send: Send, now: UInt64) {
@@ -240,24 +253,31 @@ package struct TransportMachine<E: AppStoreExchange> {
         case .verifyReceipt: return nil
         case .serverAPI: return app(of: request).map(Credential.app)
         case .connect: return .teamKey
+        case .googlePlay: return .playAccount
         }
     }
 
     func budgetKey(_ request: AppStoreRequest) -> RateBudget.Key? {
-        request.budget.map { RateBudget.Key(budget: $0, environment: request.environment, app: app(of: request)) }
+        request.budget.map { budget in
+            // Google counts its buckets per project (one service account), the voided list per package.
+            let app = request.service == .googlePlay ? (PlayRows.isPerPackage(budget) ? request.bundleID : nil) : app(of: request)
+            return RateBudget.Key(budget: budget, environment: request.environment, app: app)
+        }
     }
 
     func isRefused(_ credential: Credential) -> Bool {
         switch credential {
         case .teamKey: return teamKeyRefused
         case .app(let app): return apps?.isRefused(app) == true
+        case .playAccount: return playRefused
         }
     }
 
     /// An exchange of a refused app is dropped unasked, as a stopping run drops those in flight:
     /// nothing is recorded of it, so it is asked again by the next night and blamed for nothing.
-    func dropUnasked(_ credential: Credential) {
+    mutating func dropUnasked(_ credential: Credential) {
         if case .app(let app) = credential { apps?.dropped(app: app) }
+        if credential == .playAccount { counts.playDropped += 1 }
     }
 }
 

@@ -17,7 +17,7 @@ extension TransportMachine {
         let key = budgetKey(asked)
         // It counts against the budget for a window from its answer (RateBudget).
         if let key { budget.answered(key, now: now) }
-        let reply = classify(completion, asked: asked, exchange: exchange, key: key)
+        let reply = classify(completion, asked: asked, exchange: exchange, key: key, unixMs: unixMs)
         if let credential = credential(of: asked) {
             if case .unauthorized = reply {
                 try unauthorized(
@@ -51,13 +51,16 @@ extension TransportMachine {
 
     /// The reply `completion` carries; the breaker and the hourly allowance learn from it.
     private mutating func classify(
-        _ completion: ExchangeCompletion, asked: AppStoreRequest, exchange: E, key: RateBudget.Key?
+        _ completion: ExchangeCompletion, asked: AppStoreRequest, exchange: E, key: RateBudget.Key?, unixMs: Int64
     ) -> AppStoreReply {
         switch completion.outcome {
         case .response(let status, let body):
             breaker.answered()
             if let key, let header = completion.headers["X-Rate-Limit"], let allowance = HourlyAllowance.parse(header) {
                 budget.report(allowance, for: key)
+            }
+            if asked.service == .googlePlay {
+                return PlayRows.reply(httpStatus: status, body: body, retryAfter: completion.headers["Retry-After"], nowMs: unixMs)
             }
             return AppStoreReply.classify(
                 asked.service, httpStatus: status, body: body, retryAfter: completion.headers["Retry-After"])
@@ -114,6 +117,12 @@ extension TransportMachine {
             // With other apps still answering, only this app stops.
             if let apps, !apps.refuse(app) { return .dropUnasked }
             return .stopRun(JobError(.configuration, TransportLines.unauthorized(apps: apps?.apps ?? [app])))
+        case .playAccount:
+            // Play is skipped for the run; the exit code is the night's to decide (78 only when every
+            // store and app is refused).
+            counts.playRefusal =
+                counts.playRefusal ?? "Google refused the service account (HTTP 401 or 403, again with a fresh token a second later)"
+            return .dropUnasked
         }
     }
 

@@ -21,6 +21,10 @@ public enum AppStoreService: Sendable, Equatable {
     /// The App Store Connect API (sales and finance reports): a team key's token without a
     /// `bid`; its hourly allowance comes back in `X-Rate-Limit`.
     case connect
+    /// Not Apple's: Google's Play Developer API, carried by the same transport (issue 54). A
+    /// service account's access token; its answers are classified by PlayStore's `PlayAPI`
+    /// (TransportCore's `PlayRows`), never by `AppStoreReply.classify`.
+    case googlePlay
 }
 
 /// A rate budget of Apple's: what options and counts call it, and Apple's published production
@@ -92,8 +96,15 @@ public struct AppStoreRequest: Sendable, Equatable {
     public var path: String
     public var body: [UInt8]
     public var budget: AppStoreBudget?
-    /// The app the token's `bid` names (Server API); nil: the key's own app.
+    /// The app the token's `bid` names (Server API); nil: the key's own app. A Google Play
+    /// request: its package.
     public var bundleID: String?
+
+    public init(name: String, method: AppStoreMethod, service: AppStoreService, environment: AppStoreEnvironment, path: String,
+                body: [UInt8], budget: AppStoreBudget?, bundleID: String?) {
+        (self.name, self.method, self.service, self.environment, self.path) = (name, method, service, environment, path)
+        (self.body, self.budget, self.bundleID) = (body, budget, bundleID)
+    }
 }
 
 /// The endpoints, one row each, as Apple documents them.

@@ -20,6 +20,8 @@ package struct AppStoreTransport {
     package var serverAPI: ServerAPISettings?
     /// App Store Connect (and its team key): the sales reports.
     package var connect: AppStoreConnectSettings?
+    /// Google Play (its service account): the Play Developer API.
+    package var play: PlaySettings?
     let policy: RetryPolicy
     /// Requests in flight at most.
     package let concurrency: Int
@@ -55,6 +57,7 @@ package struct AppStoreTransport {
         verifyReceiptURL = (settings.productionURL, settings.sandboxURL)
         serverAPI = settings.serverAPI
         connect = settings.appStoreConnect
+        play = settings.play
         rates = settings.serverAPI?.rates ?? [:]
         apps = settings.nightApps
     }
@@ -85,6 +88,10 @@ package struct AppStoreTransport {
         func send(_ request: TransportMachine<Feed.Exchange>.Send) throws {
             do {
                 try http.add(signer.httpRequest(request))
+            } catch let unavailable as GoogleTokens.Unavailable {
+                // No token from Google: Play is skipped for the run, as for a confirmed refusal.
+                machine.credentialUnavailable(request, reason: unavailable.description, now: Self.monotonicNanos())
+                return
             } catch {
                 machine.unsent(request, now: Self.monotonicNanos())
                 throw error

@@ -14,6 +14,8 @@ struct RequestSigner {
     let timeoutMs: Int
     var iapTokens: BearerTokens?
     var teamTokens: BearerTokens?
+    let play: PlaySettings?
+    var playTokens: GoogleTokens?
 
     init(transport: AppStoreTransport) {
         verifyReceiptURL = transport.verifyReceiptURL
@@ -22,6 +24,8 @@ struct RequestSigner {
         timeoutMs = transport.timeoutMs
         iapTokens = serverAPI.map { BearerTokens(key: $0.jwt, appKeys: $0.appKeys) }
         teamTokens = connect.map { BearerTokens(key: $0.teamKey) }
+        play = transport.play
+        playTokens = play.map { GoogleTokens(settings: $0, timeoutMs: transport.timeoutMs) }
     }
 
     func url(_ request: AppStoreRequest) -> String {
@@ -32,10 +36,13 @@ struct RequestSigner {
             return (serverAPI?.baseURL(request.environment) ?? "") + request.path
         case .connect:
             return (connect?.trimmedBaseURL ?? "") + request.path
+        case .googlePlay:
+            return (play?.apiBaseURL ?? "") + request.path
         }
     }
 
-    /// The call for `send`; throws (exit 78) when its service has no key configured.
+    /// The call for `send`; throws (exit 78) when its service has no key configured, and
+    /// `GoogleTokens.Unavailable` when Google gives no access token (Play is skipped for the run).
     mutating func httpRequest<E>(_ send: TransportMachine<E>.Send) throws -> HTTPRequest {
         let request = send.request
         var headers = request.method == .get ? [] : ["Content-Type: application/json"]
@@ -60,6 +67,13 @@ struct RequestSigner {
             // Apple's reports come as a gzip file (`application/a-gzip`): asked for so.
             headers.append("Accept: application/a-gzip")
             wanted = ["Retry-After", "X-Rate-Limit"]
+        case .googlePlay:
+            guard playTokens != nil else {
+                throw JobError(.configuration, "\(request.name) asks Google Play, which is not configured (PLAY_SERVICE_ACCOUNT_FILE)")
+            }
+            let token = try playTokens!.token(nowMs: Int64(Date().timeIntervalSince1970 * 1000), fresh: send.renewToken)
+            headers.append("Authorization: Bearer " + token)
+            wanted = ["Retry-After"]
         }
         let method: HTTPRequest.Method
         switch request.method {

@@ -1,0 +1,60 @@
+import AppStore
+import PlayStore
+import Reconciliation
+
+/// Google Play's endpoints as rows of the one transport (issue 54): each a request with its
+/// budget, and the reply classes the state machine acts on. Google's quotas ("Quotas", Play
+/// Developer API): 3,000 queries a minute per bucket (One-time Purchases, Orders), independent;
+/// the voided purchases list 30 queries in any 30 seconds and 6,000 a day per package. The budget
+/// is per second (`RateBudget`'s window): 50 a second at 90% is 45, so no 60 seconds can hold
+/// more than 2,700 of a bucket; the voided list goes at most once a second per package.
+package enum PlayRows {
+    /// The One-time Purchases bucket: getproductpurchasev2.
+    package static let oneTimePurchases = AppStoreBudget(name: "play_one_time_purchases", appleRate: 50)
+    /// The Orders bucket: orders.batchget (and reviewrefund).
+    package static let orders = AppStoreBudget(name: "play_orders", appleRate: 50)
+    /// purchases.voidedpurchases.list, per package: 30 in any 30 s is one a second.
+    package static let voidedPurchases = AppStoreBudget(name: "play_voided_purchases", appleRate: 1)
+
+    /// Budgets Google counts per package, not per project.
+    static func isPerPackage(_ budget: AppStoreBudget) -> Bool { budget == voidedPurchases }
+
+    /// getproductpurchasev2 of `token` in `package`; nil when either fails its check (never sent).
+    package static func productPurchase(package: String, token: String) -> AppStoreRequest? {
+        PlayPaths.productPurchase(package: package, token: token).map { request($0, budget: oneTimePurchases, package: package) }
+    }
+
+    /// orders.batchget of 1…1,000 distinct order ids.
+    package static func batchGetOrders(package: String, orderIDs: [String]) -> AppStoreRequest? {
+        PlayPaths.batchGetOrders(package: package, orderIDs: orderIDs).map { request($0, budget: orders, package: package) }
+    }
+
+    /// One page of voided purchases from `startTime` (Unix ms).
+    package static func voidedPurchases(package: String, startTime: Int64, pageToken: String?) -> AppStoreRequest? {
+        PlayPaths.voidedPurchases(package: package, startTime: startTime, pageToken: pageToken).map {
+            request($0, budget: voidedPurchases, package: package)
+        }
+    }
+
+    /// A GET of the Play Developer API. `bundleID` carries the package (the request's app, for the
+    /// per-package budget and the counts); Play has no environment: production.
+    static func request(_ path: String, budget: AppStoreBudget, package: String) -> AppStoreRequest {
+        AppStoreRequest(
+            name: budget.name, method: .get, service: .googlePlay, environment: .production, path: path, body: [],
+            budget: budget, bundleID: package)
+    }
+
+    /// The transport's reply of a Google answer (`PlayAPI.classify`): a 410 is a refusal with
+    /// errorCode 410, which the exchange reads as "gone" (no rejection on its own).
+    package static func reply(httpStatus: Int, body: [UInt8], retryAfter: String?, nowMs: Int64) -> AppStoreReply {
+        switch PlayAPI.classify(httpStatus: httpStatus, body: body, retryAfter: retryAfter, nowMs: nowMs) {
+        case .ok(let body): return .answer(httpStatus: httpStatus, body: body)
+        case .unauthorized: return .unauthorized
+        case .notFound: return .notFound
+        case .gone: return .refused("the purchase token is no longer valid (HTTP 410)", errorCode: 410)
+        case .rateLimited(let until): return .rateLimited(untilMs: until)
+        case .retry(let problem): return .retry(problem)
+        case .refused(let status, let problem): return .refused(problem, errorCode: status)
+        }
+    }
+}
