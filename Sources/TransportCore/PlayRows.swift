@@ -2,7 +2,7 @@ import AppStore
 import PlayStore
 import Reconciliation
 
-/// Google Play's endpoints as rows of the one transport (issue 54): each a request with its
+/// Google Play's endpoints as rows of the one transport: each a request with its
 /// budget, and the reply classes the state machine acts on. Google's quotas ("Quotas", Play
 /// Developer API): 3,000 queries a minute per bucket (One-time Purchases, Orders), independent;
 /// the voided purchases list 30 queries in any 30 seconds and 6,000 a day per package. The budget

@@ -25,7 +25,10 @@ struct IapSim: ParsableCommand {
           IAP_VERIFY_URL_SANDBOX=http://127.0.0.1:$(cat /tmp/sim.port)/sandbox/verifyReceipt \\
           IAP_BUNDLE_IDS=com.example.game iap-reconcile run --as-of 2026-11-21T03:00:00Z
         """,
-        subcommands: [Serve.self, Seed.self, Keygen.self, ES256FloorCommand.self, RSAFloorCommand.self, BenchReceiptsCommand.self]
+        subcommands: [
+            Serve.self, Seed.self, Keygen.self, PlayKey.self, ES256FloorCommand.self, RSAFloorCommand.self,
+            BenchReceiptsCommand.self,
+        ]
     )
 }
 
@@ -94,6 +97,9 @@ struct Serve: ParsableCommand {
 
     @OptionGroup(title: "App Store Connect sales reports")
     var sales: SalesOptions
+
+    @OptionGroup(title: "Google Play")
+    var play: PlayOptions
 
     @Option(help: "Address to listen on (loopback only).")
     var host: String = "127.0.0.1"
@@ -216,6 +222,10 @@ struct Serve: ParsableCommand {
                 config.salesReports = salesConfig
                 FileHandle.standardError.write(Data(
                     "iap-sim: sales reports at /v1/salesReports for vendor \(salesConfig.vendorNumber), version \(salesConfig.version), days in \(salesConfig.timeZone.identifier)\n".utf8))
+            }
+            if let playService = try play.service() {
+                config.extraRoutes = PlayBridge.routes(playService)
+                FileHandle.standardError.write(Data("iap-sim: Google Play at /token and /androidpublisher/v3\n".utf8))
             }
         } catch let error as ValidationError {
             throw error

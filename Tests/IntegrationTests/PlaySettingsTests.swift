@@ -1,4 +1,4 @@
-// Google Play's settings (issue 54): when Play is on, and every way a key file or a variable can
+// Google Play's settings: when Play is on, and every way a key file or a variable can
 // be wrong, each an exit 78 naming the variable and never the key.
 
 import Foundation

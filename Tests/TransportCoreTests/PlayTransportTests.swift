@@ -1,4 +1,4 @@
-// Google Play's requests through the one transport (issue 54), on the fake clock of
+// Google Play's requests through the one transport, on the fake clock of
 // TransportMachineTests: Google's classes, its 401/403 doubt, its refusal (Play skipped, Apple goes
 // on), its buckets.
 

@@ -21,7 +21,7 @@ public enum AppStoreService: Sendable, Equatable {
     /// The App Store Connect API (sales and finance reports): a team key's token without a
     /// `bid`; its hourly allowance comes back in `X-Rate-Limit`.
     case connect
-    /// Not Apple's: Google's Play Developer API, carried by the same transport (issue 54). A
+    /// Not Apple's: Google's Play Developer API, carried by the same transport. A
     /// service account's access token; its answers are classified by PlayStore's `PlayAPI`
     /// (TransportCore's `PlayRows`), never by `AppStoreReply.classify`.
     case googlePlay

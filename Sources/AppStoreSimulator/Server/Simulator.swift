@@ -147,6 +147,23 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        if let routes = core.extraRoutes {
+            let rawQuery = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+                .dropFirst().first ?? ""
+            let request = SimRouteRequest(method: head.method.rawValue, path: path, query: String(rawQuery),
+                                          headers: head.headers.map { ($0.name.lowercased(), $0.value) }, body: body)
+            if let answer = routes(request) {
+                // A body cut at `maxBody` was never the client's: refused, whatever the route said.
+                if tooLarge {
+                    send(context: context, head: head, status: .payloadTooLarge, contentType: "text/plain",
+                         body: Array("Too Large".utf8))
+                } else {
+                    send(context: context, head: head, status: HTTPResponseStatus(statusCode: answer.status),
+                         contentType: answer.contentType, body: answer.body, extra: answer.headers)
+                }
+                return
+            }
+        }
         if path == SalesReportService.path {
             let rawQuery = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first ?? ""
             guard let query = APIRequest.parseQuery(rawQuery) else {

@@ -42,12 +42,16 @@ public struct SimulatorConfig: Sendable {
     /// is read only from a receipt that verifies; any other is 21003 (nil: every PKCS#7 receipt is
     /// 21002, unreadable).
     public var receiptVerifier: AppReceiptVerifier?
+    /// Routes of another store served beside Apple's (Google Play's simulator): asked first for
+    /// every request; an answer is sent as it is, nil leaves the request to Apple's routes.
+    public var extraRoutes: (@Sendable (SimRouteRequest) -> SimRouteAnswer?)?
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, latencyMs: Int = 0,
                 faults: FaultPlan = FaultPlan(), timeoutHoldMs: Int = 5000, refunds: [String: SimRefund] = [:],
                 callLogPath: String? = nil, recordCalls: Bool = true, threads: Int? = nil,
                 garbage: [HostileAnswers.Body] = [], mutateRate: Double = 0, slowShare: Double = 0,
-                slowMs: Int = 2000, serverAPI: ServerAPIConfig? = nil, salesReports: SalesReportConfig? = nil) {
+                slowMs: Int = 2000, serverAPI: ServerAPIConfig? = nil, salesReports: SalesReportConfig? = nil,
+                extraRoutes: (@Sendable (SimRouteRequest) -> SimRouteAnswer?)? = nil) {
         self.host = host
         self.port = port
         self.sharedSecret = sharedSecret
@@ -64,6 +68,43 @@ public struct SimulatorConfig: Sendable {
         self.slowMs = slowMs
         self.serverAPI = serverAPI
         self.salesReports = salesReports
+        self.extraRoutes = extraRoutes
+    }
+}
+
+/// A request as `SimulatorConfig.extraRoutes` sees it.
+public struct SimRouteRequest: Sendable {
+    /// `GET`, `POST`…
+    public var method: String
+    /// The path without the query.
+    public var path: String
+    /// The raw query, after `?` (empty when there is none).
+    public var query: String
+    /// The headers in order, names in lower case.
+    public var headers: [(String, String)]
+    /// The body as received.
+    public var body: [UInt8]
+
+    /// A request; the query raw, header names in lower case.
+    public init(method: String, path: String, query: String, headers: [(String, String)], body: [UInt8]) {
+        (self.method, self.path, self.query, self.headers, self.body) = (method, path, query, headers, body)
+    }
+}
+
+/// The answer of an extra route: sent as it is (Content-Type and Content-Length set from it).
+public struct SimRouteAnswer: Sendable {
+    /// The HTTP status.
+    public var status: Int
+    /// The Content-Type header.
+    public var contentType: String
+    /// The body, sent as it is.
+    public var body: [UInt8]
+    /// Headers added to the answer.
+    public var headers: [(String, String)]
+
+    /// An answer; no headers but Content-Type and Content-Length unless given.
+    public init(status: Int, contentType: String, body: [UInt8], headers: [(String, String)] = []) {
+        (self.status, self.contentType, self.body, self.headers) = (status, contentType, body, headers)
     }
 }
 
@@ -108,9 +149,12 @@ final class SimulatorCore: @unchecked Sendable {
     let api: ServerAPIService?
     /// The sales reports' state, when they are served.
     let sales: SalesReportService?
+    /// `SimulatorConfig.extraRoutes`, fixed at the start.
+    let extraRoutes: (@Sendable (SimRouteRequest) -> SimRouteAnswer?)?
 
     init(config: SimulatorConfig) throws {
         self.config = config
+        extraRoutes = config.extraRoutes
         api = try config.serverAPI.map { try ServerAPIService(config: $0) }
         sales = config.salesReports.map { [api] in SalesReportService(config: $0, consumption: api?.consumption) }
         if let path = config.callLogPath {

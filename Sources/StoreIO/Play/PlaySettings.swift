@@ -2,7 +2,7 @@ import Foundation
 import JobStore
 import PlayStore
 
-/// What the transport needs to reach Google Play (issue 54): the service account's key
+/// What the transport needs to reach Google Play: the service account's key
 /// (`PLAY_SERVICE_ACCOUNT_FILE`, else `GOOGLE_APPLICATION_CREDENTIALS`), the packages
 /// (`PLAY_PACKAGE_NAMES`), and where Google is: `PLAY_API_URL` (the Play Developer API) and
 /// `PLAY_TOKEN_URL` (where assertions are exchanged; default the key file's `token_uri`). Only
