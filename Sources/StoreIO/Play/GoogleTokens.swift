@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import PlayStore
+import Synchronization
 
 /// The Play service account's access token: an assertion signed with its key (`ServiceAccount`),
 /// exchanged at the token endpoint, reused until five minutes before it expires, exchanged afresh
@@ -8,19 +9,27 @@ import PlayStore
 /// budgets (about once an hour), on the transport's thread, a few attempts a second apart.
 /// Neither the key nor a token is ever logged or stored.
 ///
-/// Concurrency: owned by one transport run (`RequestSigner`), used on its thread only.
-struct GoogleTokens {
-    let settings: PlaySettings
-    let timeoutMs: Int
+/// Concurrency: one per `PlaySettings`, shared by every transport run of the process (the token
+/// outlives a run); a lock keeps one exchange at a time, so runs on several threads never ask twice.
+final class GoogleTokens: Sendable {
+    let account: ServiceAccount
+    let tokenURL: String
     /// Attempts at the token endpoint before Play is given up for the run (unreachable).
     static let attempts = 3
     /// A token is renewed this long before Google's expiry.
     static let renewBeforeMs: Int64 = 300_000
-    private var current: (token: String, expiresAtMs: Int64)?
-    /// Exchanges made (a test counts them).
-    private(set) var exchanges = 0
+    private struct Held {
+        var token: String?
+        var expiresAtMs: Int64 = 0
+        /// Exchanges made (a test counts them).
+        var exchanges = 0
+    }
+    private let held = Mutex(Held())
 
-    init(settings: PlaySettings, timeoutMs: Int) { (self.settings, self.timeoutMs) = (settings, timeoutMs) }
+    init(account: ServiceAccount, tokenURL: String) { (self.account, self.tokenURL) = (account, tokenURL) }
+
+    /// Exchanges made so far.
+    var exchanges: Int { held.withLock { $0.exchanges } }
 
     /// Why no token could be had: Play is skipped for the run (the transport drops its requests).
     struct Unavailable: Error, CustomStringConvertible {
@@ -28,28 +37,35 @@ struct GoogleTokens {
         let description: String
     }
 
-    /// A valid token at `nowMs`; `fresh`: exchanged now whatever is held.
-    mutating func token(nowMs: Int64, fresh: Bool) throws(Unavailable) -> String {
-        if !fresh, let current, nowMs < current.expiresAtMs - Self.renewBeforeMs { return current.token }
-        current = nil
+    /// A valid token at `nowMs`; `fresh`: exchanged now whatever is held. Each attempt waits at most
+    /// `timeoutMs`.
+    func token(nowMs: Int64, fresh: Bool, timeoutMs: Int) throws(Unavailable) -> String {
+        try held.withLock { (held) throws(Unavailable) -> String in
+            if !fresh, let token = held.token, nowMs < held.expiresAtMs - Self.renewBeforeMs { return token }
+            held.token = nil
+            let (token, expiresIn) = try exchange(timeoutMs: timeoutMs, counting: &held.exchanges)
+            (held.token, held.expiresAtMs) = (token, nowMs + expiresIn * 1000)
+            return token
+        }
+    }
+
+    /// The token endpoint's token and its lifetime in seconds, after at most `attempts` tries.
+    private func exchange(timeoutMs: Int, counting exchanges: inout Int) throws(Unavailable) -> (String, Int64) {
         var problem = "no answer"
         for attempt in 1...Self.attempts {
             if attempt > 1 { usleep(UInt32(500_000 * (attempt - 1))) }
             exchanges += 1
             let now = Int64(Date().timeIntervalSince1970)
-            let form = GoogleOAuth.form(
-                assertion: settings.account.assertion(scopes: [GoogleOAuth.androidPublisherScope], now: now))
-            switch Self.post(form, to: settings.tokenURL, timeoutMs: timeoutMs) {
+            let form = GoogleOAuth.form(assertion: account.assertion(scopes: [GoogleOAuth.androidPublisherScope], now: now))
+            switch Self.post(form, to: tokenURL, timeoutMs: timeoutMs) {
             case .failed(let message):
                 problem = message
             case .answered(let status, let body):
                 switch GoogleOAuth.answer(status: status, body: body) {
                 case .token(let token, let expiresIn):
-                    current = (token, nowMs + expiresIn * 1000)
-                    return token
+                    return (token, expiresIn)
                 case .refused(let error):
-                    throw Unavailable(
-                        description: "Google's token endpoint refused the service account \(settings.account.clientEmail) (\(error))")
+                    throw Unavailable(description: "Google's token endpoint refused the service account \(account.clientEmail) (\(error))")
                 case .retry(let why):
                     problem = why
                 }

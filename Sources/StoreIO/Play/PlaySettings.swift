@@ -15,6 +15,8 @@ public struct PlaySettings: Sendable {
     public let packages: [String]
     public let apiBaseURL: String
     public let tokenURL: String
+    /// The access token, shared by every transport run of the process.
+    let tokens: GoogleTokens
 
     public static let defaultAPIURL = "https://androidpublisher.googleapis.com"
 
@@ -64,7 +66,8 @@ public struct PlaySettings: Sendable {
         }
         let api = try checkedURL(apiURL ?? defaultAPIURL, variable: "PLAY_API_URL")
         let token = try checkedURL(tokenURL ?? account.tokenURI, variable: tokenURL == nil ? variable + " (token_uri)" : "PLAY_TOKEN_URL")
-        return PlaySettings(account: account, packages: packages, apiBaseURL: api, tokenURL: token)
+        return PlaySettings(
+            account: account, packages: packages, apiBaseURL: api, tokenURL: token, tokens: GoogleTokens(account: account, tokenURL: token))
     }
 
     /// `url` without a trailing slash when it is https, or http to a loopback host.

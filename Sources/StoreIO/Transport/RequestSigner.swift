@@ -15,7 +15,6 @@ struct RequestSigner {
     var iapTokens: BearerTokens?
     var teamTokens: BearerTokens?
     let play: PlaySettings?
-    var playTokens: GoogleTokens?
 
     init(transport: AppStoreTransport) {
         verifyReceiptURL = transport.verifyReceiptURL
@@ -25,7 +24,6 @@ struct RequestSigner {
         iapTokens = serverAPI.map { BearerTokens(key: $0.jwt, appKeys: $0.appKeys) }
         teamTokens = connect.map { BearerTokens(key: $0.teamKey) }
         play = transport.play
-        playTokens = play.map { GoogleTokens(settings: $0, timeoutMs: transport.timeoutMs) }
     }
 
     func url(_ request: AppStoreRequest) -> String {
@@ -68,10 +66,11 @@ struct RequestSigner {
             headers.append("Accept: application/a-gzip")
             wanted = ["Retry-After", "X-Rate-Limit"]
         case .googlePlay:
-            guard playTokens != nil else {
+            guard let play else {
                 throw JobError(.configuration, "\(request.name) asks Google Play, which is not configured (PLAY_SERVICE_ACCOUNT_FILE)")
             }
-            let token = try playTokens!.token(nowMs: Int64(Date().timeIntervalSince1970 * 1000), fresh: send.renewToken)
+            let token = try play.tokens.token(
+                nowMs: Int64(Date().timeIntervalSince1970 * 1000), fresh: send.renewToken, timeoutMs: timeoutMs)
             headers.append("Authorization: Bearer " + token)
             wanted = ["Retry-After"]
         }

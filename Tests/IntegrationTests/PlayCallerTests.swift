@@ -1,0 +1,155 @@
+// Google Play the whole way, over real HTTP: the job's transport (libcurl) signs an assertion, gets
+// an access token from the Play simulator's token endpoint, asks productsv2 with it, and reads the
+// answer strictly; Google's refusals, faults and garbage end as the contract says.
+
+import AppStoreSimulator
+import Foundation
+import PlaySimulator
+import PlayStore
+import Testing
+import _CryptoExtras
+
+@testable import JobStore
+@testable import StoreIO
+
+@Suite("Google Play through the transport, over HTTP")
+struct PlayCallerTests {
+    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    static let game = "com.example.game", other = "com.example.other"
+    static let bought = PlayTruth.Purchase(
+        packageName: game, purchaseToken: "tok-bought-1", orderID: "GPA.1111-2222-3333-44444", productID: "coins_100",
+        completionTimeMs: 1_790_000_000_000, regionCode: "JP", obfuscatedAccountID: "O-1",
+        total: .init(currency: "JPY", units: 480), tax: .init(currency: "JPY", units: 44),
+        developerRevenue: .init(currency: "JPY", units: 336))
+    static let test = PlayTruth.Purchase(
+        packageName: other, purchaseToken: "tok-test", orderID: nil, productID: "gems.big", quantity: 2, state: .pending,
+        acknowledged: false, completionTimeMs: nil, isTest: true, total: .init(currency: "EUR", units: 0),
+        tax: .init(currency: "EUR", units: 0), developerRevenue: .init(currency: "EUR", units: 0))
+
+    /// The simulator serving `truth` for the key `simulatorKey` (the job's own unless a test
+    /// says), and a caller with the job's key file.
+    final class World {
+        let service: PlayService
+        let sim: Simulator
+        let settings: PlaySettings
+        let keyPath: String
+
+        init(simulatorKey: _RSA.Signing.PrivateKey = PlayCallerTests.key, configure: (inout PlaySimulatorConfig) -> Void = { _ in }) throws {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("play-caller-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            keyPath = dir.appendingPathComponent("key.json").path
+            try Data(PlayKeyFile.json(key: PlayCallerTests.key, keyID: "k1")).write(to: URL(fileURLWithPath: keyPath))
+            var config = try PlaySimulatorConfig(
+                keyFile: PlayKeyFile.json(key: simulatorKey, keyID: "k1"), truth: PlayTruth(purchases: [bought, test]))
+            configure(&config)
+            let service = PlayService(config: config)
+            self.service = service
+            sim = try Simulator.start(SimulatorConfig(threads: 1, extraRoutes: { r in
+                service.answer(PlayRequest(method: r.method, path: r.path, query: r.query, headers: r.headers, body: r.body))
+                    .map { SimRouteAnswer(status: $0.status, contentType: $0.contentType, body: $0.body, headers: $0.headers) }
+            }))
+            settings = try #require(try PlaySettings.load(
+                keyFile: keyPath, applicationCredentials: nil, packageNames: "\(game),\(other)", apiURL: sim.baseURL,
+                tokenURL: sim.baseURL + "/token"))
+        }
+
+        deinit { try? sim.shutdown() }
+
+        func caller() -> PlayCaller {
+            var transport = TransportSettings()
+            transport.retryBaseMs = 20
+            transport.timeoutMs = 3000
+            return PlayCaller(play: settings, settings: transport)
+        }
+
+        func calls(_ endpoint: PlayEndpoint) -> Int { service.calls.filter { $0.endpoint == endpoint }.count }
+    }
+
+    /// The exit line of `body`, which must fail with `code`.
+    static func failure(_ code: JobStore.ExitStatus, _ body: () throws -> Void) -> String {
+        do {
+            try body()
+            Issue.record("no error")
+        } catch let error as JobError {
+            #expect(error.code == code, "\(error.code): \(error.message)")
+            for secret in key.pkcs8PEMRepresentation.split(separator: "\n").dropFirst().prefix(3) {
+                #expect(!error.message.contains(secret.prefix(12)))
+            }
+            return error.message
+        } catch {
+            Issue.record("not a JobError: \(error)")
+        }
+        return ""
+    }
+
+    @Test("a purchase, a test purchase, an unknown and a gone token; one access token for all of them")
+    func answers() throws {
+        let world = try World { $0.goneTokens = ["tok-gone"] }
+        var caller = world.caller()
+        guard case .purchase(let p) = try caller.purchase(package: Self.game, token: "tok-bought-1") else {
+            Issue.record("no purchase")
+            return
+        }
+        #expect(p.orderID == "GPA.1111-2222-3333-44444" && p.state == .purchased && !p.isTest && p.storefront == "JPN")
+        #expect(p.lineItems.map(\.productID) == ["coins_100"] && p.obfuscatedAccountID == "O-1")
+        #expect(p.completionTime == 1_790_000_000_000)
+        guard case .purchase(let t) = try caller.purchase(package: Self.other, token: "tok-test") else {
+            Issue.record("no test purchase")
+            return
+        }
+        #expect(t.isTest && t.state == .pending && t.orderID == nil && t.lineItems[0].quantity == 2)
+        #expect(try caller.purchase(package: Self.game, token: "tok-unknown") == .unknown)
+        #expect(try caller.purchase(package: Self.game, token: "tok-gone") == .gone)
+        #expect(world.calls(.token) == 1, "the access token is reused: \(world.calls(.token)) exchanges")
+        #expect(world.calls(.productPurchase) == 4)
+        // A token that is not one never leaves the machine.
+        _ = Self.failure(.usage) { _ = try caller.purchase(package: Self.game, token: "../../orders") }
+        #expect(world.calls(.productPurchase) == 4)
+    }
+
+    @Test("5xx and garbage are retried, never believed; garbage every time: exit 75")
+    func faultsAndGarbage() throws {
+        let world = try World()
+        var caller = world.caller()
+        world.service.setFaults(PlayFaultPlan(rules: [.next(2, [.unavailable, .truncated], endpoint: .productPurchase)]))
+        guard case .purchase = try caller.purchase(package: Self.game, token: "tok-bought-1") else {
+            Issue.record("not read after the faults")
+            return
+        }
+        #expect(world.calls(.productPurchase) == 3)
+        world.service.setFaults(PlayFaultPlan(rules: [.share(1, of: PlayFault.garbage, endpoint: .productPurchase)]))
+        let line = Self.failure(.temporary) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
+        #expect(line.contains("not a purchase"), "\(line)")
+    }
+
+    @Test("Google refuses: the assertion (invalid_grant), a key Google does not know, the app's rights (403): exit 78, never the key")
+    func refusals() throws {
+        let refusing = try World { $0.refuseAssertions = true }
+        var caller = refusing.caller()
+        let grant = Self.failure(.configuration) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
+        #expect(grant.contains("invalid_grant") && grant.contains("PLAY_SERVICE_ACCOUNT_FILE"), "\(grant)")
+        #expect(refusing.calls(.productPurchase) == 0)
+        // The simulator knows another key: the job's assertion is refused.
+        let stranger = try World(simulatorKey: try _RSA.Signing.PrivateKey(keySize: .bits2048))
+        var strangerCaller = stranger.caller()
+        _ = Self.failure(.configuration) { _ = try strangerCaller.purchase(package: Self.game, token: "tok-bought-1") }
+        // No rights to the other app: 403, doubted a second with a fresh token, then believed.
+        let rights = try World { $0.allowedPackages = [Self.game] }
+        var rightsCaller = rights.caller()
+        let started = Date()
+        let denied = Self.failure(.configuration) { _ = try rightsCaller.purchase(package: Self.other, token: "tok-test") }
+        #expect(denied.contains("refused the service account"), "\(denied)")
+        #expect(Date().timeIntervalSince(started) >= 1, "confirmed a second later")
+        #expect(rights.calls(.productPurchase) == 2 && rights.calls(.token) == 2, "the second with a fresh token")
+    }
+
+    @Test("the token endpoint silent or failing: Play is given up with the reason, no question asked")
+    func tokenEndpointDown() throws {
+        let world = try World()
+        world.service.setFaults(PlayFaultPlan(rules: [.share(1, of: [.internalError], endpoint: .token)]))
+        var caller = world.caller()
+        let line = Self.failure(.configuration) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
+        #expect(line.contains("did not give a token"), "\(line)")
+        #expect(world.calls(.token) == GoogleTokens.attempts && world.calls(.productPurchase) == 0)
+    }
+}
