@@ -2,6 +2,7 @@
 // that carries them (AppStoreSimulator's, through `SimulatorConfig.extraRoutes`) is bridged by the
 // caller, so this target depends on no server. Also the endpoints served, and Google's error bodies.
 
+import PlayStore
 import StrictJSON
 
 /// A request as the server received it.
@@ -51,7 +52,8 @@ public struct PlayAnswer: Sendable {
     static func json(_ status: Int, _ body: [UInt8]) -> PlayAnswer { PlayAnswer(status: status, body: body) }
 }
 
-/// What the simulator serves: the OAuth token endpoint and three methods of the Play Developer API.
+/// What the simulator serves: the OAuth token endpoint, four methods of the Play Developer API and
+/// Pub/Sub's pull and acknowledge.
 public enum PlayEndpoint: String, Sendable, CaseIterable, Hashable {
     /// `POST /token`: an assertion exchanged for an access token.
     case token
@@ -61,15 +63,39 @@ public enum PlayEndpoint: String, Sendable, CaseIterable, Hashable {
     case batchGetOrders = "orders_batchget"
     /// `GET …/purchases/voidedpurchases`.
     case voidedPurchases = "voidedpurchases"
+    /// `POST …/orders/{orderId}:reviewrefund`.
+    case reviewRefund = "reviewrefund"
+    /// `POST /v1/projects/{project}/subscriptions/{subscription}:pull` (Pub/Sub).
+    case pubsubPull = "pubsub_pull"
+    /// `POST /v1/projects/{project}/subscriptions/{subscription}:acknowledge` (Pub/Sub).
+    case pubsubAcknowledge = "pubsub_acknowledge"
 
     /// The per-minute quota bucket Google counts it in ("Quotas": 3,000 queries a minute each);
     /// nil: not counted there (the token endpoint; voided purchases have their own quota, and
-    /// their bucket is unconfirmed).
+    /// their bucket is unconfirmed; Pub/Sub is another API).
     public var bucket: String? {
         switch self {
         case .productPurchase: return "One-time Purchases"
-        case .batchGetOrders: return "Orders"
-        case .token, .voidedPurchases: return nil
+        case .batchGetOrders, .reviewRefund: return "Orders"
+        case .token, .voidedPurchases, .pubsubPull, .pubsubAcknowledge: return nil
+        }
+    }
+
+    /// The HTTP method it answers (others: 404).
+    var method: String {
+        switch self {
+        case .productPurchase, .batchGetOrders, .voidedPurchases: return "GET"
+        case .token, .reviewRefund, .pubsubPull, .pubsubAcknowledge: return "POST"
+        }
+    }
+
+    /// The OAuth scope its bearer token needs; nil for the token endpoint.
+    var scope: String? {
+        switch self {
+        case .token: return nil
+        case .pubsubPull, .pubsubAcknowledge: return GoogleOAuth.pubsubScope
+        case .productPurchase, .batchGetOrders, .voidedPurchases, .reviewRefund:
+            return GoogleOAuth.androidPublisherScope
         }
     }
 }
@@ -121,6 +147,9 @@ enum GoogleError {
         body(
             410, "The purchase token is no longer valid.", reason: ("global", "purchaseTokenNoLongerValid"),
             location: "token"))
+    /// A token without the method's scope, as every Google API refuses it.
+    static let insufficientScopes = PlayAnswer.json(
+        403, body(403, "Request had insufficient authentication scopes.", status: "PERMISSION_DENIED"))
     static let rateLimited = PlayAnswer.json(429, body(429, "Rate limit exceeded", status: "RESOURCE_EXHAUSTED"))
     static let internalError = PlayAnswer.json(500, body(500, "Internal error encountered.", status: "INTERNAL"))
     static let unavailable = PlayAnswer.json(
@@ -132,6 +161,12 @@ enum GoogleError {
 
     static func notFound(_ message: String) -> PlayAnswer {
         .json(404, body(404, message, status: "NOT_FOUND", reason: ("global", "notFound")))
+    }
+
+    /// Pub/Sub's 404 for a subscription it does not have: `Resource not found (resource=ID).`
+    static func resourceNotFound(_ name: String) -> PlayAnswer {
+        let message = "Resource not found (resource=\(Sanitized.text(name.utf8, limit: 255)))."
+        return .json(404, body(404, message, status: "NOT_FOUND"))
     }
 
     static func invalidArgument(_ message: String) -> PlayAnswer {

@@ -1,7 +1,9 @@
 // Faults on demand: Google's errors, a timeout and bodies that are not Google's, for one endpoint
 // or every call, drawn for a seeded share of the calls or given to the next N. The draw is a pure
 // function of the seed, the rule, the endpoint and the call's number for that endpoint, so a run
-// repeats exactly.
+// repeats exactly. A Google error refuses the call before its method runs; a timeout or a garbage
+// body comes after it ran (a pull's messages leased, an acknowledgement or a review kept), as when
+// the answer is lost on its way back.
 
 /// A way Google's simulator misbehaves on one call.
 public enum PlayFault: String, Sendable, CaseIterable {
@@ -36,6 +38,9 @@ public enum PlayFault: String, Sendable, CaseIterable {
     public static let garbage: [PlayFault] = [.truncated, .invalidUTF8, .array, .repeatedKey, .html]
 
     var isGarbage: Bool { Self.garbage.contains(self) }
+
+    /// Whether the call's method runs (and changes what it changes) before the fault hides its answer.
+    var reachesMethod: Bool { isGarbage || self == .timeout }
 }
 
 /// Which calls get which faults.

@@ -1,6 +1,7 @@
 // How Google Play's simulator is set up: the truth it answers from, the service account whose
-// assertions its token endpoint accepts, Google's limits (token lifetime, quotas), the switches
-// that make it behave as Google does on a bad day, and its clock.
+// assertions its token endpoint accepts, Google's limits (token lifetime, quotas), the Pub/Sub
+// subscription its notifications are pulled from, the switches that make it behave as Google does
+// on a bad day, and its clock.
 
 import Foundation
 import PlayStore
@@ -8,7 +9,7 @@ import _CryptoExtras
 
 /// Everything `PlayService` needs; every field but the account has Google's default.
 public struct PlaySimulatorConfig: Sendable {
-    /// The purchases and voided records answered.
+    /// The purchases, voided records and notifications answered.
     public var truth: PlayTruth
     /// The service account's public key: an assertion must be signed by it.
     public var publicKey: _RSA.Signing.PublicKey
@@ -37,6 +38,13 @@ public struct PlaySimulatorConfig: Sendable {
     /// Voided records' `voidedSource` and `voidedReason` as strings (`"0"`), as the Voided
     /// Purchases guide's sample shows them; numbers otherwise, as the reference does.
     public var stringEnums = false
+    /// The Pub/Sub subscription the truth's notifications are pulled from, its full name
+    /// (`projects/{project}/subscriptions/{id}`, see `isSubscriptionName`); nil: Pub/Sub is not
+    /// served (its paths are 404).
+    public var subscription: String?
+    /// How long a pulled message stays leased before it is delivered again, seconds (Google: 10 by
+    /// default, 10-600).
+    public var ackDeadlineSeconds = 10
     /// Faults on demand.
     public var faults = PlayFaultPlan()
     /// Keep every call in `PlayService.calls` (the stats are kept either way).

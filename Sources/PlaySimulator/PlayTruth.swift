@@ -1,12 +1,13 @@
 // What Google Play knows of the purchases the simulator answers for: each one-time purchase (its
-// productsv2 answer and its order's money) and each voided record (refunds, chargebacks,
-// revocations). Plain values; `PlayTruthFile.swift` writes and reads them as TSV so that `iap-sim`
-// and the data generator share one form.
+// productsv2 answer and its order's money), each voided record (refunds, chargebacks, revocations)
+// and each real-time developer notification Google publishes (PlayTruthNotification.swift). Plain
+// values; `PlayTruthFile.swift` writes and reads them as TSV so that `iap-sim` and the data
+// generator share one form.
 
 import PlayStore
 import StrictJSON
 
-/// The purchases and voided records Google Play's simulator answers from.
+/// The purchases, voided records and notifications Google Play's simulator answers from.
 public struct PlayTruth: Sendable, Equatable {
     /// `purchaseStateContext.purchaseState` of a purchase.
     public enum State: String, Sendable, CaseIterable {
@@ -145,15 +146,19 @@ public struct PlayTruth: Sendable, Equatable {
     public var purchases: [Purchase]
     /// The voided records, in any order (the list sorts them).
     public var voided: [Voided]
+    /// The notifications published on the app's topic, in any order (Pub/Sub delivers them oldest
+    /// publish time first).
+    public var notifications: [Notification]
 
     /// A truth; empty by default.
-    public init(purchases: [Purchase] = [], voided: [Voided] = []) {
-        (self.purchases, self.voided) = (purchases, voided)
+    public init(purchases: [Purchase] = [], voided: [Voided] = [], notifications: [Notification] = []) {
+        (self.purchases, self.voided, self.notifications) = (purchases, voided, notifications)
     }
 
     /// Every package named in the truth, sorted.
     public var packages: [String] {
-        Array(Set(purchases.map(\.packageName) + voided.map(\.packageName))).sorted()
+        let names = purchases.map(\.packageName) + voided.map(\.packageName) + notifications.map(\.packageName)
+        return Array(Set(names)).sorted()
     }
 }
 
@@ -166,8 +171,7 @@ extension PlayTruth.Purchase {
             return "the purchase token has a character it may not have"
         }
         if let orderID, !PlayPaths.isOrderID(orderID) { return "order id \(shown(orderID)) is not Google's form" }
-        let productOK = productID.utf8.allSatisfy { PlayTruth.isAlphanumeric($0) || $0 == 46 || $0 == 95 }
-        guard !productID.isEmpty, productID.utf8.count <= 150, productOK else {
+        guard PlayTruth.isProductID(productID) else {
             return "product id \(shown(productID)) is not Google's form"
         }
         guard (1...1_000_000).contains(quantity) else { return "quantity \(quantity) is not 1-1000000" }
@@ -213,7 +217,7 @@ extension PlayTruth.Voided {
 
 extension PlayTruth {
     /// The first thing wrong with the truth (a bad value, a token named by two purchases, an
-    /// order id named twice), or nil.
+    /// order id named twice, a pending refund token announced for two orders), or nil.
     public var problem: String? {
         var tokens = Set<String>()
         var orders = Set<String>()
@@ -226,6 +230,16 @@ extension PlayTruth {
         }
         for (n, v) in voided.enumerated() {
             if let problem = v.problem { return "voided \(n + 1): \(problem)" }
+        }
+        var refunds: [String: String] = [:]
+        for (n, note) in notifications.enumerated() {
+            if let problem = note.problem { return "notification \(n + 1): \(problem)" }
+            if case .pendingRefundReview(let token, let order, _, _) = note.kind {
+                guard refunds[token, default: order] == order else {
+                    return "notification \(n + 1): its pending refund token is announced for two orders"
+                }
+                refunds[token] = order
+            }
         }
         return nil
     }

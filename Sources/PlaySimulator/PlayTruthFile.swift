@@ -1,14 +1,22 @@
 // The Play truth as a file `iap-sim serve --play-truth` reads and the data generator writes: UTF-8,
-// tab-separated, two header lines naming the columns of the two row kinds, then one row a line,
-// its kind in the first column:
+// tab-separated, header lines naming the columns of the row kinds (the purchases' and the voided
+// records' first; the notifications' third, which files written before notifications lack), then
+// one row a line, its kind in the first column:
 //
 //     #purchase  package  token  order  product  quantity  state  acknowledged  completion_ms  region
 //                account  test  refundable  consumption  total  tax  revenue  order_state
 //     #voided    package  token  order  purchase_ms  voided_ms  source  reason  voided_quantity
+//     #notification  package  event_ms  publish_ms  kind  token  order  sku  notification_type
+//                product_type  refund_type  refund_reason  account
 //     purchase   com.example.game  tok-1  GPA.1234-5678-9012-34567  coins_100  1  PURCHASED  true
 //                1795000000000  US  acct-7  false  1  CONSUMPTION_STATE_YET_TO_BE_CONSUMED
 //                USD:0.99  USD:0.08  USD:0.69  PROCESSED
+//     notification  com.example.game  1795000000000  1795000004000  voided_purchase  tok-1
+//                GPA.1234-5678-9012-34567  -  -  2  1  -  -
 //
+// A notification's kind is `one_time_product` (token, sku, notification_type), `voided_purchase`
+// (token, order, product_type, refund_type), `pending_refund_review` (token: the pending refund
+// token, order, refund_reason, account) or `test`; the columns its kind does not use are `-`.
 // `-` stands for an absent optional value; booleans are `true`/`false`; times are Unix ms; money is
 // `CUR:decimal` (`USD:12.99`, `EUR:-0.5`), exact to the nano. Empty lines are skipped. A bad line
 // is refused with its number and what is wrong, never read half.
@@ -38,9 +46,16 @@ extension PlayTruth {
         "#voided", "package", "token", "order", "purchase_ms", "voided_ms", "source", "reason", "voided_quantity",
     ].joined(separator: "\t")
 
-    /// The file's text: both header lines, the purchases, then the voided records, in order.
+    /// The notification rows' header line (a file may lack it).
+    public static let notificationHeader = [
+        "#notification", "package", "event_ms", "publish_ms", "kind", "token", "order", "sku", "notification_type",
+        "product_type", "refund_type", "refund_reason", "account",
+    ].joined(separator: "\t")
+
+    /// The file's text: the three header lines, the purchases, the voided records, then the
+    /// notifications, each in order.
     public func fileText() -> String {
-        var lines = [Self.purchaseHeader, Self.voidedHeader]
+        var lines = [Self.purchaseHeader, Self.voidedHeader, Self.notificationHeader]
         for p in purchases {
             let cells: [String] = [
                 "purchase", p.packageName, p.purchaseToken, p.orderID ?? "-", p.productID, String(p.quantity),
@@ -56,6 +71,22 @@ extension PlayTruth {
                 String(v.voidedTimeMs), String(v.source), String(v.reason), v.voidedQuantity.map { String($0) } ?? "-",
             ]
             lines.append(cells.joined(separator: "\t"))
+        }
+        for n in notifications {
+            // token, order, sku, notification_type, product_type, refund_type, refund_reason, account
+            var kind: [String?] = Array(repeating: nil, count: 9)
+            switch n.kind {
+            case .oneTimeProduct(let type, let token, let sku):
+                kind = ["one_time_product", token, nil, sku, String(type), nil, nil, nil, nil]
+            case .voidedPurchase(let token, let order, let productType, let refundType):
+                kind = ["voided_purchase", token, order, nil, nil, String(productType), String(refundType), nil, nil]
+            case .pendingRefundReview(let token, let order, let reason, let account):
+                kind = ["pending_refund_review", token, order, nil, nil, nil, nil, String(reason), account]
+            case .test:
+                kind[0] = "test"
+            }
+            let head = ["notification", n.packageName, String(n.eventTimeMs), String(n.publishTimeMs)]
+            lines.append((head + kind.map { $0 ?? "-" }).joined(separator: "\t"))
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -90,7 +121,8 @@ extension PlayTruth {
             throw PlayTruthFileError(path: path, line: 1, problem: "the file does not start with the two header lines")
         }
         var truth = PlayTruth()
-        for (n, line) in lines.enumerated().dropFirst(2) where !line.isEmpty {
+        let headers = lines.count > 2 && lines[2] == notificationHeader ? 3 : 2
+        for (n, line) in lines.enumerated().dropFirst(headers) where !line.isEmpty {
             var row = PlayTruthRow(cells: line.split(separator: "\t", omittingEmptySubsequences: false))
             do throws(PlayTruthRow.Problem) {
                 switch row.cells.first {
@@ -102,9 +134,13 @@ extension PlayTruth {
                     let v = try row.voided()
                     if let problem = v.problem { throw PlayTruthRow.Problem(problem) }
                     truth.voided.append(v)
+                case "notification":
+                    let note = try row.notification()
+                    if let problem = note.problem { throw PlayTruthRow.Problem(problem) }
+                    truth.notifications.append(note)
                 default:
                     let kind = row.cells.first.map { shown(String($0)) } ?? "nothing"
-                    throw PlayTruthRow.Problem("the first column is \(kind), not purchase or voided")
+                    throw PlayTruthRow.Problem("the first column is \(kind), not purchase, voided or notification")
                 }
             } catch {
                 throw PlayTruthFileError(path: path, line: n + 1, problem: error.problem)
@@ -164,6 +200,64 @@ struct PlayTruthRow {
             packageName: try text("package"), purchaseToken: try text("token"), orderID: try optional("order"),
             purchaseTimeMs: Int64(try int("purchase_ms")), voidedTimeMs: Int64(try int("voided_ms")),
             source: try int("source"), reason: try int("reason"), voidedQuantity: try optionalInt("voided_quantity"))
+    }
+
+    mutating func notification() throws(Problem) -> PlayTruth.Notification {
+        try columns(13)
+        let package = try text("package"), event = Int64(try int("event_ms"))
+        let publish = try optionalInt("publish_ms").map(Int64.init)
+        let kindName = try text("kind")
+        let token = try optional("token"), order = try optional("order"), sku = try optional("sku")
+        let type = try optionalInt("notification_type"), productType = try optionalInt("product_type")
+        let refundType = try optionalInt("refund_type"), reason = try optionalInt("refund_reason")
+        let account = try optional("account")
+        // The value of a column the kind needs; a problem when it is `-`.
+        func needed<T>(_ value: T?, _ name: String) throws(Problem) -> T {
+            guard let value else { throw Problem("a \(kindName) notification needs \(name)") }
+            return value
+        }
+        // A problem when a column the kind does not use is not `-`.
+        func unused(_ values: [(String, Bool)]) throws(Problem) {
+            if let name = values.first(where: \.1)?.0 { throw Problem("a \(kindName) notification has no \(name)") }
+        }
+        let kind: PlayTruth.Notification.Kind
+        switch kindName {
+        case "one_time_product":
+            try unused([
+                ("order", order != nil), ("product_type", productType != nil), ("refund_type", refundType != nil),
+                ("refund_reason", reason != nil), ("account", account != nil),
+            ])
+            kind = .oneTimeProduct(
+                notificationType: try needed(type, "notification_type"), purchaseToken: try needed(token, "token"),
+                sku: try needed(sku, "sku"))
+        case "voided_purchase":
+            try unused([
+                ("sku", sku != nil), ("notification_type", type != nil), ("refund_reason", reason != nil),
+                ("account", account != nil),
+            ])
+            kind = .voidedPurchase(
+                purchaseToken: try needed(token, "token"), orderID: try needed(order, "order"),
+                productType: try needed(productType, "product_type"), refundType: try needed(refundType, "refund_type"))
+        case "pending_refund_review":
+            try unused([
+                ("sku", sku != nil), ("notification_type", type != nil), ("product_type", productType != nil),
+                ("refund_type", refundType != nil),
+            ])
+            kind = .pendingRefundReview(
+                pendingRefundToken: try needed(token, "token"), orderID: try needed(order, "order"),
+                refundReason: try needed(reason, "refund_reason"), obfuscatedAccountID: account)
+        case "test":
+            try unused([
+                ("token", token != nil), ("order", order != nil), ("sku", sku != nil),
+                ("notification_type", type != nil), ("product_type", productType != nil),
+                ("refund_type", refundType != nil), ("refund_reason", reason != nil), ("account", account != nil),
+            ])
+            kind = .test
+        default:
+            throw Problem(
+                "kind \(shown(kindName)) is not one_time_product, voided_purchase, pending_refund_review or test")
+        }
+        return PlayTruth.Notification(packageName: package, eventTimeMs: event, publishTimeMs: publish, kind: kind)
     }
 
     private func columns(_ count: Int) throws(Problem) {

@@ -43,6 +43,39 @@ public enum PlayPaths {
         return "/androidpublisher/v3/applications/\(package)/orders:batchGet?" + orderIDs.map { "orderIds=\($0)" }.joined(separator: "&")
     }
 
+    /// orders.reviewrefund of `orderID` (POST, `RefundReview.body`).
+    public static func reviewRefund(package: String, orderID: String) -> String? {
+        guard isPackageName(package), isOrderID(orderID) else { return nil }
+        return "/androidpublisher/v3/applications/\(package)/orders/\(orderID):reviewrefund"
+    }
+
+    /// A Pub/Sub subscription's full name: `projects/{project}/subscriptions/{id}`; the project 6–30
+    /// lower-case letters, digits and `-` (a letter first), the id 3–255 letters, digits, `-`, `_`,
+    /// `.`, `~`, `+` (a letter first; Google also allows `%`, refused here: never in a path).
+    public static func isSubscription(_ name: String) -> Bool {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "projects", parts[2] == "subscriptions" else { return false }
+        let project = parts[1].utf8, id = parts[3].utf8
+        let letter: (UInt8) -> Bool = { ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }
+        guard (6...30).contains(project.count), let p = project.first, p >= 97 && p <= 122,
+            project.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 })
+        else { return false }
+        guard (3...255).contains(id.count), let i = id.first, letter(i),
+            id.allSatisfy({ PlayCharacters.isAlphanumeric($0) || [45, 95, 46, 126, 43].contains($0) })
+        else { return false }
+        return true
+    }
+
+    /// `subscriptions.pull` of `subscription` (POST, `PubSubMessage.pullBody`), under Pub/Sub's base URL.
+    public static func pubsubPull(subscription: String) -> String? {
+        isSubscription(subscription) ? "/v1/\(subscription):pull" : nil
+    }
+
+    /// `subscriptions.acknowledge` (POST, `PubSubMessage.acknowledgeBody`).
+    public static func pubsubAcknowledge(subscription: String) -> String? {
+        isSubscription(subscription) ? "/v1/\(subscription):acknowledge" : nil
+    }
+
     /// voidedpurchases.list from `startTime` (Unix ms), in-app products only, quantity-based
     /// partial refunds included, 1,000 a page; `pageToken` for the next page.
     public static func voidedPurchases(package: String, startTime: Int64, pageToken: String?) -> String? {

@@ -16,6 +16,10 @@ package enum PlayRows {
     /// purchases.voidedpurchases.list, per package: 30 in any 30 s is one a second.
     package static let voidedPurchases = AppStoreBudget(name: "play_voided_purchases", appleRate: 1)
 
+    /// Pub/Sub's pull and acknowledge: Google's quotas there are far above a night's needs; the
+    /// budget only keeps a loop from hammering it.
+    package static let pubsub = AppStoreBudget(name: "play_pubsub", appleRate: 20)
+
     /// Budgets Google counts per package, not per project.
     static func isPerPackage(_ budget: AppStoreBudget) -> Bool { budget == voidedPurchases }
 
@@ -33,6 +37,34 @@ package enum PlayRows {
     package static func voidedPurchases(package: String, startTime: Int64, pageToken: String?) -> AppStoreRequest? {
         PlayPaths.voidedPurchases(package: package, startTime: startTime, pageToken: pageToken).map {
             request($0, budget: voidedPurchases, package: package)
+        }
+    }
+
+    /// orders.reviewrefund of `orderID`: the answer `review` (sent once: Google keeps the first).
+    package static func reviewRefund(package: String, orderID: String, review: RefundReview) -> AppStoreRequest? {
+        PlayPaths.reviewRefund(package: package, orderID: orderID).map {
+            AppStoreRequest(
+                name: "play_review_refund", method: .post, service: .googlePlay, environment: .production,
+                path: $0, body: review.body, budget: orders, bundleID: package)
+        }
+    }
+
+    /// One pull of at most `maxMessages` from the job's subscription.
+    package static func pull(subscription: String, maxMessages: Int) -> AppStoreRequest? {
+        PlayPaths.pubsubPull(subscription: subscription).map {
+            AppStoreRequest(
+                name: "pubsub_pull", method: .post, service: .googlePubSub, environment: .production, path: $0,
+                body: PubSubMessage.pullBody(maxMessages: maxMessages), budget: pubsub, bundleID: nil)
+        }
+    }
+
+    /// The acknowledgement of `ackIDs` (messages stored first).
+    package static func acknowledge(subscription: String, ackIDs: [String]) -> AppStoreRequest? {
+        guard !ackIDs.isEmpty else { return nil }
+        return PlayPaths.pubsubAcknowledge(subscription: subscription).map {
+            AppStoreRequest(
+                name: "pubsub_acknowledge", method: .post, service: .googlePubSub, environment: .production, path: $0,
+                body: PubSubMessage.acknowledgeBody(ackIDs), budget: pubsub, bundleID: nil)
         }
     }
 

@@ -253,14 +253,15 @@ package struct TransportMachine<E: AppStoreExchange> {
         case .verifyReceipt: return nil
         case .serverAPI: return app(of: request).map(Credential.app)
         case .connect: return .teamKey
-        case .googlePlay: return .playAccount
+        case .googlePlay, .googlePubSub: return .playAccount
         }
     }
 
     func budgetKey(_ request: AppStoreRequest) -> RateBudget.Key? {
         request.budget.map { budget in
             // Google counts its buckets per project (one service account), the voided list per package.
-            let app = request.service == .googlePlay ? (PlayRows.isPerPackage(budget) ? request.bundleID : nil) : app(of: request)
+            let google = request.service == .googlePlay || request.service == .googlePubSub
+            let app = google ? (PlayRows.isPerPackage(budget) ? request.bundleID : nil) : app(of: request)
             return RateBudget.Key(budget: budget, environment: request.environment, app: app)
         }
     }

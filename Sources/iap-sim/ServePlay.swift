@@ -1,5 +1,6 @@
-// `iap-sim serve`'s Google Play options (the token endpoint and the Play Developer API beside
-// Apple's routes), the bridge from the server's routes to `PlayService`, and `iap-sim play-key`.
+// `iap-sim serve`'s Google Play options (the token endpoint, the Play Developer API and Pub/Sub's
+// pull subscription beside Apple's routes), the bridge from the server's routes to `PlayService`,
+// and `iap-sim play-key`.
 
 import AppStoreSimulator
 import ArgumentParser
@@ -14,16 +15,18 @@ struct PlayOptions: ParsableArguments {
             """
             Serve Google Play: POST /token (the service account's RS256 assertions, as Google's OAuth \
             endpoint checks them) and, under /androidpublisher/v3/applications/{package}/, \
-            purchases/productsv2/tokens/{token}, orders:batchGet and purchases/voidedpurchases, answered \
-            from --play-truth. The service-account JSON key file the job uses (see `iap-sim play-key`): its \
-            public key, client_email and token_uri (the assertion's aud).
+            purchases/productsv2/tokens/{token}, orders:batchGet, orders/{orderId}:reviewrefund and \
+            purchases/voidedpurchases, answered from --play-truth. The service-account JSON key file the \
+            job uses (see `iap-sim play-key`): its public key, client_email and token_uri (the assertion's \
+            aud).
             """, valueName: "file"))
     var playServiceAccount: String?
 
     @Option(
         name: .customLong("play-truth"),
         help: ArgumentHelp(
-            "The Play purchases and voided records answered (PlayTruth TSV; default: none).", valueName: "file"))
+            "The Play purchases, voided records and notifications answered (PlayTruth TSV; default: none).",
+            valueName: "file"))
     var playTruth: String?
 
     @Option(
@@ -40,6 +43,23 @@ struct PlayOptions: ParsableArguments {
             RESOURCE_EXHAUSTED. Voided purchases: 30 calls per package in any 30 s, 6,000 a day.
             """, valueName: "n"))
     var playQuotaPerMinute = 3000
+
+    @Option(
+        name: .customLong("play-subscription"),
+        help: ArgumentHelp(
+            """
+            Serve Pub/Sub's pull and acknowledge at /v1/{subscription}:pull and :acknowledge for this \
+            subscription (projects/{project}/subscriptions/{id}), delivering --play-truth's notifications \
+            from their publish times; the bearer token needs the pubsub scope. Not given: those paths are 404.
+            """, valueName: "name"))
+    var playSubscription: String?
+
+    @Option(
+        name: .customLong("play-ack-deadline"),
+        help: ArgumentHelp(
+            "How long a pulled message stays leased before Pub/Sub delivers it again, 10-600 seconds.",
+            valueName: "seconds"))
+    var playAckDeadline = 10
 
     @Flag(
         name: .customLong("play-refuse-assertions"),
@@ -61,7 +81,15 @@ struct PlayOptions: ParsableArguments {
             throw ValidationError("--play-token-lifetime must be 60-86400 seconds")
         }
         guard playQuotaPerMinute >= 1 else { throw ValidationError("--play-quota-per-minute must be 1 or more") }
-        if playServiceAccount == nil, playTruth != nil || playRefuseAssertions || playStringEnums {
+        guard (10...600).contains(playAckDeadline) else {
+            throw ValidationError("--play-ack-deadline must be 10-600 seconds")
+        }
+        if let playSubscription, !PlaySimulatorConfig.isSubscriptionName(playSubscription) {
+            throw ValidationError("--play-subscription must be projects/{project}/subscriptions/{id}")
+        }
+        if playServiceAccount == nil,
+            playTruth != nil || playRefuseAssertions || playStringEnums || playSubscription != nil
+        {
             throw ValidationError("the Play options need --play-service-account")
         }
     }
@@ -89,6 +117,8 @@ struct PlayOptions: ParsableArguments {
         config.quotaPerMinute = playQuotaPerMinute
         config.refuseAssertions = playRefuseAssertions
         config.stringEnums = playStringEnums
+        config.subscription = playSubscription
+        config.ackDeadlineSeconds = playAckDeadline
         config.recordCalls = false
         return PlayService(config: config)
     }

@@ -16,6 +16,7 @@ import _CryptoExtras
 struct PlayCallerTests {
     static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
     static let game = "com.example.game", other = "com.example.other"
+    static let subscription = "projects/studio-night/subscriptions/play-rtdn"
     static let bought = PlayTruth.Purchase(
         packageName: game, purchaseToken: "tok-bought-1", orderID: "GPA.1111-2222-3333-44444", productID: "coins_100",
         completionTimeMs: 1_790_000_000_000, regionCode: "JP", obfuscatedAccountID: "O-1",
@@ -39,8 +40,18 @@ struct PlayCallerTests {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             keyPath = dir.appendingPathComponent("key.json").path
             try Data(PlayKeyFile.json(key: PlayCallerTests.key, keyID: "k1")).write(to: URL(fileURLWithPath: keyPath))
-            var config = try PlaySimulatorConfig(
-                keyFile: PlayKeyFile.json(key: simulatorKey, keyID: "k1"), truth: PlayTruth(purchases: [bought, test]))
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let notifications: [PlayTruth.Notification] = [
+                .init(packageName: game, eventTimeMs: now - 60_000,
+                      kind: .voidedPurchase(purchaseToken: "tok-bought-1", orderID: bought.orderID!, productType: 2, refundType: 1)),
+                .init(packageName: game, eventTimeMs: now - 30_000,
+                      kind: .pendingRefundReview(pendingRefundToken: "prt-1", orderID: bought.orderID!, refundReason: 7,
+                                                 obfuscatedAccountID: "O-1")),
+            ]
+            var truth = PlayTruth(purchases: [bought, test])
+            truth.notifications = notifications
+            var config = try PlaySimulatorConfig(keyFile: PlayKeyFile.json(key: simulatorKey, keyID: "k1"), truth: truth)
+            config.subscription = PlayCallerTests.subscription
             configure(&config)
             let service = PlayService(config: config)
             self.service = service
@@ -50,7 +61,7 @@ struct PlayCallerTests {
             }))
             settings = try #require(try PlaySettings.load(
                 keyFile: keyPath, applicationCredentials: nil, packageNames: "\(game),\(other)", apiURL: sim.baseURL,
-                tokenURL: sim.baseURL + "/token"))
+                tokenURL: sim.baseURL + "/token", subscription: PlayCallerTests.subscription, pubsubURL: sim.baseURL))
         }
 
         deinit { try? sim.shutdown() }
@@ -119,7 +130,7 @@ struct PlayCallerTests {
         #expect(world.calls(.productPurchase) == 3)
         world.service.setFaults(PlayFaultPlan(rules: [.share(1, of: PlayFault.garbage, endpoint: .productPurchase)]))
         let line = Self.failure(.temporary) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
-        #expect(line.contains("not a purchase"), "\(line)")
+        #expect(line.contains("not its answer"), "\(line)")
     }
 
     @Test("Google refuses: the assertion (invalid_grant), a key Google does not know, the app's rights (403): exit 78, never the key")
@@ -141,6 +152,38 @@ struct PlayCallerTests {
         #expect(denied.contains("refused the service account"), "\(denied)")
         #expect(Date().timeIntervalSince(started) >= 1, "confirmed a second later")
         #expect(rights.calls(.productPurchase) == 2 && rights.calls(.token) == 2, "the second with a fresh token")
+    }
+
+    @Test("notifications: pulled, read, acknowledged once stored; a refund review answered once, Google keeping the first")
+    func notificationsAndReviews() throws {
+        let world = try World()
+        var caller = world.caller()
+        let messages = try caller.pull(maxMessages: 10)
+        #expect(messages.count == 2)
+        let said = try messages.map { try PlayNotification.read($0.data).get() }
+        guard case .voided(let token, let order, 2, 1) = said[0].kind, case .pendingRefundReview(let review, _, 7, _) = said[1].kind else {
+            Issue.record("not the truth's notifications: \(said)")
+            return
+        }
+        #expect(token == "tok-bought-1" && order == Self.bought.orderID && review == "prt-1")
+        // Leased, not acknowledged yet: nothing more now.
+        #expect(try caller.pull(maxMessages: 10).isEmpty)
+        try caller.acknowledge(messages.map(\.ackID))
+        #expect(world.service.pubsub.acknowledged == Set(messages.map(\.messageID)))
+        // Acknowledging again is no error and changes nothing.
+        try caller.acknowledge(messages.map(\.ackID))
+        let answer = RefundReview(pendingRefundToken: review, sampleContentProvided: true, preference: .decline, consumptionMilliunits: 100_000)
+        #expect(try caller.reviewRefund(package: Self.game, orderID: order!, review: answer))
+        #expect(try caller.reviewRefund(package: Self.game, orderID: order!, review: answer))
+        #expect(world.service.refundReviews.count == 1 && world.service.refundReviews[0].preference.rawValue == "DECLINE")
+        #expect(world.service.refundReviews[0].consumptionPercentageMilliunits == 100_000)
+        #expect(try caller.reviewRefund(package: Self.game, orderID: "GPA.0000-0000", review: answer) == false)
+        // One access token, with both scopes, served every question.
+        #expect(world.calls(.token) == 1)
+        // A garbage pull is retried, never believed.
+        world.service.setFaults(PlayFaultPlan(rules: [.next(1, [.repeatedKey], endpoint: .pubsubPull)]))
+        #expect(try caller.pull(maxMessages: 10).isEmpty)
+        #expect(world.calls(.pubsubPull) == 4)
     }
 
     @Test("the token endpoint silent or failing: Play is given up with the reason, no question asked")

@@ -28,9 +28,12 @@ struct PlaySettingsTests {
     }
 
     static func load(
-        key: String? = nil, adc: String? = nil, packages: String? = nil, api: String? = nil, token: String? = nil
+        key: String? = nil, adc: String? = nil, packages: String? = nil, api: String? = nil, token: String? = nil,
+        subscription: String? = nil, pubsub: String? = nil
     ) throws -> PlaySettings? {
-        try PlaySettings.load(keyFile: key, applicationCredentials: adc, packageNames: packages, apiURL: api, tokenURL: token)
+        try PlaySettings.load(
+            keyFile: key, applicationCredentials: adc, packageNames: packages, apiURL: api, tokenURL: token,
+            subscription: subscription, pubsubURL: pubsub)
     }
 
     /// The exit-78 line of `body`, or nil when it did not fail so.
@@ -64,6 +67,12 @@ struct PlaySettingsTests {
         // Test URLs: http on loopback only.
         let local = try Self.load(key: file, packages: "com.example.game", api: "http://127.0.0.1:8080/", token: "http://localhost:9/token")
         #expect(local?.apiBaseURL == "http://127.0.0.1:8080" && local?.tokenURL == "http://localhost:9/token")
+        // Without a subscription the token asks for the Play scope alone; with one, Pub/Sub's too.
+        #expect(local?.subscription == nil && local?.tokens.scopes == [GoogleOAuth.androidPublisherScope])
+        let pulling = try Self.load(key: file, packages: "com.example.game", subscription: "projects/my-project/subscriptions/play-rtdn")
+        #expect(pulling?.subscription == "projects/my-project/subscriptions/play-rtdn")
+        #expect(pulling?.pubsubBaseURL == PlaySettings.defaultPubSubURL)
+        #expect(pulling?.tokens.scopes == [GoogleOAuth.androidPublisherScope, GoogleOAuth.pubsubScope])
     }
 
     @Test("each wrong setting: exit 78, one line naming the variable, never the key")
@@ -87,6 +96,13 @@ struct PlaySettingsTests {
             ("an http token URL off loopback", { try Self.load(key: file, packages: "a.b", token: "http://10.0.0.1/token") },
              ["PLAY_TOKEN_URL"]),
             ("a loopback look-alike", { try Self.load(key: file, packages: "a.b", api: "http://127.0.0.1.evil.com/") }, ["PLAY_API_URL"]),
+            ("a subscription that is not a full name", { try Self.load(key: file, packages: "a.b", subscription: "play-rtdn") },
+             ["PLAY_PUBSUB_SUBSCRIPTION", "projects/PROJECT/subscriptions/ID"]),
+            ("a topic for a subscription",
+             { try Self.load(key: file, packages: "a.b", subscription: "projects/my-project/topics/play") }, ["PLAY_PUBSUB_SUBSCRIPTION"]),
+            ("an http Pub/Sub URL off loopback",
+             { try Self.load(key: file, packages: "a.b", subscription: "projects/my-project/subscriptions/play", pubsub: "http://pubsub.googleapis.com") },
+             ["PLAY_PUBSUB_URL"]),
         ]
         for (name, body, words) in cases {
             guard let line = Self.line(body) else {

@@ -101,6 +101,9 @@ struct PlayQuotaFaultTests {
             case .voidedPurchases:
                 r = try w.get(PlayWorld.voidedPath(""), authorization: token)
                 problem = PlayVoidedPage.read(r.body).failure
+            case .reviewRefund, .pubsubPull, .pubsubAcknowledge:
+                Issue.record("\(endpoint): its garbage is tested with Pub/Sub and reviewrefund")
+                return
             }
             #expect(r.status == 200, "\(kind)")
             #expect(problem != nil, "\(endpoint) \(kind) was believed: \(r.text)")

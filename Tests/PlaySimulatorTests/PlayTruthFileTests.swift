@@ -26,6 +26,26 @@ struct PlayTruthFileTests {
                 packageName: PlayWorld.game, purchaseToken: "tok-several", orderID: nil,
                 purchaseTimeMs: PlayWorld.start - 5000,
                 voidedTimeMs: PlayWorld.start - 10, source: 1, reason: 3, voidedQuantity: 2),
+        ],
+        notifications: [
+            PlayTruth.Notification(
+                packageName: PlayWorld.game, eventTimeMs: PlayWorld.start - 100, publishTimeMs: PlayWorld.start + 4000,
+                kind: .voidedPurchase(
+                    purchaseToken: "tok-refunded", orderID: "GPA.2222-3333-4444-55555", productType: 2, refundType: 1)),
+            PlayTruth.Notification(
+                packageName: PlayWorld.game, eventTimeMs: PlayWorld.start - 200,
+                kind: .oneTimeProduct(notificationType: 2, purchaseToken: "tok-pending-test", sku: "gems.big")),
+            PlayTruth.Notification(
+                packageName: PlayWorld.game, eventTimeMs: PlayWorld.start,
+                kind: .pendingRefundReview(
+                    pendingRefundToken: "prt-1", orderID: "GPA.1111-2222-3333-44444", refundReason: 7,
+                    obfuscatedAccountID: "a/b+c=")),
+            PlayTruth.Notification(
+                packageName: PlayWorld.game, eventTimeMs: PlayWorld.start + 1,
+                kind: .pendingRefundReview(
+                    pendingRefundToken: "prt-2", orderID: "GPA.1111-2222-3333-55555", refundReason: 0,
+                    obfuscatedAccountID: nil)),
+            PlayTruth.Notification(packageName: PlayWorld.otherApp, eventTimeMs: PlayWorld.start, kind: .test),
         ])
 
     func temporaryPath() -> String {
@@ -39,8 +59,17 @@ struct PlayTruthFileTests {
         try Self.truth.write(to: path)
         let read = try PlayTruth.read(path: path)
         #expect(read == Self.truth)
+        #expect(read.notifications.count == 5)
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(text.hasPrefix(PlayTruth.purchaseHeader + "\n" + PlayTruth.voidedHeader + "\n"))
+        #expect(
+            text.hasPrefix(
+                PlayTruth.purchaseHeader + "\n" + PlayTruth.voidedHeader + "\n" + PlayTruth.notificationHeader + "\n"))
+        #expect(
+            text.contains(
+                "\nnotification\tcom.example.game\t1794999999900\t1795000004000\tvoided_purchase\ttok-refunded"
+                    + "\tGPA.2222-3333-4444-55555\t-\t-\t2\t1\t-\t-\n"))
+        let test = "\nnotification\tcom.example.other\t1795000000000\t1795000000000\ttest"
+        #expect(text.contains(test + String(repeating: "\t-", count: 8) + "\n"))
         #expect(text.contains("\tJPY:-109.090000001\t"))
         #expect(text.contains("\tJPY:-0.5\t"))
         #expect(text.contains("\tEUR:12.99\t"))
@@ -48,10 +77,20 @@ struct PlayTruthFileTests {
         #expect(pendingLine.split(separator: "\t")[3] == "-")
     }
 
+    @Test("a file written before notifications (two header lines) still reads; the third header is optional")
+    func olderFile() throws {
+        let rows = Self.truth.fileText().split(separator: "\n").filter { !$0.hasPrefix("#notification") }
+        let old = try PlayTruth.parse(rows.joined(separator: "\n"))
+        #expect(old == Self.truth)
+        let purchasesOnly = PlayTruth(purchases: Self.truth.purchases, voided: Self.truth.voided)
+        let lines = purchasesOnly.fileText().split(separator: "\n").filter { !$0.hasPrefix("#notification") }
+        #expect(try PlayTruth.parse(lines.joined(separator: "\n") + "\n") == purchasesOnly)
+    }
+
     @Test(
         "a bad line is refused with its number and what is wrong",
         arguments: [
-            ("a kind nobody knows", "refund\tx", "not purchase or voided"),
+            ("a kind nobody knows", "refund\tx", "not purchase, voided or notification"),
             ("too few columns", "voided\tcom.example.game\ttok", "3 columns, not 9"),
             (
                 "a state Google has not",
@@ -72,6 +111,45 @@ struct PlayTruthFileTests {
             (
                 "a boolean spelt yes", "voided\tcom.example.game\ttok\t-\t1795000000000\t1795000000001\tyes\t0\t-",
                 "source \"yes\" is not a whole number"
+            ),
+            ("too few notification columns", "notification\tcom.example.game\t1795000000000", "3 columns, not 13"),
+            (
+                "a notification kind nobody knows",
+                "notification\tcom.example.game\t1795000000000\t-\trefund\t-\t-\t-\t-\t-\t-\t-\t-", "kind \"refund\""
+            ),
+            (
+                "a test notification with a token",
+                "notification\tcom.example.game\t1795000000000\t-\ttest\ttok\t-\t-\t-\t-\t-\t-\t-", "has no token"
+            ),
+            (
+                "a voided notification without its order",
+                "notification\tcom.example.game\t1795000000000\t-\tvoided_purchase\ttok\t-\t-\t-\t2\t1\t-\t-",
+                "needs order"
+            ),
+            (
+                "a refund type Google has not",
+                "notification\tcom.example.game\t1795000000000\t-\tvoided_purchase\ttok\tGPA.1-2\t-\t-\t2\t3\t-\t-",
+                "refund type 3"
+            ),
+            (
+                "a one-time notification type 3",
+                "notification\tcom.example.game\t1795000000000\t-\tone_time_product\ttok\t-\tcoins\t3\t-\t-\t-\t-",
+                "notification type 3"
+            ),
+            (
+                "a one-time notification with a refund reason",
+                "notification\tcom.example.game\t1795000000000\t-\tone_time_product\ttok\t-\tcoins\t1\t-\t-\t7\t-",
+                "has no refund_reason"
+            ),
+            (
+                "published before its event",
+                "notification\tcom.example.game\t1795000000000\t1794999999999\ttest\t-\t-\t-\t-\t-\t-\t-\t-",
+                "published before its event"
+            ),
+            (
+                "an event time that is no number",
+                "notification\tcom.example.game\tyesterday\t-\ttest\t-\t-\t-\t-\t-\t-\t-\t-",
+                "event_ms \"yesterday\" is not a whole number"
             ),
         ])
     func badLine(_ args: (String, String, String)) throws {
@@ -99,6 +177,20 @@ struct PlayTruthFileTests {
             #expect(error.problem.contains("named twice"))
         }
         #expect(throws: PlayTruthFileError.self) { try twice.write(to: temporaryPath()) }
+        var crossed = Self.truth
+        crossed.notifications.append(
+            PlayTruth.Notification(
+                packageName: PlayWorld.game, eventTimeMs: PlayWorld.start,
+                kind: .pendingRefundReview(
+                    pendingRefundToken: "prt-1", orderID: "GPA.1111-2222-3333-55555", refundReason: 7,
+                    obfuscatedAccountID: nil)))
+        do {
+            _ = try PlayTruth.parse(crossed.fileText())
+            Issue.record("a pending refund token announced for two orders was read")
+        } catch {
+            #expect(error.line == 0)
+            #expect(error.problem == "notification 6: its pending refund token is announced for two orders")
+        }
     }
 
     @Test("play-key's file is a service-account key the job reads; a new key each time")

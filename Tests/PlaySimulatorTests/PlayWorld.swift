@@ -166,6 +166,30 @@ final class PlayWorld {
             port: sim.port, method: "GET", path: path, headers: auth.isEmpty ? [] : [("Authorization", auth)])
     }
 
+    /// POST `body` to `path` with `authorization` (empty: no Authorization header).
+    func post(_ path: String, _ body: String, authorization: String) throws -> RawResponse {
+        try post(path, bytes: Array(body.utf8), authorization: authorization)
+    }
+
+    /// POST these bytes to `path` with `authorization` (empty: no Authorization header).
+    func post(_ path: String, bytes: [UInt8], authorization: String) throws -> RawResponse {
+        var headers = [("Content-Type", "application/json")]
+        if !authorization.isEmpty { headers.append(("Authorization", authorization)) }
+        return try RawHTTP.request(port: sim.port, method: "POST", path: path, headers: headers, body: bytes)
+    }
+
+    /// The subscription the Pub/Sub tests pull from.
+    static let subscription = "projects/iap-sim/subscriptions/play-rtdn"
+
+    /// `/v1/{subscription}:{method}` (`pull`, `acknowledge`).
+    static func pubsubPath(_ method: String, subscription: String = PlayWorld.subscription) -> String {
+        "/v1/\(subscription):\(method)"
+    }
+
+    static func reviewRefundPath(_ orderID: String, package: String = game) -> String {
+        "/androidpublisher/v3/applications/\(package)/orders/\(orderID):reviewrefund"
+    }
+
     static func purchasePath(_ token: String, package: String = game) -> String {
         "/androidpublisher/v3/applications/\(package)/purchases/productsv2/tokens/\(token)"
     }

@@ -25,6 +25,9 @@ public enum AppStoreService: Sendable, Equatable {
     /// service account's access token; its answers are classified by PlayStore's `PlayAPI`
     /// (TransportCore's `PlayRows`), never by `AppStoreReply.classify`.
     case googlePlay
+    /// Not Apple's either: Google Cloud Pub/Sub, the job's own subscription on Play's notification
+    /// topic (the Play service account's token, with the Pub/Sub scope).
+    case googlePubSub
 }
 
 /// A rate budget of Apple's: what options and counts call it, and Apple's published production

@@ -14,6 +14,8 @@ import Synchronization
 final class GoogleTokens: Sendable {
     let account: ServiceAccount
     let tokenURL: String
+    /// The assertion's scopes: the Play Developer API's, and Pub/Sub's when a subscription is pulled.
+    let scopes: [String]
     /// Attempts at the token endpoint before Play is given up for the run (unreachable).
     static let attempts = 3
     /// A token is renewed this long before Google's expiry.
@@ -26,7 +28,9 @@ final class GoogleTokens: Sendable {
     }
     private let held = Mutex(Held())
 
-    init(account: ServiceAccount, tokenURL: String) { (self.account, self.tokenURL) = (account, tokenURL) }
+    init(account: ServiceAccount, tokenURL: String, scopes: [String]) {
+        (self.account, self.tokenURL, self.scopes) = (account, tokenURL, scopes)
+    }
 
     /// Exchanges made so far.
     var exchanges: Int { held.withLock { $0.exchanges } }
@@ -56,7 +60,7 @@ final class GoogleTokens: Sendable {
             if attempt > 1 { usleep(UInt32(500_000 * (attempt - 1))) }
             exchanges += 1
             let now = Int64(Date().timeIntervalSince1970)
-            let form = GoogleOAuth.form(assertion: account.assertion(scopes: [GoogleOAuth.androidPublisherScope], now: now))
+            let form = GoogleOAuth.form(assertion: account.assertion(scopes: scopes, now: now))
             switch Self.post(form, to: tokenURL, timeoutMs: timeoutMs) {
             case .failed(let message):
                 problem = message

@@ -4,14 +4,16 @@ import PlayStore
 import Reconciliation
 import TransportCore
 
-/// One question to Google Play at a time through the one transport (its retries, 429 holds, the
-/// 401/403 doubt, the outage breaker): what Google says of a purchase token. `lookup` asks so; the
-/// tests hold the whole way (assertion, access token, bearer, classes, strict reading) to the
-/// simulator over HTTP.
+/// One question to Google at a time through the one transport (its retries, 429 holds, the 401/403
+/// doubt, the outage breaker): what Google Play says of a purchase token, a pull of the job's
+/// notification subscription and its acknowledgement, an answer to a refund review. `lookup` and
+/// `respond` ask so; the tests hold the whole way (assertion, access token, bearer, classes, strict
+/// reading) to the simulator over HTTP.
 ///
 /// Concurrency: each question runs the transport on the calling thread.
 package struct PlayCaller {
     let transport: AppStoreTransport
+    let play: PlaySettings
     /// Over every question of the caller.
     private var breaker = OutageBreaker(wave: 1)
 
@@ -30,6 +32,7 @@ package struct PlayCaller {
         var transport = AppStoreTransport(settings: settings, service: "Google Play", concurrency: 1)
         transport.play = play
         self.transport = transport
+        self.play = play
     }
 
     /// What Google says of `token` in `package`. Throws exit 78 when Google refuses the service
@@ -39,7 +42,47 @@ package struct PlayCaller {
         guard let request = PlayRows.productPurchase(package: package, token: token) else {
             throw JobError(.usage, "\(shown(token)) in \(shown(package)) is not a purchase token of a package")
         }
-        let asking = PlayAsking(request)
+        switch try ask(request, PlayPurchase.read) {
+        case .body(let purchase): return .purchase(purchase)
+        case .notFound: return .unknown
+        case .gone: return .gone
+        }
+    }
+
+    /// The next messages of the job's subscription (`PLAY_PUBSUB_SUBSCRIPTION`), at most
+    /// `maxMessages`; none when nothing is waiting. Each must be stored before it is acknowledged.
+    package mutating func pull(maxMessages: Int) throws -> [PubSubMessage] {
+        guard let subscription = play.subscription, let request = PlayRows.pull(subscription: subscription, maxMessages: maxMessages)
+        else { throw JobError(.configuration, "no PLAY_PUBSUB_SUBSCRIPTION is set: Play's notifications are not pulled") }
+        guard case .body(let messages) = try ask(request, PubSubMessage.readPull) else {
+            throw JobError(.configuration, "Pub/Sub knows no subscription \(subscription): check PLAY_PUBSUB_SUBSCRIPTION")
+        }
+        return messages
+    }
+
+    /// Acknowledges messages already stored (an ack of a stale delivery acknowledges nothing, and is
+    /// no error: the message comes again, and storing it again changes nothing).
+    package mutating func acknowledge(_ ackIDs: [String]) throws {
+        guard let subscription = play.subscription else { return }
+        guard let request = PlayRows.acknowledge(subscription: subscription, ackIDs: ackIDs) else { return }
+        _ = try ask(request) { _ in .success(()) }
+    }
+
+    /// Sends `review` for `orderID` of `package` (Google keeps the first answer per token).
+    /// false: Google knows no such order.
+    package mutating func reviewRefund(package: String, orderID: String, review: RefundReview) throws -> Bool {
+        guard let request = PlayRows.reviewRefund(package: package, orderID: orderID, review: review) else {
+            throw JobError(.usage, "\(shown(orderID)) of \(shown(package)) is not a Play order id of a package")
+        }
+        if case .body = try ask(request, { _ in .success(()) }) { return true }
+        return false
+    }
+
+    /// The outcome of one request read by `read`.
+    private enum Asked<T> { case body(T), notFound, gone }
+
+    private mutating func ask<T>(_ request: AppStoreRequest, _ read: @escaping ([UInt8]) -> Result<T, PlayGarbage>) throws -> Asked<T> {
+        let asking = PlayAsking(request, read: read)
         var feed = ListFeed([asking])
         var counts = TransportCounts()
         try transport.run(&feed, breaker: &breaker, counts: &counts)
@@ -47,48 +90,49 @@ package struct PlayCaller {
             throw JobError(.configuration, "\(refusal): check PLAY_SERVICE_ACCOUNT_FILE and the account's access in Play Console")
         }
         switch asking.outcome {
-        case .said(let said):
-            return said
-        case .refused(let problem):
-            throw JobError(.usage, "Google refused the question (\(problem))")
+        case .read(let value): return .body(value)
+        case .notFound: return .notFound
+        case .gone: return .gone
+        case .refused(let problem): throw JobError(.usage, "Google refused the request (\(problem))")
         case .gaveUp(let problem):
             throw JobError(
-                .temporary, "Google Play did not answer (\(problem)) after \(transport.policy.maxAttempts) attempts; run again later")
+                .temporary, "Google did not answer (\(problem)) after \(transport.policy.maxAttempts) attempts; run again later")
         }
     }
 }
 
-/// A token or package as a line shows it (printable ASCII, cut).
+/// A token, an id or a package as a line shows it (printable ASCII, cut).
 private func shown(_ text: String) -> String {
     String(text.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }.prefix(40))
 }
 
-/// The one request of a question, and what became of it. A 200 body that is not Google's is
-/// retried like a timeout, never believed.
-private final class PlayAsking: AppStoreExchange {
-    enum Outcome { case said(PlayCaller.Said), refused(String), gaveUp(String) }
+/// The one request of a question, and what became of it. A 2xx body the reader refuses is retried
+/// like a timeout, never believed.
+private final class PlayAsking<T>: AppStoreExchange {
+    enum Outcome { case read(T), notFound, gone, refused(String), gaveUp(String) }
     let request: AppStoreRequest
+    let reader: ([UInt8]) -> Result<T, PlayGarbage>
     var retry = RetryPolicy.State()
     var sends = 0
     var outcome = Outcome.gaveUp("no answer")
 
-    init(_ request: AppStoreRequest) { self.request = request }
+    init(_ request: AppStoreRequest, read: @escaping ([UInt8]) -> Result<T, PlayGarbage>) { (self.request, reader) = (request, read) }
 
     func read(_ reply: AppStoreReply) -> Answer {
         switch reply {
         case .answer(_, let body):
-            switch PlayPurchase.read(body) {
-            case .success(let purchase):
-                outcome = .said(.purchase(purchase))
+            switch reader(body) {
+            case .success(let value):
+                outcome = .read(value)
                 return Answer(status: nil, answerClass: .ok)
             case .failure(let garbage):
-                return Answer(status: nil, answerClass: .retry, problem: "Google answered something that is not a purchase: \(garbage)")
+                return Answer(status: nil, answerClass: .retry, problem: "Google answered something that is not its answer: \(garbage)")
             }
         case .notFound:
-            outcome = .said(.unknown)
-            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: "Google knows no such token")
+            outcome = .notFound
+            return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: "Google knows no such id")
         case .refused(_, 410?):
-            outcome = .said(.gone)
+            outcome = .gone
             return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: "the token is no longer valid")
         case .refused(let problem, _):
             outcome = .refused(problem)

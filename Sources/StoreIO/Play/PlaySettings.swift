@@ -4,8 +4,10 @@ import PlayStore
 
 /// What the transport needs to reach Google Play: the service account's key
 /// (`PLAY_SERVICE_ACCOUNT_FILE`, else `GOOGLE_APPLICATION_CREDENTIALS`), the packages
-/// (`PLAY_PACKAGE_NAMES`), and where Google is: `PLAY_API_URL` (the Play Developer API) and
-/// `PLAY_TOKEN_URL` (where assertions are exchanged; default the key file's `token_uri`). Only
+/// (`PLAY_PACKAGE_NAMES`), the job's own Pub/Sub subscription on Play's notification topic
+/// (`PLAY_PUBSUB_SUBSCRIPTION`, optional), and where Google is: `PLAY_API_URL` (the Play Developer
+/// API), `PLAY_PUBSUB_URL` (Pub/Sub) and `PLAY_TOKEN_URL` (where assertions are exchanged; default
+/// the key file's `token_uri`). Only
 /// https counts, with a verified certificate (libcurl's default); http only on loopback (tests, the
 /// demo).
 public struct PlaySettings: Sendable {
@@ -15,10 +17,15 @@ public struct PlaySettings: Sendable {
     public let packages: [String]
     public let apiBaseURL: String
     public let tokenURL: String
-    /// The access token, shared by every transport run of the process.
+    /// `projects/{project}/subscriptions/{id}`; nil: no notifications are pulled.
+    public let subscription: String?
+    public let pubsubBaseURL: String
+    /// The access token, shared by every transport run of the process (with the Pub/Sub scope when
+    /// a subscription is set).
     let tokens: GoogleTokens
 
     public static let defaultAPIURL = "https://androidpublisher.googleapis.com"
+    public static let defaultPubSubURL = "https://pubsub.googleapis.com"
 
     /// The settings, from the variables' values (nil: not set). Play is off (nil) when neither
     /// `PLAY_SERVICE_ACCOUNT_FILE` nor `PLAY_PACKAGE_NAMES` is set (`GOOGLE_APPLICATION_CREDENTIALS`
@@ -26,7 +33,8 @@ public struct PlaySettings: Sendable {
     /// RSA, a package name that is not one, a URL that is not https (http: loopback only): exit 78,
     /// one line naming the variable, never the key.
     public static func load(
-        keyFile: String?, applicationCredentials: String?, packageNames: String?, apiURL: String?, tokenURL: String?
+        keyFile: String?, applicationCredentials: String?, packageNames: String?, apiURL: String?, tokenURL: String?,
+        subscription: String? = nil, pubsubURL: String? = nil
     ) throws -> PlaySettings? {
         guard keyFile != nil || packageNames != nil else { return nil }
         let (variable, file): (String, String)
@@ -66,8 +74,16 @@ public struct PlaySettings: Sendable {
         }
         let api = try checkedURL(apiURL ?? defaultAPIURL, variable: "PLAY_API_URL")
         let token = try checkedURL(tokenURL ?? account.tokenURI, variable: tokenURL == nil ? variable + " (token_uri)" : "PLAY_TOKEN_URL")
+        if let subscription, !PlayPaths.isSubscription(subscription) {
+            throw JobError(
+                .configuration,
+                "PLAY_PUBSUB_SUBSCRIPTION must be a subscription's full name, projects/PROJECT/subscriptions/ID: \(shown(subscription))")
+        }
+        let pubsub = try checkedURL(pubsubURL ?? defaultPubSubURL, variable: "PLAY_PUBSUB_URL")
+        let scopes = [GoogleOAuth.androidPublisherScope] + (subscription == nil ? [] : [GoogleOAuth.pubsubScope])
         return PlaySettings(
-            account: account, packages: packages, apiBaseURL: api, tokenURL: token, tokens: GoogleTokens(account: account, tokenURL: token))
+            account: account, packages: packages, apiBaseURL: api, tokenURL: token, subscription: subscription, pubsubBaseURL: pubsub,
+            tokens: GoogleTokens(account: account, tokenURL: token, scopes: scopes))
     }
 
     /// `url` without a trailing slash when it is https, or http to a loopback host.

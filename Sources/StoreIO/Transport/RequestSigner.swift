@@ -36,6 +36,8 @@ struct RequestSigner {
             return (connect?.trimmedBaseURL ?? "") + request.path
         case .googlePlay:
             return (play?.apiBaseURL ?? "") + request.path
+        case .googlePubSub:
+            return (play?.pubsubBaseURL ?? "") + request.path
         }
     }
 
@@ -65,7 +67,7 @@ struct RequestSigner {
             // Apple's reports come as a gzip file (`application/a-gzip`): asked for so.
             headers.append("Accept: application/a-gzip")
             wanted = ["Retry-After", "X-Rate-Limit"]
-        case .googlePlay:
+        case .googlePlay, .googlePubSub:
             guard let play else {
                 throw JobError(.configuration, "\(request.name) asks Google Play, which is not configured (PLAY_SERVICE_ACCOUNT_FILE)")
             }
