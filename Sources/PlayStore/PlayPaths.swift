@@ -76,13 +76,15 @@ public enum PlayPaths {
         isSubscription(subscription) ? "/v1/\(subscription):acknowledge" : nil
     }
 
-    /// voidedpurchases.list from `startTime` (Unix ms), in-app products only, quantity-based
-    /// partial refunds included, 1,000 a page; `pageToken` for the next page.
-    public static func voidedPurchases(package: String, startTime: Int64, pageToken: String?) -> String? {
-        guard isPackageName(package), startTime >= 0 else { return nil }
+    /// voidedpurchases.list from `startTime` to `endTime` (Unix ms; nil: Google's now), in-app
+    /// products only, quantity-based partial refunds included, 1,000 a page; `pageToken` for the
+    /// next page (Google then ignores the times).
+    public static func voidedPurchases(package: String, startTime: Int64, endTime: Int64? = nil, pageToken: String?) -> String? {
+        guard isPackageName(package), startTime >= 0, (endTime ?? startTime) >= startTime else { return nil }
         var path =
             "/androidpublisher/v3/applications/\(package)/purchases/voidedpurchases?type=0"
             + "&includeQuantityBasedPartialRefund=true&maxResults=1000&startTime=\(startTime)"
+        if let endTime { path += "&endTime=\(endTime)" }
         if let pageToken {
             guard isPurchaseToken(pageToken) else { return nil }
             path += "&token=\(pageToken)"

@@ -33,9 +33,11 @@ package enum PlayRows {
         PlayPaths.batchGetOrders(package: package, orderIDs: orderIDs).map { request($0, budget: orders, package: package) }
     }
 
-    /// One page of voided purchases from `startTime` (Unix ms).
-    package static func voidedPurchases(package: String, startTime: Int64, pageToken: String?) -> AppStoreRequest? {
-        PlayPaths.voidedPurchases(package: package, startTime: startTime, pageToken: pageToken).map {
+    /// One page of voided purchases from `startTime` to `endTime` (Unix ms; nil: Google's now).
+    package static func voidedPurchases(
+        package: String, startTime: Int64, endTime: Int64? = nil, pageToken: String?
+    ) -> AppStoreRequest? {
+        PlayPaths.voidedPurchases(package: package, startTime: startTime, endTime: endTime, pageToken: pageToken).map {
             request($0, budget: voidedPurchases, package: package)
         }
     }

@@ -1,0 +1,69 @@
+import AppStore
+import PlayStore
+import Reconciliation
+import TransportCore
+
+/// One package's sweep of Google's voided purchases list (refunds, chargebacks, revocations), from
+/// a stored position to the moment the sweep began, every page in turn through the `Pager`. Google
+/// keeps the list 30 days back: a position older than that starts at the oldest moment Google
+/// still answers, and the span in between is lost for good (`lostSpan`, reported by the night). A
+/// first sweep (no position) goes 30 days back. The position moves to `end` only once the sweep
+/// `finished`: a sweep cut short (Google refusing, a page's attempts used up, a kill) is done again
+/// whole next time, and storing a record twice must change nothing (the caller keys each record).
+package final class PlayVoidedSweep: Conversation {
+    /// How far back Google answers ("cannot be older than 30 days"); the sweep asks a minute less,
+    /// so the clocks' skew never makes the first request too old.
+    package static let retentionMs: Int64 = 30 * 86_400_000
+    static let marginMs: Int64 = 60_000
+
+    package let package: String
+    /// The first moment asked (Unix ms).
+    package let start: EpochMillis
+    /// The last moment asked: the sweep's beginning; the next position once it finished.
+    package let end: EpochMillis
+    /// The span between an old position and `start` that Google no longer lists; nil: none lost.
+    package let lostSpan: (from: EpochMillis, to: EpochMillis)?
+    /// Every page was read.
+    package private(set) var finished = false
+    /// Why the sweep was given up, when it was.
+    package private(set) var problem: String?
+    /// Records read so far.
+    package private(set) var records = 0
+    private var pageToken: String?
+    private let store: ([PlayVoided]) throws -> Void
+
+    /// The sweep of `package` from `position` (nil: a first sweep) at `now`; `store` keeps each
+    /// page's records (throwing stops the run).
+    package init(package: String, position: EpochMillis?, now: EpochMillis, store: @escaping ([PlayVoided]) throws -> Void) {
+        self.package = package
+        self.store = store
+        end = now
+        let oldest = now - Self.retentionMs + Self.marginMs
+        start = min(max(position ?? oldest, oldest), now)
+        lostSpan = position.flatMap { $0 < oldest ? (from: $0, to: oldest) : nil }
+    }
+
+    package var request: AppStoreRequest {
+        // The package passed its check when the settings were read; a page token, when Google's.
+        PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: pageToken)
+            ?? PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: nil)!
+    }
+
+    package func page(_ body: [UInt8]) throws -> Bool {
+        let page: PlayVoidedPage
+        switch PlayVoidedPage.read(body) {
+        case .success(let p): page = p
+        case .failure(let garbage): throw ServerAPIGarbage("voided purchases: \(garbage.problem)")
+        }
+        guard page.nextPageToken.map(PlayPaths.isPurchaseToken) ?? true else {
+            throw ServerAPIGarbage("voided purchases: a next page token that is not one")
+        }
+        try store(page.voided)
+        records += page.voided.count
+        pageToken = page.nextPageToken
+        finished = page.nextPageToken == nil
+        return finished
+    }
+
+    package func abandon(_ problem: String) { self.problem = problem }
+}
