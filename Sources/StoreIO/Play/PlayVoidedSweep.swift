@@ -16,6 +16,7 @@ package final class PlayVoidedSweep: Conversation {
     package static let retentionMs: Int64 = 30 * 86_400_000
     static let marginMs: Int64 = 60_000
 
+    /// The app swept.
     package let package: String
     /// The first moment asked (Unix ms).
     package let start: EpochMillis
@@ -43,12 +44,15 @@ package final class PlayVoidedSweep: Conversation {
         lostSpan = position.flatMap { $0 < oldest ? (from: $0, to: oldest) : nil }
     }
 
+    /// The next page's request: the window, then Google's page token.
     package var request: AppStoreRequest {
         // The package passed its check when the settings were read; a page token, when Google's.
         PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: pageToken)
             ?? PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: nil)!
     }
 
+    /// Reads one page (garbage is thrown, asked again, never stored), stores its records, and says
+    /// whether it was the last.
     package func page(_ body: [UInt8]) throws -> Bool {
         let page: PlayVoidedPage
         switch PlayVoidedPage.read(body) {
@@ -65,5 +69,6 @@ package final class PlayVoidedSweep: Conversation {
         return finished
     }
 
+    /// Google would not answer the sweep: what was stored stays, the position does not move.
     package func abandon(_ problem: String) { self.problem = problem }
 }
