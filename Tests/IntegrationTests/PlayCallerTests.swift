@@ -14,7 +14,6 @@ import _CryptoExtras
 
 @Suite("Google Play through the transport, over HTTP")
 struct PlayCallerTests {
-    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
     static let game = "com.example.game", other = "com.example.other"
     static let subscription = "projects/studio-night/subscriptions/play-rtdn"
     static let bought = PlayTruth.Purchase(
@@ -27,53 +26,30 @@ struct PlayCallerTests {
         acknowledged: false, completionTimeMs: nil, isTest: true, total: .init(currency: "EUR", units: 0),
         tax: .init(currency: "EUR", units: 0), developerRevenue: .init(currency: "EUR", units: 0))
 
-    /// The simulator serving `truth` for the key `simulatorKey` (the job's own unless a test
-    /// says), and a caller with the job's key file.
+    /// The simulator serving the two purchases and two notifications (the voided purchase, the
+    /// refund review) for the key `simulatorKey`, and a caller with the job's key file.
     final class World {
-        let service: PlayService
-        let sim: Simulator
-        let settings: PlaySettings
-        let keyPath: String
+        let harness: PlayHarness
+        var service: PlayService { harness.service }
 
-        init(simulatorKey: _RSA.Signing.PrivateKey = PlayCallerTests.key, configure: (inout PlaySimulatorConfig) -> Void = { _ in }) throws {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("play-caller-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            keyPath = dir.appendingPathComponent("key.json").path
-            try Data(PlayKeyFile.json(key: PlayCallerTests.key, keyID: "k1")).write(to: URL(fileURLWithPath: keyPath))
+        init(simulatorKey: _RSA.Signing.PrivateKey = PlayHarness.jobKey, configure: (inout PlaySimulatorConfig) -> Void = { _ in }) throws {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let notifications: [PlayTruth.Notification] = [
+            var truth = PlayTruth(purchases: [bought, test])
+            truth.notifications = [
                 .init(packageName: game, eventTimeMs: now - 60_000,
-                      kind: .voidedPurchase(purchaseToken: "tok-bought-1", orderID: bought.orderID!, productType: 2, refundType: 1)),
+                      kind: .voidedPurchase(purchaseToken: "tok-bought-1", orderID: "GPA.1111-2222-3333-44444", productType: 2, refundType: 1)),
                 .init(packageName: game, eventTimeMs: now - 30_000,
-                      kind: .pendingRefundReview(pendingRefundToken: "prt-1", orderID: bought.orderID!, refundReason: 7,
+                      kind: .pendingRefundReview(pendingRefundToken: "prt-1", orderID: "GPA.1111-2222-3333-44444", refundReason: 7,
                                                  obfuscatedAccountID: "O-1")),
             ]
-            var truth = PlayTruth(purchases: [bought, test])
-            truth.notifications = notifications
-            var config = try PlaySimulatorConfig(keyFile: PlayKeyFile.json(key: simulatorKey, keyID: "k1"), truth: truth)
-            config.subscription = PlayCallerTests.subscription
-            configure(&config)
-            let service = PlayService(config: config)
-            self.service = service
-            sim = try Simulator.start(SimulatorConfig(threads: 1, extraRoutes: { r in
-                service.answer(PlayRequest(method: r.method, path: r.path, query: r.query, headers: r.headers, body: r.body))
-                    .map { SimRouteAnswer(status: $0.status, contentType: $0.contentType, body: $0.body, headers: $0.headers) }
-            }))
-            settings = try #require(try PlaySettings.load(
-                keyFile: keyPath, applicationCredentials: nil, packageNames: "\(game),\(other)", apiURL: sim.baseURL,
-                tokenURL: sim.baseURL + "/token", subscription: PlayCallerTests.subscription, pubsubURL: sim.baseURL))
+            harness = try PlayHarness(
+                truth: truth, packages: [game, other], subscription: PlayCallerTests.subscription, simulatorKey: simulatorKey,
+                configure: configure)
         }
 
-        deinit { try? sim.shutdown() }
+        func caller() -> PlayCaller { PlayCaller(play: harness.settings, settings: PlayHarness.transportSettings) }
 
-        func caller() -> PlayCaller {
-            var transport = TransportSettings()
-            transport.retryBaseMs = 20
-            transport.timeoutMs = 3000
-            return PlayCaller(play: settings, settings: transport)
-        }
-
-        func calls(_ endpoint: PlayEndpoint) -> Int { service.calls.filter { $0.endpoint == endpoint }.count }
+        func calls(_ endpoint: PlayEndpoint) -> Int { harness.calls(endpoint) }
     }
 
     /// The exit line of `body`, which must fail with `code`.
@@ -83,7 +59,7 @@ struct PlayCallerTests {
             Issue.record("no error")
         } catch let error as JobError {
             #expect(error.code == code, "\(error.code): \(error.message)")
-            for secret in key.pkcs8PEMRepresentation.split(separator: "\n").dropFirst().prefix(3) {
+            for secret in PlayHarness.jobKey.pkcs8PEMRepresentation.split(separator: "\n").dropFirst().prefix(3) {
                 #expect(!error.message.contains(secret.prefix(12)))
             }
             return error.message

@@ -15,27 +15,21 @@ import _CryptoExtras
 
 @Suite("Google's voided purchases swept over HTTP")
 struct PlayVoidedSweepTests {
-    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
     static let game = "com.example.game", other = "com.example.other"
     static let day: Int64 = 86_400_000
 
     final class World {
-        let service: PlayService
-        let sim: Simulator
+        let harness: PlayHarness
         let transport: AppStoreTransport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var service: PlayService { harness.service }
 
         /// `count` voided records of the game spread over the last `days` days, and three of the other app.
-        init(count: Int, days: Int64 = 25, configure: (inout PlaySimulatorConfig) -> Void = { _ in }) throws {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("play-voided-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let keyPath = dir.appendingPathComponent("key.json").path
-            let keyFile = PlayKeyFile.json(key: PlayVoidedSweepTests.key, keyID: "k1")
-            try Data(keyFile).write(to: URL(fileURLWithPath: keyPath))
+        init(count: Int, days: Int64 = 25) throws {
             var truth = PlayTruth()
-            let now = self.now
+            let now = self.now, day = PlayVoidedSweepTests.day
             truth.voided = (0..<count).map { i in
-                let at = now - days * PlayVoidedSweepTests.day + Int64(i) * (days * PlayVoidedSweepTests.day / Int64(max(count, 1)))
+                let at = now - days * day + Int64(i) * (days * day / Int64(max(count, 1)))
                 return PlayTruth.Voided(
                     packageName: game, purchaseToken: "tok-\(i)", orderID: "GPA.\(i)", purchaseTimeMs: at - 3_600_000, voidedTimeMs: at,
                     source: i % 3, reason: i % 9, voidedQuantity: i % 10 == 0 ? 1 : nil)
@@ -43,26 +37,11 @@ struct PlayVoidedSweepTests {
                 PlayTruth.Voided(packageName: other, purchaseToken: "other-\(i)", orderID: nil, purchaseTimeMs: now - 2 * day,
                                  voidedTimeMs: now - day + Int64(i))
             }
-            var config = try PlaySimulatorConfig(keyFile: keyFile, truth: truth)
-            configure(&config)
-            let service = PlayService(config: config)
-            self.service = service
-            sim = try Simulator.start(SimulatorConfig(threads: 1, extraRoutes: { r in
-                service.answer(PlayRequest(method: r.method, path: r.path, query: r.query, headers: r.headers, body: r.body))
-                    .map { SimRouteAnswer(status: $0.status, contentType: $0.contentType, body: $0.body, headers: $0.headers) }
-            }))
-            let play = try #require(try PlaySettings.load(
-                keyFile: keyPath, applicationCredentials: nil, packageNames: "\(game),\(other)", apiURL: sim.baseURL,
-                tokenURL: sim.baseURL + "/token"))
-            var settings = TransportSettings()
-            settings.retryBaseMs = 20
-            settings.timeoutMs = 3000
-            var transport = AppStoreTransport(settings: settings, service: "Google Play", concurrency: 4)
-            transport.play = play
+            harness = try PlayHarness(truth: truth, packages: [game, other])
+            var transport = AppStoreTransport(settings: PlayHarness.transportSettings, service: "Google Play", concurrency: 4)
+            transport.play = harness.settings
             self.transport = transport
         }
-
-        deinit { try? sim.shutdown() }
 
         /// Sweeps `packages` from `positions`; each sweep and the records it stored (by token and time).
         func sweep(_ packages: [String], positions: [String: EpochMillis] = [:]) throws -> [(PlayVoidedSweep, [String])] {
@@ -77,7 +56,7 @@ struct PlayVoidedSweepTests {
             return sweeps.map { ($0, stored[$0.package] ?? []) }
         }
 
-        func calls(_ endpoint: PlayEndpoint) -> Int { service.calls.filter { $0.endpoint == endpoint }.count }
+        func calls(_ endpoint: PlayEndpoint) -> Int { harness.calls(endpoint) }
     }
 
     @Test("a first sweep: 30 days back, every page, each record once, both packages; a second from its end finds nothing")
