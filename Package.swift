@@ -105,7 +105,7 @@ let package = Package(
         // StoreIO: the one transport to a store's endpoints: the machine's driver over libcurl.
         .target(
             name: "StoreIO",
-            dependencies: ["TransportCore", "JobStore", "AppStore", "PlayStore", "HTTP", "Reconciliation"],
+            dependencies: ["TransportCore", "JobStore", "AppStore", "PlayStore", "StrictJSON", "HTTP", "Reconciliation"],
             swiftSettings: v6
         ),
         // NightLearn: what the night learns from outside (verification, sweeps, sales reports),

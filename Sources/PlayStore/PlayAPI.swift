@@ -35,6 +35,9 @@ public enum PlayAPI {
             return .ok(body: body)
         case 401, 403:
             return .unauthorized(problem: "Google answered HTTP \(httpStatus)" + shown(errorReason(body)))
+        case 404 where !isGoogleError(body, status: 404), 410 where !isGoogleError(body, status: 410):
+            // A proxy's or a wrong PLAY_API_URL's 404 says nothing of the token: never believed.
+            return .retry(problem: "HTTP \(httpStatus) without Google's error body (check PLAY_API_URL)")
         case 404:
             return .notFound(reason: errorReason(body))
         case 410:
@@ -49,6 +52,15 @@ public enum PlayAPI {
     }
 
     private static func shown(_ reason: String?) -> String { reason.map { " (\($0))" } ?? "" }
+
+    /// Whether `body` is Google's error body for `status`: `{"error":{"code":<status>,…}}`.
+    static func isGoogleError(_ body: [UInt8], status: Int) -> Bool {
+        let read = PlayObject.reading(body) { (o) throws(PlayGarbage) -> Int64? in
+            try o.object("error")?.integer("code", in: 100...599)
+        }
+        if case .success(let code?) = read { return code == Int64(status) }
+        return false
+    }
 
     /// `error.errors[0].reason`, else `error.status` (`purchaseTokenNotFound`, `RESOURCE_EXHAUSTED`):
     /// letters, digits and `_` only, at most 64; nil for any other body.
@@ -76,8 +88,8 @@ public enum PlayAPI {
         // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT".
         let parts = t.split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        guard parts.count == 6, parts[5] == "GMT", let day = Int64(parts[1]), let month = months.firstIndex(of: String(parts[2])),
-            let year = Int64(parts[3])
+        guard parts.count == 6, parts[5] == "GMT", parts[1].count == 2, parts[3].count == 4, let day = Int64(parts[1]),
+            let month = months.firstIndex(of: String(parts[2])), let year = Int64(parts[3]), (1970...9999).contains(year)
         else { return nil }
         let time = parts[4].split(separator: ":")
         guard time.count == 3, let h = Int64(time[0]), let m = Int64(time[1]), let s = Int64(time[2]), (1...31).contains(day), h < 24,

@@ -57,7 +57,10 @@ struct PlayObject {
     }
 
     /// A string of 1…`limit` bytes, each one `allowed` says (nil: printable ASCII but space).
-    func string(_ key: String, limit: Int, allowed: ((UInt8) -> Bool)? = nil) throws(PlayGarbage) -> String? {
+    /// `secret`: the value is never shown in a problem (an access token).
+    func string(
+        _ key: String, limit: Int, allowed: ((UInt8) -> Bool)? = nil, secret: Bool = false
+    ) throws(PlayGarbage) -> String? {
         guard let i = index(key) else { return nil }
         guard doc.kind(i) == .string || doc.kind(i) == .escapedString, let text = doc.text(i) else {
             throw PlayGarbage("\(name(key)) is \(doc.kindName(i)), not a string")
@@ -65,42 +68,29 @@ struct PlayObject {
         guard !text.isEmpty else { throw PlayGarbage("\(name(key)) is empty") }
         guard text.utf8.count <= limit else { throw PlayGarbage("\(name(key)) is longer than \(limit) bytes") }
         let ok = text.utf8.allSatisfy { c in allowed?(c) ?? (c >= 0x21 && c <= 0x7E) }
-        guard ok else { throw PlayGarbage("\(name(key)) \(doc.shown(i)) has a character it may not have") }
+        guard ok else { throw PlayGarbage("\(name(key))\(secret ? "" : " " + doc.shown(i)) has a character it may not have") }
         return text
     }
 
     /// A required string.
-    func required(_ key: String, limit: Int, allowed: ((UInt8) -> Bool)? = nil) throws(PlayGarbage) -> String {
-        guard let text = try string(key, limit: limit, allowed: allowed) else { throw PlayGarbage("\(name(key)) is missing") }
+    func required(
+        _ key: String, limit: Int, allowed: ((UInt8) -> Bool)? = nil, secret: Bool = false
+    ) throws(PlayGarbage) -> String {
+        guard let text = try string(key, limit: limit, allowed: allowed, secret: secret) else {
+            throw PlayGarbage("\(name(key)) is missing")
+        }
         return text
     }
 
     /// An integer in `range`: a JSON integer or a string of digits (proto3 sends an int64 as a
-    /// string, an int32 as a number; Google's guides show both for some fields). No sign, no
-    /// fraction, no exponent, at most 18 digits.
+    /// string, an int32 as a number; Google's guides show both for some fields). No fraction, no
+    /// exponent, at most 18 digits; a `-` only when `range` reaches below zero (Money).
     func integer(_ key: String, in range: ClosedRange<Int64>) throws(PlayGarbage) -> Int64? {
         guard let i = index(key) else { return nil }
         let k = doc.kind(i)
         guard k == .number || k == .string else { throw PlayGarbage("\(name(key)) is \(doc.kindName(i)), not an integer") }
-        let s = doc.raw(i)
-        guard !s.isEmpty, s.count <= 18, s.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-            throw PlayGarbage("\(name(key)) \(doc.shown(i)) is not an integer of at most 18 digits")
-        }
-        var v: Int64 = 0
-        for c in s { v = v * 10 + Int64(c - 0x30) }
-        guard range.contains(v) else {
-            throw PlayGarbage("\(name(key)) \(doc.shown(i)) is out of range \(range.lowerBound)-\(range.upperBound)")
-        }
-        return v
-    }
-
-    /// A signed integer in `range` (Money's `units` and `nanos`), as `integer` but with an optional `-`.
-    func signedInteger(_ key: String, in range: ClosedRange<Int64>) throws(PlayGarbage) -> Int64? {
-        guard let i = index(key) else { return nil }
-        let k = doc.kind(i)
-        guard k == .number || k == .string else { throw PlayGarbage("\(name(key)) is \(doc.kindName(i)), not an integer") }
         var s = doc.raw(i)[...]
-        let negative = s.first == UInt8(ascii: "-")
+        let negative = range.lowerBound < 0 && s.first == UInt8(ascii: "-")
         if negative { s = s.dropFirst() }
         guard !s.isEmpty, s.count <= 18, s.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw PlayGarbage("\(name(key)) \(doc.shown(i)) is not an integer of at most 18 digits")
@@ -108,7 +98,9 @@ struct PlayObject {
         var v: Int64 = 0
         for c in s { v = v * 10 + Int64(c - 0x30) }
         if negative { v = -v }
-        guard range.contains(v) else { throw PlayGarbage("\(name(key)) \(doc.shown(i)) is out of range") }
+        guard range.contains(v) else {
+            throw PlayGarbage("\(name(key)) \(doc.shown(i)) is out of range \(range.lowerBound)-\(range.upperBound)")
+        }
         return v
     }
 

@@ -29,8 +29,8 @@ public struct PlayMoney: Sendable, Equatable {
         guard let o else { return nil }
         let currency = try o.required("currencyCode", limit: 3, allowed: { $0 >= 65 && $0 <= 90 })
         guard currency.utf8.count == 3 else { throw PlayGarbage("\(o.path).currencyCode is not three capital letters") }
-        let units = try o.signedInteger("units", in: -999_999_999_999_999_999...999_999_999_999_999_999) ?? 0
-        let nanos = try o.signedInteger("nanos", in: -999_999_999...999_999_999) ?? 0
+        let units = try o.integer("units", in: -999_999_999_999_999_999...999_999_999_999_999_999) ?? 0
+        let nanos = try o.integer("nanos", in: -999_999_999...999_999_999) ?? 0
         guard !(units > 0 && nanos < 0), !(units < 0 && nanos > 0) else {
             throw PlayGarbage("\(o.path) has units and nanos of opposite signs")
         }

@@ -132,7 +132,7 @@ public enum GoogleOAuth {
         switch status {
         case 200:
             let read = PlayObject.reading(body) { (o) throws(PlayGarbage) -> (String, Int64) in
-                let token = try o.required("access_token", limit: 4096)
+                let token = try o.required("access_token", limit: 4096, secret: true)
                 guard let type = try o.string("token_type", limit: 16), type.lowercased() == "bearer" else {
                     throw PlayGarbage("token_type is not Bearer")
                 }

@@ -18,14 +18,18 @@ public struct PlayVoided: Sendable, Equatable {
     /// Units refunded by this record (a quantity-based partial refund); nil: the rest of the purchase.
     public var voidedQuantity: Int?
 
-    /// `voidedSource`'s name in the reports.
-    public var sourceName: String { ["user", "developer", "google"][source] }
-    /// `voidedReason`'s name in the reports.
+    /// `voidedSource`'s name in the reports; a value Google adds later is shown by its number.
+    public var sourceName: String {
+        let names = ["user", "developer", "google"]
+        return names.indices.contains(source) ? names[source] : "source_\(source)"
+    }
+    /// `voidedReason`'s name in the reports; a value Google adds later is shown by its number.
     public var reasonName: String {
-        [
+        let names = [
             "other", "remorse", "not_received", "defective", "accidental_purchase", "fraud", "friendly_fraud", "chargeback",
             "unacknowledged_purchase",
-        ][reason]
+        ]
+        return names.indices.contains(reason) ? names[reason] : "reason_\(reason)"
     }
 }
 
@@ -50,9 +54,11 @@ public struct PlayVoidedPage: Sendable, Equatable {
                 guard let purchased = try v.millis("purchaseTimeMillis"), let voided = try v.millis("voidedTimeMillis") else {
                     throw PlayGarbage("\(v.path) has no purchaseTimeMillis or voidedTimeMillis")
                 }
-                // proto3 leaves out a zero: an absent source is the user, an absent reason "other".
-                let source = try v.integer("voidedSource", in: 0...2) ?? 0
-                let reason = try v.integer("voidedReason", in: 0...8) ?? 0
+                // proto3 leaves out a zero: an absent source is the user, an absent reason "other". A
+                // value Google adds later is kept by its number: one new reason must not stop the sweep
+                // (its records age out of Google's list in 30 days).
+                let source = try v.integer("voidedSource", in: 0...1000) ?? 0
+                let reason = try v.integer("voidedReason", in: 0...1000) ?? 0
                 out.append(
                     PlayVoided(
                         purchaseToken: token, orderID: try v.string("orderId", limit: 64, allowed: PlayCharacters.isOrderCharacter),

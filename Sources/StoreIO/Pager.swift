@@ -38,6 +38,11 @@ package struct Pager {
         package var retried = 0
         /// Conversations Apple would not answer.
         package var abandoned = 0
+        /// Why Google Play was skipped (its service account refused, its token endpoint silent):
+        /// its conversations were dropped unasked, their positions not moved.
+        package var playRefusal: String?
+        /// Google Play was skipped because its token endpoint did not answer.
+        package var playOutage = false
 
         /// Nothing counted yet.
         package init() {}
@@ -55,6 +60,9 @@ package struct Pager {
             counts.rateLimited += sent.rateLimited
             counts.retried += sent.retried
             counts.abandoned += abandoned
+            if counts.playRefusal == nil, let refusal = sent.playRefusal {
+                (counts.playRefusal, counts.playOutage) = (refusal, sent.playOutage)
+            }
         }
         try transport.run(&feed, breaker: &breaker, counts: &sent)
     }

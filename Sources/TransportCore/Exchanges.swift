@@ -89,6 +89,8 @@ package struct TransportCounts: Sendable, Equatable {
     /// Why Google Play was skipped for the run (its service account refused, its token endpoint
     /// silent), credential-free; nil: not skipped.
     package var playRefusal: String?
+    /// Google Play was skipped because its token endpoint did not answer, not because it refused.
+    package var playOutage = false
     /// Requests sent, every endpoint.
     package var total: Int { requests.values.reduce(0, +) }
 

@@ -177,13 +177,13 @@ package struct TransportMachine<E: AppStoreExchange> {
         breaker.sent(first: send.exchange.sends == 1)
     }
 
-    /// `send`'s credential gave no token (Google's token endpoint refused the service account or did
-    /// not answer): the credential is refused for the run, as after a confirmed 401, and its
-    /// exchanges (this one too) are dropped unasked. `reason` is kept for the night's line.
-    package mutating func credentialUnavailable(_ send: Send, reason: String, now: UInt64) {
+    /// `send`'s credential gave no token (Google's token endpoint refused the service account, or
+    /// `outage`: did not answer): the credential is refused for the run, as after a confirmed 401,
+    /// and its exchanges (this one too) are dropped unasked. `reason` is kept for the night's line.
+    package mutating func credentialUnavailable(_ send: Send, reason: String, outage: Bool, now: UInt64) {
         unsent(send, now: now)
         guard let credential = send.credential else { return }
-        if credential == .playAccount { counts.playRefusal = counts.playRefusal ?? reason }
+        if credential == .playAccount, counts.playRefusal == nil { (counts.playRefusal, counts.playOutage) = (reason, outage) }
         dropUnasked(credential)
     }
 
@@ -260,8 +260,7 @@ package struct TransportMachine<E: AppStoreExchange> {
     func budgetKey(_ request: AppStoreRequest) -> RateBudget.Key? {
         request.budget.map { budget in
             // Google counts its buckets per project (one service account), the voided list per package.
-            let google = request.service == .googlePlay || request.service == .googlePubSub
-            let app = google ? (PlayRows.isPerPackage(budget) ? request.bundleID : nil) : app(of: request)
+            let app = request.service.isGoogle ? (PlayRows.isPerPackage(budget) ? request.bundleID : nil) : app(of: request)
             return RateBudget.Key(budget: budget, environment: request.environment, app: app)
         }
     }

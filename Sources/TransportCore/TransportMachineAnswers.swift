@@ -59,7 +59,7 @@ extension TransportMachine {
             if let key, let header = completion.headers["X-Rate-Limit"], let allowance = HourlyAllowance.parse(header) {
                 budget.report(allowance, for: key)
             }
-            if asked.service == .googlePlay || asked.service == .googlePubSub {
+            if asked.service.isGoogle {
                 return PlayRows.reply(httpStatus: status, body: body, retryAfter: completion.headers["Retry-After"], nowMs: unixMs)
             }
             return AppStoreReply.classify(

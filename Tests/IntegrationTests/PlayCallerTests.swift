@@ -94,6 +94,14 @@ struct PlayCallerTests {
         #expect(world.calls(.productPurchase) == 4)
     }
 
+    @Test("a short-lived access token (two minutes) is still reused, renewed at half its life")
+    func shortLivedToken() throws {
+        let world = try World { $0.tokenLifetimeSeconds = 120 }
+        var caller = world.caller()
+        for _ in 0..<3 { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
+        #expect(world.calls(.token) == 1 && world.calls(.productPurchase) == 3)
+    }
+
     @Test("5xx and garbage are retried, never believed; garbage every time: exit 75")
     func faultsAndGarbage() throws {
         let world = try World()
@@ -167,8 +175,11 @@ struct PlayCallerTests {
         let world = try World()
         world.service.setFaults(PlayFaultPlan(rules: [.share(1, of: [.internalError], endpoint: .token)]))
         var caller = world.caller()
-        let line = Self.failure(.configuration) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
-        #expect(line.contains("did not give a token"), "\(line)")
+        let line = Self.failure(.temporary) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
+        #expect(line.contains("did not give a token") && line.contains("run again later"), "\(line)")
+        // The failure is remembered a minute: the next question is told at once, Google not asked again.
+        _ = Self.failure(.temporary) { _ = try caller.purchase(package: Self.game, token: "tok-bought-1") }
+        #expect(world.calls(.token) == GoogleTokens.attempts)
         #expect(world.calls(.token) == GoogleTokens.attempts && world.calls(.productPurchase) == 0)
     }
 }

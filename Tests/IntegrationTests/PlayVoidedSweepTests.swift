@@ -65,14 +65,15 @@ struct PlayVoidedSweepTests {
         let swept = try world.sweep([Self.game, Self.other])
         let (game, stored) = swept[0]
         #expect(game.finished && game.problem == nil && game.lostSpan == nil)
-        #expect(game.start == world.now - PlayVoidedSweep.retentionMs + 60_000 && game.end == world.now)
+        #expect(game.start == world.now - PlayVoidedSweep.retentionMs + 60_000 && game.end == world.now - 60_000)
         #expect(stored.count == 2500 && Set(stored).count == 2500, "\(stored.count) stored")
         #expect(swept[1].0.finished && swept[1].1.count == 3)
         #expect(world.calls(.voidedPurchases) == 4, "three pages of the game, one of the other app")
         #expect(world.service.stats.tooManyRequests == 0)
-        // The next night starts where this one ended: nothing new.
+        // The next night starts where this one ended, less the overlap: only records already stored.
         let next = try world.sweep([Self.game], positions: [Self.game: game.end])
-        #expect(next[0].0.finished && next[0].1.isEmpty)
+        #expect(next[0].0.finished && next[0].0.start == game.end - PlayVoidedSweep.overlapMs)
+        #expect(Set(next[0].1).isSubset(of: Set(stored)))
     }
 
     @Test("a position older than Google keeps: the sweep starts 30 days back and reports the span lost")
@@ -85,9 +86,12 @@ struct PlayVoidedSweepTests {
         let lost = try #require(sweep.lostSpan)
         #expect(lost.from == position && lost.to == sweep.start && sweep.start > position)
         #expect(world.service.calls.allSatisfy { $0.status != 400 }, "never asked further back than Google answers")
-        // A recent position loses nothing and asks only from there.
+        // A recent position loses nothing and asks only from there (less the overlap).
         let recent = try world.sweep([Self.game], positions: [Self.game: world.now - 5 * Self.day])
         #expect(recent[0].0.lostSpan == nil && recent[0].1.count == 10, "\(recent[0].1.count)")
+        // A position inside the overlap of the retention's edge loses nothing either.
+        let edge = try world.sweep([Self.game], positions: [Self.game: world.now - PlayVoidedSweep.retentionMs + 120_000])
+        #expect(edge[0].0.lostSpan == nil && edge[0].0.start == world.now - PlayVoidedSweep.retentionMs + 60_000)
     }
 
     @Test("a garbage page is asked again, never stored; garbage every time: the sweep is not finished and says why")

@@ -123,11 +123,18 @@ struct PlayAnswerTests {
         #expect(page.voided[0].reasonName == "chargeback" && page.voided[0].sourceName == "user" && page.voided[0].voidedQuantity == nil)
         #expect(page.voided[1].reasonName == "unacknowledged_purchase" && page.voided[1].sourceName == "google")
         #expect(page.voided[1].voidedQuantity == 2 && page.voided[1].orderID == nil)
+        // A reason or a source Google adds later is kept by its number: one new value must not stop
+        // the sweep (the list keeps 30 days).
+        let newer = String(decoding: body, as: UTF8.self).replacingOccurrences(of: #""voidedReason": "7""#, with: #""voidedReason": "9""#)
+            .replacingOccurrences(of: #""voidedSource": 2"#, with: #""voidedSource": 3"#)
+        let read = try PlayVoidedPage.read(Array(newer.utf8)).get()
+        #expect(read.voided[0].reasonName == "reason_9" && read.voided[1].sourceName == "source_3")
         // The last page: no token; an empty list.
         #expect(try PlayVoidedPage.read(Array("{}".utf8)).get() == PlayVoidedPage(voided: [], nextPageToken: nil))
         let hostile: [(String, String)] = [
-            (#""voidedReason": "7""#, #""voidedReason": "9""#), (#""voidedReason": "7""#, #""voidedReason": -1"#),
-            (#""voidedSource": 2"#, #""voidedSource": 3"#), (#""voidedQuantity": 2"#, #""voidedQuantity": 0"#),
+            (#""voidedReason": "7""#, #""voidedReason": "1001""#), (#""voidedReason": "7""#, #""voidedReason": -1"#),
+            (#""voidedSource": 2"#, #""voidedSource": 1001"#), (#""voidedQuantity": 2"#, #""voidedQuantity": 0"#),
+            (#""voidedReason": "7""#, #""voidedReason": 7.0"#),
             (#""purchaseTimeMillis": 1790000000000"#, #""purchaseTimeMillis": "-1""#),
             (#""purchaseTimeMillis": 1790000000000"#, #""purchaseTimeMillis": "99999999999999999""#),
             (#""purchaseToken": "tok.B-2""#, #""purchaseToken": "tok/B 2""#),

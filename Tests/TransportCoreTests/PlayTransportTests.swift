@@ -23,8 +23,17 @@ struct PlayTransportTests {
     @Test("Google's answers become the transport's classes: 404 not found, 410 a refusal marked 410, 5xx retried")
     func classes() {
         #expect(PlayRows.reply(httpStatus: 200, body: [1], retryAfter: nil, nowMs: 0) == .answer(httpStatus: 200, body: [1]))
-        #expect(PlayRows.reply(httpStatus: 404, body: [], retryAfter: nil, nowMs: 0) == .notFound)
-        if case .refused(_, let code) = PlayRows.reply(httpStatus: 410, body: [], retryAfter: nil, nowMs: 0) {
+        let notFound = Array(#"{"error":{"code":404,"errors":[{"reason":"purchaseTokenNotFound"}]}}"#.utf8)
+        #expect(PlayRows.reply(httpStatus: 404, body: notFound, retryAfter: nil, nowMs: 0) == .notFound)
+        // A 404 or 410 that is not Google's (a proxy, a wrong PLAY_API_URL) says nothing of the token.
+        for (status, body) in [(404, "<html>Not Found</html>"), (404, ""), (404, #"{"error":{"code":500}}"#), (410, "gone")] {
+            guard case .retry = PlayRows.reply(httpStatus: status, body: Array(body.utf8), retryAfter: nil, nowMs: 0) else {
+                Issue.record("\(status) \(body) believed")
+                continue
+            }
+        }
+        let gone = Array(#"{"error":{"code":410,"errors":[{"reason":"purchaseTokenNoLongerValid"}]}}"#.utf8)
+        if case .refused(_, let code) = PlayRows.reply(httpStatus: 410, body: gone, retryAfter: nil, nowMs: 0) {
             #expect(code == 410)
         } else {
             Issue.record("410 is not a refusal")
@@ -50,6 +59,8 @@ struct PlayTransportTests {
         #expect(PlayAPI.parseRetryAfter("Wed, 25 Nov 2026 10:00:05 GMT", nowMs: 0)
             == UTC.millis(year: 2026, month: 11, day: 25, hour: 10, minute: 0, second: 5))
         #expect(PlayAPI.parseRetryAfter("99999999", nowMs: 0) == nil)
+        #expect(PlayAPI.parseRetryAfter("Sun, 06 Nov 1000000000 08:49:37 GMT", nowMs: 0) == nil, "a year past 9999")
+        #expect(PlayAPI.parseRetryAfter("Sun, 6 Nov 2026 08:49:37 GMT", nowMs: 0) == nil)
         // A request is made only of ids that pass their checks.
         #expect(PlayRows.productPurchase(package: "com.example.game", token: "a/../b") == nil)
     }
@@ -86,7 +97,9 @@ struct PlayTransportTests {
             Issue.record("not sent")
             return
         }
-        machine.credentialUnavailable(send, reason: "Google's token endpoint refused the service account (invalid_grant)", now: Rig.start)
+        machine.credentialUnavailable(
+            send, reason: "Google's token endpoint refused the service account (invalid_grant)", outage: false, now: Rig.start)
+        #expect(!machine.counts.playOutage)
         #expect(machine.playRefused && machine.counts.playRefusal?.contains("invalid_grant") == true)
         guard case .pull = machine.fed(second, now: Rig.start) else {
             Issue.record("the next Play exchange was not dropped unasked")

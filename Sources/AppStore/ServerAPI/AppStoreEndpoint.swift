@@ -28,6 +28,9 @@ public enum AppStoreService: Sendable, Equatable {
     /// Not Apple's either: Google Cloud Pub/Sub, the job's own subscription on Play's notification
     /// topic (the Play service account's token, with the Pub/Sub scope).
     case googlePubSub
+
+    /// Google's (Play or Pub/Sub): classified by PlayStore, signed with the Play service account.
+    public var isGoogle: Bool { self == .googlePlay || self == .googlePubSub }
 }
 
 /// A rate budget of Apple's: what options and counts call it, and Apple's published production
@@ -103,6 +106,7 @@ public struct AppStoreRequest: Sendable, Equatable {
     /// request: its package.
     public var bundleID: String?
 
+    /// A request ready to send (the endpoints' rows make them; Google Play's are made in TransportCore).
     public init(name: String, method: AppStoreMethod, service: AppStoreService, environment: AppStoreEnvironment, path: String,
                 body: [UInt8], budget: AppStoreBudget?, bundleID: String?) {
         (self.name, self.method, self.service, self.environment, self.path) = (name, method, service, environment, path)

@@ -4,13 +4,15 @@ import PlayStore
 import Synchronization
 
 /// The Play service account's access token: an assertion signed with its key (`ServiceAccount`),
-/// exchanged at the token endpoint, reused until five minutes before it expires, exchanged afresh
-/// when the transport doubts it (a 401 or 403). The token endpoint is asked outside the transport's
-/// budgets (about once an hour), on the transport's thread, a few attempts a second apart.
-/// Neither the key nor a token is ever logged or stored.
+/// exchanged at the token endpoint, reused until shortly before it expires (five minutes, or half
+/// its life when Google gives less than ten), exchanged afresh when the transport doubts it (a 401
+/// or 403). The token endpoint is asked outside the transport's budgets (about once an hour), on
+/// the asking transport's thread, a few attempts a second apart. Neither the key nor a token is
+/// ever logged or stored.
 ///
 /// Concurrency: one per `PlaySettings`, shared by every transport run of the process (the token
-/// outlives a run); a lock keeps one exchange at a time, so runs on several threads never ask twice.
+/// outlives a run). A lock keeps one exchange at a time: a thread that waited for another's
+/// exchange takes its token (or its failure, remembered a minute) instead of asking again.
 final class GoogleTokens: Sendable {
     let account: ServiceAccount
     let tokenURL: String
@@ -18,11 +20,22 @@ final class GoogleTokens: Sendable {
     let scopes: [String]
     /// Attempts at the token endpoint before Play is given up for the run (unreachable).
     static let attempts = 3
-    /// A token is renewed this long before Google's expiry.
+    /// A token is renewed this long before Google's expiry at most (half its life when shorter).
     static let renewBeforeMs: Int64 = 300_000
+    /// A failed exchange is remembered this long: the runs asking meanwhile are told at once.
+    static let failureMemoryMs: Int64 = 60_000
+    /// A doubted token renewed by another run this recently is taken as the fresh one (less than
+    /// the transport's second of doubt, so a doubt's own renewal is never skipped).
+    static let freshEnoughMs: Int64 = 500
     private struct Held {
         var token: String?
-        var expiresAtMs: Int64 = 0
+        /// When the token is renewed (before Google's expiry).
+        var renewAtMs: Int64 = 0
+        /// When the token was had.
+        var obtainedAtMs: Int64 = 0
+        /// The last exchange's failure, and until when it stands.
+        var failure: Unavailable?
+        var failureUntilMs: Int64 = 0
         /// Exchanges made (a test counts them).
         var exchanges = 0
     }
@@ -39,17 +52,29 @@ final class GoogleTokens: Sendable {
     struct Unavailable: Error, CustomStringConvertible {
         /// One line, credential-free: what the token endpoint said, or that it did not answer.
         let description: String
+        /// Google refused the service account (`invalid_grant`…): ours to fix (exit 78 where Play
+        /// is all a command does). false: the token endpoint did not answer (exit 75 there).
+        let refused: Bool
     }
 
-    /// A valid token at `nowMs`; `fresh`: exchanged now whatever is held. Each attempt waits at most
-    /// `timeoutMs`.
+    /// A valid token at `nowMs`; `fresh`: exchanged now whatever is held, unless another run just
+    /// did. Each attempt waits at most `timeoutMs`.
     func token(nowMs: Int64, fresh: Bool, timeoutMs: Int) throws(Unavailable) -> String {
         try held.withLock { (held) throws(Unavailable) -> String in
-            if !fresh, let token = held.token, nowMs < held.expiresAtMs - Self.renewBeforeMs { return token }
+            if let token = held.token, nowMs < held.renewAtMs, !fresh || nowMs - held.obtainedAtMs < Self.freshEnoughMs {
+                return token
+            }
+            if let failure = held.failure, nowMs < held.failureUntilMs { throw failure }
             held.token = nil
-            let (token, expiresIn) = try exchange(timeoutMs: timeoutMs, counting: &held.exchanges)
-            (held.token, held.expiresAtMs) = (token, nowMs + expiresIn * 1000)
-            return token
+            switch Result(catching: { () throws(Unavailable) in try exchange(timeoutMs: timeoutMs, counting: &held.exchanges) }) {
+            case .success(let (token, expiresIn)):
+                let margin = min(Self.renewBeforeMs, expiresIn * 500)
+                (held.token, held.renewAtMs, held.obtainedAtMs, held.failure) = (token, nowMs + expiresIn * 1000 - margin, nowMs, nil)
+                return token
+            case .failure(let failure):
+                (held.failure, held.failureUntilMs) = (failure, nowMs + Self.failureMemoryMs)
+                throw failure
+            }
         }
     }
 
@@ -69,13 +94,15 @@ final class GoogleTokens: Sendable {
                 case .token(let token, let expiresIn):
                     return (token, expiresIn)
                 case .refused(let error):
-                    throw Unavailable(description: "Google's token endpoint refused the service account \(account.clientEmail) (\(error))")
+                    throw Unavailable(
+                        description: "Google's token endpoint refused the service account \(account.clientEmail) (\(error))", refused: true)
                 case .retry(let why):
                     problem = why
                 }
             }
         }
-        throw Unavailable(description: "Google's token endpoint did not give a token after \(Self.attempts) attempts (\(problem))")
+        throw Unavailable(
+            description: "Google's token endpoint did not give a token after \(Self.attempts) attempts (\(problem))", refused: false)
     }
 
     private enum Posted { case answered(Int, [UInt8]), failed(String) }

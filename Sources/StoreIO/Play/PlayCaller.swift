@@ -1,6 +1,7 @@
 import AppStore
 import JobStore
 import PlayStore
+import StrictJSON
 import Reconciliation
 import TransportCore
 
@@ -87,6 +88,7 @@ package struct PlayCaller {
         var counts = TransportCounts()
         try transport.run(&feed, breaker: &breaker, counts: &counts)
         if let refusal = counts.playRefusal {
+            if counts.playOutage { throw JobError(.temporary, "\(refusal); run again later") }
             throw JobError(.configuration, "\(refusal): check PLAY_SERVICE_ACCOUNT_FILE and the account's access in Play Console")
         }
         switch asking.outcome {
@@ -102,9 +104,7 @@ package struct PlayCaller {
 }
 
 /// A token, an id or a package as a line shows it (printable ASCII, cut).
-private func shown(_ text: String) -> String {
-    String(text.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }.prefix(40))
-}
+private func shown(_ text: String) -> String { Sanitized.text(text.utf8, limit: 40) }
 
 /// The one request of a question, and what became of it. A 2xx body the reader refuses is retried
 /// like a timeout, never believed.

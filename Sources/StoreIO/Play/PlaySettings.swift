@@ -1,6 +1,7 @@
 import Foundation
 import JobStore
 import PlayStore
+import StrictJSON
 
 /// What the transport needs to reach Google Play: the service account's key
 /// (`PLAY_SERVICE_ACCOUNT_FILE`, else `GOOGLE_APPLICATION_CREDENTIALS`), the packages
@@ -99,7 +100,5 @@ public struct PlaySettings: Sendable {
         throw JobError(.configuration, "\(variable) must be an https URL (http only on loopback, for tests): \(shown(url))")
     }
 
-    static func shown(_ text: String) -> String {
-        String(text.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }.prefix(80))
-    }
+    static func shown(_ text: String) -> String { Sanitized.text(text.utf8, limit: 80) }
 }

@@ -14,13 +14,19 @@ package final class PlayVoidedSweep: Conversation {
     /// How far back Google answers ("cannot be older than 30 days"); the sweep asks a minute less,
     /// so the clocks' skew never makes the first request too old.
     package static let retentionMs: Int64 = 30 * 86_400_000
+    /// The clocks' skew allowed: the sweep ends this long before the job's now (Google refuses an
+    /// end after its own now), and starts no later than this inside the retention.
     static let marginMs: Int64 = 60_000
+    /// Each sweep starts this long before the stored position: a record Google lists a little late
+    /// is read by the next sweep (storing a record again changes nothing).
+    package static let overlapMs: Int64 = 600_000
 
     /// The app swept.
     package let package: String
     /// The first moment asked (Unix ms).
     package let start: EpochMillis
-    /// The last moment asked: the sweep's beginning; the next position once it finished.
+    /// The last moment asked: the sweep's beginning (less the skew margin); the next position once
+    /// it finished.
     package let end: EpochMillis
     /// The span between an old position and `start` that Google no longer lists; nil: none lost.
     package let lostSpan: (from: EpochMillis, to: EpochMillis)?
@@ -38,17 +44,20 @@ package final class PlayVoidedSweep: Conversation {
     package init(package: String, position: EpochMillis?, now: EpochMillis, store: @escaping ([PlayVoided]) throws -> Void) {
         self.package = package
         self.store = store
-        end = now
+        end = now - Self.marginMs
         let oldest = now - Self.retentionMs + Self.marginMs
-        start = min(max(position ?? oldest, oldest), now)
+        start = min(max((position ?? oldest) - (position == nil ? 0 : Self.overlapMs), oldest), end)
         lostSpan = position.flatMap { $0 < oldest ? (from: $0, to: oldest) : nil }
     }
 
     /// The next page's request: the window, then Google's page token.
     package var request: AppStoreRequest {
-        // The package passed its check when the settings were read; a page token, when Google's.
-        PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: pageToken)
-            ?? PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: nil)!
+        // The package passed its check when the settings were read, a page token when its page was
+        // read, and start <= end: the request is always made.
+        guard let request = PlayRows.voidedPurchases(package: package, startTime: start, endTime: end, pageToken: pageToken) else {
+            preconditionFailure("a voided purchases request of a checked package and page token")
+        }
+        return request
     }
 
     /// Reads one page (garbage is thrown, asked again, never stored), stores its records, and says

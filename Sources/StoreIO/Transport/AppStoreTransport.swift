@@ -90,7 +90,8 @@ package struct AppStoreTransport {
                 try http.add(signer.httpRequest(request))
             } catch let unavailable as GoogleTokens.Unavailable {
                 // No token from Google: Play is skipped for the run, as for a confirmed refusal.
-                machine.credentialUnavailable(request, reason: unavailable.description, now: Self.monotonicNanos())
+                machine.credentialUnavailable(
+                    request, reason: unavailable.description, outage: !unavailable.refused, now: Self.monotonicNanos())
                 return
             } catch {
                 machine.unsent(request, now: Self.monotonicNanos())
