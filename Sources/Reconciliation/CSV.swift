@@ -166,9 +166,9 @@ public enum UTC {
         let offsetMinutes: Int64
         switch t.count {
         case 3: guard let oh = two(1) else { return nil }; offsetMinutes = oh * 60
-        case 5: guard let oh = two(1), let om = two(3) else { return nil }; offsetMinutes = oh * 60 + om
+        case 5: guard let oh = two(1), let om = two(3), om < 60 else { return nil }; offsetMinutes = oh * 60 + om
         case 6:
-            guard t[3] == UInt8(ascii: ":"), let oh = two(1), let om = two(4) else { return nil }
+            guard t[3] == UInt8(ascii: ":"), let oh = two(1), let om = two(4), om < 60 else { return nil }
             offsetMinutes = oh * 60 + om
         default: return nil
         }

@@ -121,6 +121,8 @@ struct UTCTests {
         .init(name: "empty", input: "", expected: nil),
         .init(name: "truncated time", input: "2017-07-14T03:08", expected: nil),
         .init(name: "bad offset", input: "2017-07-14T03:08:45+8", expected: nil),
+        .init(name: "offset minutes past 59", input: "2017-07-14T03:08:45+09:99", expected: nil),
+        .init(name: "offset minutes past 59, no colon", input: "2017-07-14T03:08:45+0960", expected: nil),
         .init(name: "empty fraction", input: "2017-07-14T03:08:45.Z", expected: nil),
     ]
 
