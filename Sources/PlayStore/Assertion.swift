@@ -23,8 +23,8 @@ public enum AssertionCheck {
         _ assertion: String, key: _RSA.Signing.PublicKey, issuer: String, audience: String, now: Int64
     ) -> Result<AssertionClaims, PlayGarbage> {
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Base64URL.decode(parts[0]), let claims = Base64URL.decode(parts[1]),
-            let signature = Base64URL.decode(parts[2])
+        func decoded(_ part: Substring) -> [UInt8]? { Array(part.utf8).withUnsafeBufferPointer { try? Base64.decodeURL($0).get() } }
+        guard parts.count == 3, let header = decoded(parts[0]), let claims = decoded(parts[1]), let signature = decoded(parts[2])
         else { return .failure(PlayGarbage("assertion is not three base64url parts")) }
         let alg = PlayObject.reading(header) { (h) throws(PlayGarbage) in try h.string("alg", limit: 16) }
         guard case .success("RS256"?) = alg else { return .failure(PlayGarbage("assertion header's alg is not RS256")) }

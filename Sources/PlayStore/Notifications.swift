@@ -38,14 +38,14 @@ public struct PubSubMessage: Sendable, Equatable {
                 guard let published = try message.time("publishTime") else {
                     throw PlayGarbage("\(message.path).publishTime is missing")
                 }
-                let text =
-                    try message.string(
-                        "data", limit: 1 << 20, allowed: { PlayCharacters.isAlphanumeric($0) || $0 == 43 || $0 == 47 || $0 == 61 }) ?? ""
-                guard let data = Data(base64Encoded: text) else { throw PlayGarbage("\(message.path).data is not base64") }
+                let text = try message.string("data", limit: 1 << 20) ?? ""
+                // Strict and canonical: one text for each byte string, nothing skipped.
+                let decoded = text.isEmpty ? .success([]) : Array(text.utf8).withUnsafeBufferPointer { Base64.decodeStandard($0) }
+                guard case .success(let data) = decoded else { throw PlayGarbage("\(message.path).data is not base64") }
                 let attempt = try received.integer("deliveryAttempt", in: 1...1_000_000).map(Int.init)
                 out.append(
                     PubSubMessage(
-                        ackID: ackID, messageID: messageID, publishTime: published, data: Array(data),
+                        ackID: ackID, messageID: messageID, publishTime: published, data: data,
                         deliveryAttempt: attempt))
             }
             return out

@@ -85,10 +85,10 @@ public struct ServiceAccount: Sendable {
         claims.field("iat", now)
         claims.field("exp", now + lifetime)
         claims.endObject()
-        let input = Base64URL.encode(header.bytes) + "." + Base64URL.encode(claims.bytes)
+        let input = Base64.encodeURL(header.bytes) + "." + Base64.encodeURL(claims.bytes)
         // RS256 is RSASSA-PKCS1-v1_5 over SHA-256 (RFC 7518 §3.3); a 2048-bit key cannot fail to sign.
         let signature = try! key.signature(for: Array(input.utf8), padding: .insecurePKCS1v1_5)
-        return input + "." + Base64URL.encode(Array(signature.rawRepresentation))
+        return input + "." + Base64.encodeURL(Array(signature.rawRepresentation))
     }
 
     /// The public half, for the simulator's check of an assertion.
@@ -152,23 +152,5 @@ public enum GoogleOAuth {
         default:
             return .retry(problem: "token endpoint: HTTP \(status)")
         }
-    }
-}
-
-/// base64url without padding (RFC 4648 §5), as JWTs use it.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// nil for anything but base64url (no padding, no whitespace).
-    static func decode(_ text: Substring) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ PlayCharacters.isAlphanumeric($0) || $0 == 45 || $0 == 95 }), text.utf8.count % 4 != 1 else {
-            return nil
-        }
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while s.utf8.count % 4 != 0 { s += "=" }
-        return Data(base64Encoded: s).map(Array.init)
     }
 }

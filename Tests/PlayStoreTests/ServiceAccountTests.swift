@@ -81,7 +81,7 @@ struct ServiceAccountTests {
         #expect(problem("e30.e30.") != nil)
         #expect(problem("not a jwt") != nil)
         #expect(problem("a.b.c.d") != nil)
-        let none = "eyJhbGciOiJub25lIn0." + parts[1] + "."
+        let none = "eyJhbGciOiJub25lIn0." + parts[1] + "." + parts[2]
         #expect(problem(none)?.contains("RS256") == true)
     }
 

@@ -2,6 +2,7 @@
 // Server API as its bearer JWT (a `.p8` key, `kid`, `typ` JWT), and what the simulator signs its
 // transactions with (an `x5c` chain). The signature is the 64-byte r‖s Apple expects, never DER.
 
+import StrictJSON
 import Crypto
 import Foundation
 import Reconciliation
