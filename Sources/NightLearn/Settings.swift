@@ -30,6 +30,12 @@ public struct JobSettings: Sendable {
     /// indexes (`SourceCopy.duplicatedKeys`, `SourceCopy.namedTwice`): the decide stage reads them
     /// from the copy's schema instead of counting the copy again. Set by the copy step.
     package var sourceKeysCounted: Set<String> = []
+    /// Contract §1, "Two stores in one shop": the schema holding the four relations whole (the
+    /// source schema, or the night's copy of it) when one of them has the `store` column; then
+    /// `sourceSchema` names the App Store's views over them (`StoreViews`). nil: one store.
+    package var storeRows: String?
+    /// The relations of `storeRows` that have the `store` column.
+    package var storeColumns: Set<SourceRelation> = []
     public var progress = true
     /// `--lock-wait-seconds`: how long a run waits for another run's lock before exit 75.
     public var lockWaitSeconds = 5

@@ -153,7 +153,7 @@ public struct LookupRun {
                     why: "lookup decides as the night does, from what the "
                         + "nights learned; run `iap-reconcile migrate` (or a night) first")
                 var settings = settings
-                settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
+                try StoreViews.checkSources(&settings, db: db, source: source, command: "lookup")
                 return try body(db, source, settings)
             }
         }.mapError { JobError.from($0, doing: "reading our data") }.get()

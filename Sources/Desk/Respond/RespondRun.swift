@@ -111,7 +111,7 @@ public struct RespondRun {
             // snapshots, none held while Apple is asked (a standby's replay waits for a snapshot).
             let settings = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
                 var settings = self.settings
-                settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
+                try StoreViews.checkSources(&settings, db: db, source: source, command: "respond")
                 try RequestSources(settings: settings, logger: logger, now: now).readShopNotifications(
                     db: db, source: source,
                     counts: &counts)

@@ -194,6 +194,18 @@ public struct JobSchema: Sendable {
 
     /// `--job-schema`'s default.
     public static let standard = JobSchema(checked: "recon")
+
+    /// A schema the job keeps beside this one, named `<name><suffix>`: exit 78 when the name
+    /// would pass Postgres's 63 characters. `when`: the setting that needs it, for the line.
+    public func sibling(_ suffix: String, when: String, holding what: String) throws -> JobSchema {
+        let limit = 63 - suffix.count
+        guard name.count <= limit else {
+            throw JobError(
+                .configuration,
+                "\(when) the job schema's name must be at most \(limit) characters (\(what) is \(name)\(suffix))")
+        }
+        return JobSchema(checked: name + suffix)
+    }
 }
 
 extension String {

@@ -179,7 +179,7 @@ enum Conservation {
                 SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
                     SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
                 UNION ALL
-                SELECT '#rows', count(*) FROM \(table)
+                \(rowCount(relation, of: table, settings: settings))
                 """
         }
         let from = relation == .receipts ? receiptRows(settings: settings) : "\(ident: copy) x"
@@ -211,9 +211,27 @@ enum Conservation {
             UNION ALL
             SELECT 'input_error', coalesce(sum(n - 1), 0) FROM \(ident: "dk_" + copy)
             UNION ALL
-            SELECT '#rows', count(*) FROM \(table)
+            \(rowCount(relation, of: table, settings: settings))
             """
     }
+
+    /// The relation's own row count. With two stores (contract §1, "Two stores in one shop"), the
+    /// relation whole, and its rows the App Store's views leave out: Play's (`google_play`, not
+    /// read by this night) and those of an unknown store (input errors).
+    static func rowCount(_ relation: SourceRelation, of table: SQL, settings: JobSettings) -> SQL {
+        guard let rows = settings.storeRows else { return "SELECT '#rows', count(*) FROM \(table)" }
+        let whole: SQL = "\(ident: rows).\(relation.name)"
+        guard settings.storeColumns.contains(relation) else { return "SELECT '#rows', count(*) FROM \(whole)" }
+        return """
+            SELECT '#rows', count(*) FROM \(whole)
+            UNION ALL
+            SELECT CASE WHEN \(StoreViews.unknownStore) THEN 'input_error' ELSE \(literal: .text(otherStore)) END, count(*)
+            FROM \(whole) x WHERE x.store IS DISTINCT FROM 'app_store' GROUP BY 1
+            """
+    }
+
+    /// The bucket of the Google Play rows, set aside: the night reads the App Store's.
+    static let otherStore = "google_play"
 
     /// The tally of one relation, on `db` (the night's plan runs the four side by side: NightPlan.swift).
     /// `dropOne` is a deliberate fault for the tests: one row of the relation named is taken out
@@ -237,6 +255,7 @@ enum Conservation {
         let rows = try db.query(query).rows
         var tally = RelationTally()
         for name in buckets[relation] ?? [] { tally.buckets[name] = 0 }
+        if settings.storeColumns.contains(relation) { tally.buckets[otherStore] = 0 }
         for (name, n) in counted ?? [:] { tally.buckets[name, default: 0] += n }
         for row in rows {
             let n = Int(row[1] ?? "0") ?? 0

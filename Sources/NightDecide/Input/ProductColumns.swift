@@ -81,6 +81,18 @@ extension DecideStage {
             return parts
         }
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID)::bigint FROM ("
-            + parts.joined(separator: "\nUNION ALL ") + ") e"
+            + (parts + unknownStoreErrors).joined(separator: "\nUNION ALL ") + ") e"
+    }
+
+    /// Contract §1, "Two stores in one shop": the rows whose `store` names neither store, read
+    /// from the relations whole (the App Store's views leave them out, as they leave out Play's).
+    var unknownStoreErrors: [SQL] {
+        guard let rows = settings.storeRows else { return [] }
+        return SourceRelation.allCases.filter(settings.storeColumns.contains).map { relation in
+            """
+            SELECT \(literal: .text(relation.rawValue)), coalesce(x.\(relation.keySQL)::text, ''), 'store', \(StoreViews.storeProblem)
+            FROM \(ident: rows).\(relation.name) x WHERE \(StoreViews.unknownStore)
+            """
+        }
     }
 }

@@ -1,4 +1,5 @@
 import JobStore
+import NightLearn
 import Postgres
 
 /// Contract §1: the four source relations, their columns and the kinds of their types.
@@ -10,13 +11,17 @@ public enum SourceCheck {
 
     /// Optional columns: absent is fine, present must have the kind shown (contract §1).
     static let optional: [(relation: String, columns: [(String, Kind)])] = [
-        ("iap_products", [("price", .number), ("currency", .text)])
+        ("iap_products", [("price", .number), ("currency", .text), ("store", .text)]),
+        ("iap_orders", [("store", .text)]), ("iap_receipts", [("store", .text)]), ("iap_grants", [("store", .text)]),
     ]
 
     /// What the check found beyond the required columns.
     public struct Shape: Sendable {
         /// `iap_products` has both `price` and `currency`.
         public var listPrices = false
+        /// The relations with the optional `store` column (contract §1, "Two stores in one shop"):
+        /// when there is one, the App Store's rows are read through `StoreViews`.
+        package var storeColumns: Set<SourceRelation> = []
     }
 
     static let relations: [(name: String, columns: [(String, Kind)])] = [
@@ -91,6 +96,7 @@ public enum SourceCheck {
         }
         let products = found["iap_products"] ?? [:]
         shape.listPrices = products["price"] != nil && products["currency"] != nil
+        shape.storeColumns = Set(SourceRelation.allCases.filter { found[$0.rawValue]?["store"] != nil })
         if (products["price"] != nil) != (products["currency"] != nil) {
             problems.append(
                 "\(schema).iap_products has " + (products["price"] != nil ? "price without currency" : "currency without price")

@@ -18,13 +18,7 @@ struct SourceCopy {
 
     /// The copy's schema in the job's database.
     static func schema(of jobSchema: JobSchema) throws -> JobSchema {
-        guard jobSchema.name.count <= 56 else {
-            throw JobError(
-                .configuration,
-                "with SOURCE_DATABASE_URL the job schema's name must be at most 56 characters "
-                    + "(the copy of the sources is \(jobSchema.name)_source)")
-        }
-        return try JobSchema(jobSchema.name + "_source")
+        try jobSchema.sibling("_source", when: "with SOURCE_DATABASE_URL", holding: "the copy of the sources")
     }
 
     /// Says which schemas are the job's copies: a schema of that name without it is someone else's.
@@ -236,7 +230,7 @@ struct SourceCopy {
                 try db.execute(
                     """
                     SET LOCAL client_encoding = 'UTF8'; SET LOCAL DateStyle = 'ISO'; SET LOCAL IntervalStyle = 'postgres';
-                    DROP TABLE IF EXISTS \(table);
+                    DROP TABLE IF EXISTS \(table) CASCADE;
                     CREATE UNLOGGED TABLE \(table) (\(SourceDatabase.definitions(piece.columns))) WITH (autovacuum_enabled = off)
                     """)
                 if piece.indexed { try onSource { try source.execute("SET enable_hashagg = off") } }

@@ -95,13 +95,22 @@ extension Night {
                     + "then exit 75"
             ) { c in
                 let copied = try SourceCopy(settings: values.base, logger: logger).run(c.db)
-                values.source.set(
-                    SourceFound(schema: copied.schema.name, keysCounted: copied.keysCounted, listPrices: copied.shape.listPrices))
+                var found = SourceFound(schema: copied.schema.name, keysCounted: copied.keysCounted, listPrices: copied.shape.listPrices)
+                if !copied.shape.storeColumns.isEmpty {
+                    // Two stores: the keys are per store, so the copy's counts of whole relations do not hold.
+                    found.keysCounted = []
+                    try found.readStores(c.db, rows: copied.schema.name, jobSchema: values.base.jobSchema, shape: copied.shape)
+                }
+                values.source.set(found)
             }
         } else {
             plan.add("check sources", "check", .main, reads: Resource.everySource, writes: [.value(.settings)]) { c in
                 let shape = try SourceCheck.verify(c.db, schema: values.base.sourceSchema)
-                values.source.set(SourceFound(listPrices: shape.listPrices))
+                var found = SourceFound(listPrices: shape.listPrices)
+                if !shape.storeColumns.isEmpty {
+                    try found.readStores(c.db, rows: values.base.sourceSchema, jobSchema: values.base.jobSchema, shape: shape)
+                }
+                values.source.set(found)
             }
         }
         plan.add("start the ledger", "check", .main, writes: [.job(.runs), .value(.runID)]) { c in

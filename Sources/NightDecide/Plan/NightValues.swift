@@ -44,6 +44,17 @@ struct SourceFound: Sendable {
     var keysCounted: Set<String> = []
     /// Whether the products have list price columns.
     var listPrices: Bool
+    /// The App Store's views (`StoreViews`) over the relations whole in `storeRows`, when a
+    /// relation has the `store` column: `schema` then names the views.
+    var storeRows: String?
+    var storeColumns: Set<SourceRelation> = []
+
+    /// The App Store's rows read through `StoreViews` over the relations whole in `rows`.
+    mutating func readStores(_ db: PGConnection, rows: String, jobSchema: JobSchema, shape: SourceCheck.Shape) throws {
+        schema = try StoreViews.prepare(db, rows: rows, jobSchema: jobSchema, stores: shape.storeColumns).name
+        storeRows = rows
+        storeColumns = shape.storeColumns
+    }
 }
 
 /// What the night's steps hand each other (the plan's `value:` entries), and the summary they fill.
@@ -82,6 +93,8 @@ final class NightValues: Sendable {
             settings.sourceKeysCounted = found.keysCounted
         }
         settings.listPriceColumns = found.listPrices
+        settings.storeRows = found.storeRows
+        settings.storeColumns = found.storeColumns
         return settings
     }
 }

@@ -109,6 +109,8 @@ struct ReportWriter {
         summary.money = money.totals
         summary.refundRequests = RefundFunnel(written[.consumptionRequests]?.answersAndOutcomes ?? [:])
         countPerApp(written, into: &summary)
+        let play = summary.tally.values.reduce(0) { $0 + ($1.buckets[Conservation.otherStore] ?? 0) }
+        if play > 0 { summary.skippedChecks.append(RunSummary.otherStoreCheck(rows: play)) }
     }
 
     /// summary.json `apps` (with IAP_BUNDLE_IDS): per app, the rows and money of the reports with a

@@ -67,7 +67,8 @@ public enum RunReport {
         // Where every source row went (summary.json "tally"), buckets in the order they are tried.
         for relation in SourceRelation.allCases {
             guard let t = s.tally[relation.rawValue] else { continue }
-            let parts = (Conservation.buckets[relation] ?? []).map { "\($0) \(t.buckets[$0] ?? 0)" }
+            let named = Conservation.buckets[relation] ?? []
+            let parts = (named + t.buckets.keys.filter { !named.contains($0) }.sorted()).map { "\($0) \(t.buckets[$0] ?? 0)" }
             lines.append(
                 "  " + relation.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0)
                     + "\(t.rows) rows = " + parts.joined(separator: " + "))

@@ -73,6 +73,12 @@ public struct RunSummary: Sendable {
     }
     static let refusedAppCheckPrefix = "app_sweeps "
 
+    /// `skipped_checks` when source rows name Google Play (contract §1, "Two stores in one shop").
+    static func otherStoreCheck(rows: Int) -> String {
+        otherStoreCheckPrefix + "(\(rows) source row\(rows == 1 ? "" : "s") name google_play: this version reads the App Store's rows only)"
+    }
+    static let otherStoreCheckPrefix = "google_play "
+
     /// What a night without App Store Server API credentials cannot check.
     public static let checksNeedingServerAPI = [
         "refunds_app_wide (consumable refunds from notification history)",

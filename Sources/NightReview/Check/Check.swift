@@ -46,6 +46,17 @@ public struct Check: Sendable {
         let db: PGConnection
         do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
         defer { db.close() }
+        // Two stores (contract §1): the App Store's views made before the read-only transaction.
+        var settings = self.settings
+        if settings.sourceDatabaseURL == nil {
+            do { try StoreViews.checkSources(&settings, db: db, source: db, command: "check") } catch {
+                throw JobError.from(error, doing: "check")
+            }
+        }
+        return try Check(settings: settings, by: by, estimateFamilies: estimateFamilies).run(db)
+    }
+
+    private func run(_ db: PGConnection) throws -> Outcome {
         var outcome: Outcome
         do {
             try db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -87,7 +98,12 @@ public struct Check: Sendable {
     }
 
     func check(db: PGConnection, source: PGConnection) throws -> Outcome {
-        _ = try SourceCheck.verify(source, schema: settings.sourceSchema)
+        if source !== db {
+            var found = settings
+            try StoreViews.checkSources(&found, db: db, source: source, command: "check")
+        } else {
+            _ = try SourceCheck.verify(source, schema: settings.storeRows ?? settings.sourceSchema)
+        }
         var notes: [String] = []
         // The job schema: read only when it is there at this build's version.
         let schema = try SchemaCheck.read(db, schema: settings.jobSchema)

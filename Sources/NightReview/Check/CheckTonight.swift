@@ -70,7 +70,7 @@ struct CheckTonight {
         keys.formUnion(grantKeys.filter { !known.contains($0) })
 
         var settings = self.settings
-        settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.sourceSchema).listPrices
+        settings.listPriceColumns = try SourceCheck.verify(source, schema: settings.storeRows ?? settings.sourceSchema).listPrices
         let families = LookupFamilies(db: db, source: source === db ? nil : source, settings: settings)
         let decided = try families.decideOnce(keys: keys)
         var rows = Dictionary(uniqueKeysWithValues: Self.reports.map { ($0, 0) })
