@@ -221,16 +221,28 @@ enum Conservation {
     static func rowCount(_ relation: SourceRelation, of table: SQL, settings: JobSettings) -> SQL {
         guard let rows = settings.storeRows else { return "SELECT '#rows', count(*) FROM \(table)" }
         let whole: SQL = "\(ident: rows).\(relation.name)"
-        guard settings.storeColumns.contains(relation) else { return "SELECT '#rows', count(*) FROM \(whole)" }
+        guard settings.storeColumns.contains(relation), let play = try? StoreViews.schema(of: settings.jobSchema, store: .googlePlay)
+        else { return "SELECT '#rows', count(*) FROM \(whole)" }
+        // Play's rows as its input errors take them (DecideStage.playInputErrors): the first row of
+        // each key, with or without a problem; a null key and the further rows of a duplicated key.
+        let table: SQL = "\(play.sql).\(relation.name)", key = relation.keySQL
+        let bad = relation.hasProblem(jobSchema: settings.jobSchema, store: .googlePlay)
         return """
             SELECT '#rows', count(*) FROM \(whole)
             UNION ALL
-            SELECT CASE WHEN \(StoreViews.unknownStore) THEN 'input_error' ELSE \(literal: .text(otherStore)) END, count(*)
-            FROM \(whole) x WHERE x.store IS DISTINCT FROM 'app_store' GROUP BY 1
+            SELECT 'input_error', count(*) FROM \(whole) x WHERE \(StoreViews.unknownStore)
+            UNION ALL
+            SELECT CASE WHEN \(bad) THEN 'input_error' ELSE \(literal: .text(otherStore)) END, count(*)
+            FROM \(relation.from(relation.firstRowPerKey(table), store: .googlePlay)) GROUP BY 1
+            UNION ALL
+            SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
+            UNION ALL
+            SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
+                SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
             """
     }
 
-    /// The bucket of the Google Play rows, set aside: the night reads the App Store's.
+    /// The bucket of Google Play's rows without a problem, set aside: the night reads the App Store's.
     static let otherStore = "google_play"
 
     /// The tally of one relation, on `db` (the night's plan runs the four side by side: NightPlan.swift).

@@ -21,6 +21,7 @@ enum NightTables {
     static let names = [
         "p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
         "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable, "closing_reasons",
+        "play_known_products",
     ]
 
     /// No working table of an earlier run, and this session finds the new ones by name.

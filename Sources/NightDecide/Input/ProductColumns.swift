@@ -37,8 +37,31 @@ extension DecideStage {
             SELECT DISTINCT k.product_id, (p.product_id IS NOT NULL) AS valid
             FROM \(src).iap_products k LEFT JOIN p ON p.product_id = k.product_id
             WHERE k.product_id IS NOT NULL;
-        ANALYZE p; ANALYZE known_products;
+        ANALYZE p; ANALYZE known_products;\(playProductsSQL)
         """
+    }
+
+    /// Google Play's rows, with two stores (contract §1, "Two stores in one shop"): their views, and
+    /// `play_known_products`, every Play product id with whether its first row is valid (the
+    /// product checks of Play's orders and grants). Nothing else of the stage reads them.
+    var playViews: SQL? {
+        guard settings.storeRows != nil, scope == .night, let schema = try? StoreViews.schema(of: settings.jobSchema, store: .googlePlay)
+        else { return nil }
+        return schema.sql
+    }
+
+    private var playProductsSQL: SQL {
+        guard let play = playViews else { return "" }
+        return """
+
+            DROP TABLE IF EXISTS play_known_products;
+            CREATE \(newTable("play_known_products")) AS
+                SELECT DISTINCT ON (product_id) product_id,
+                       coalesce(product_type IN \(SourceRelation.productTypes), false) AS valid
+                FROM \(play).iap_products WHERE product_id IS NOT NULL
+                ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
+            ANALYZE play_known_products;
+            """
     }
 
     /// `input_errors` from the copies (SourceCopies.swift): the problems of each key's first row
@@ -81,7 +104,31 @@ extension DecideStage {
             return parts
         }
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID)::bigint FROM ("
-            + (parts + unknownStoreErrors).joined(separator: "\nUNION ALL ") + ") e"
+            + (parts + unknownStoreErrors + playInputErrors).joined(separator: "\nUNION ALL ") + ") e"
+    }
+
+    /// Google Play's rows that break §1 as Play's rows are checked (`SourceRelation.checks`,
+    /// `store: .googlePlay`), and their duplicated keys, from the Play views. Each problem begins
+    /// `google_play: `.
+    var playInputErrors: [SQL] {
+        guard let play = playViews else { return [] }
+        return SourceRelation.allCases.filter(settings.storeColumns.contains).flatMap { relation -> [SQL] in
+            let key = relation.keySQL, table: SQL = "\(play).\(relation.name)"
+            let values = relation.checks(jobSchema: settings.jobSchema, store: .googlePlay)
+                .map { "(\(literal: .text($0.column)), \($0.problem))" as SQL }.joined(separator: ", ")
+            return [
+                """
+                SELECT \(literal: .text(relation.rawValue)), coalesce(x.\(key)::text, ''), v.col, v.problem
+                FROM \(relation.from(table, store: .googlePlay))
+                CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem) WHERE v.problem IS NOT NULL
+                """,
+                """
+                SELECT \(literal: .text(relation.rawValue)), \(key)::text, \(literal: .text(relation.key)),
+                       'google_play: duplicate key (' || count(*) || ' rows)'
+                FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
+                """,
+            ]
+        }
     }
 
     /// Contract §1, "Two stores in one shop": the rows whose `store` names neither store, read

@@ -17,15 +17,17 @@ package enum StoreViews {
     /// The stores a `store` value may name (contract §1): anything else is an input error.
     package static let stores = ["app_store", "google_play"]
 
-    /// The views' schema in the job's database.
-    package static func schema(of jobSchema: JobSchema) throws -> JobSchema {
+    /// The views' schema of `store`'s rows in the job's database: `<job schema>_app_store`, `<job schema>_google_play`.
+    package static func schema(of jobSchema: JobSchema, store: SourceStore = .appStore) throws -> JobSchema {
         try jobSchema.sibling(
-            "_app_store", when: "when the source relations have a store column",
-            holding: "the schema of the views of the App Store's rows")
+            "_" + store.rawValue, when: "when the source relations have a store column",
+            holding: "the schema of the views of the \(store.rawValue) rows")
     }
 
     /// Says which schemas are the job's views: a schema of that name without it is someone else's.
-    static let marker = "iap-reconcile: the App Store's rows of the source relations (their store column); made again when their columns change"
+    static func marker(_ store: SourceStore) -> String {
+        "iap-reconcile: the \(store.rawValue) rows of the source relations (their store column); made again when their columns change"
+    }
 
     /// SQL predicate over a row (alias `x`) of a relation with the column: its `store` is neither
     /// store, or null (an input error).
@@ -37,15 +39,22 @@ package enum StoreViews {
              WHEN x.store::text NOT IN ('app_store', 'google_play') THEN 'store ' || x.store || ' is not app_store or google_play' END
         """
 
-    /// Makes (or keeps) the App Store's views over the relations of `rows` (the source schema, or
-    /// the night's copy of it), and returns their schema. `stores`: the relations with a `store`
-    /// column. Two runs making them at once take turns (an advisory lock); a view that a running
-    /// night reads is made again only when the sources' columns changed, waiting at most 10 s.
+    /// Makes (or keeps) each store's views over the relations of `rows` (the source schema, or
+    /// the night's copy of it), and returns the App Store's schema. `stores`: the relations with a
+    /// `store` column. Two runs making them at once take turns (an advisory lock); a view that a
+    /// running night reads is made again only when the sources' columns changed, waiting at most 10 s.
     package static func prepare(
         _ db: PGConnection, rows: String, jobSchema: JobSchema, stores: Set<SourceRelation>
     ) throws -> JobSchema {
-        let views = try schema(of: jobSchema)
-        let wanted = try definitions(db, rows: rows, stores: stores)
+        for store in SourceStore.allCases { try prepare(db, rows: rows, jobSchema: jobSchema, stores: stores, store: store) }
+        return try schema(of: jobSchema)
+    }
+
+    private static func prepare(
+        _ db: PGConnection, rows: String, jobSchema: JobSchema, stores: Set<SourceRelation>, store: SourceStore
+    ) throws {
+        let views = try schema(of: jobSchema, store: store)
+        let wanted = try definitions(db, rows: rows, stores: stores, store: store)
         func current() throws -> [String: String] {
             let r = try db.query(
                 """
@@ -55,7 +64,7 @@ package enum StoreViews {
                 """)
             return Dictionary(r.rows.compactMap { row in row[0].map { ($0, row[1] ?? "") } }) { a, _ in a }
         }
-        if try current() == wanted.mapValues(\.comment), try schemaIsOurs(db, views) == true { return views }
+        if try current() == wanted.mapValues(\.comment), try schemaIsOurs(db, views, store) == true { return }
         do {
             try db.transaction {
                 try db.execute(
@@ -63,13 +72,13 @@ package enum StoreViews {
                     SET LOCAL lock_timeout = '10s';
                     SELECT pg_advisory_xact_lock(hashtext(\(literal: .string("iap-reconcile store views " + views.name))))
                     """)
-                switch try schemaIsOurs(db, views) {
+                switch try schemaIsOurs(db, views, store) {
                 case nil:
-                    try db.execute("CREATE SCHEMA \(views.sql); COMMENT ON SCHEMA \(views.sql) IS \(literal: .string(Self.marker))")
+                    try db.execute("CREATE SCHEMA \(views.sql); COMMENT ON SCHEMA \(views.sql) IS \(literal: .string(Self.marker(store)))")
                 case false?:
                     throw JobError(
                         .configuration,
-                        "the job's database has a schema \(views.name) that is not the job's views of the App Store's rows "
+                        "the job's database has a schema \(views.name) that is not the job's views of the \(store.rawValue) rows "
                             + "(its comment is not the job's); the night would overwrite it: rename it, or choose another --job-schema")
                 case true?: break
                 }
@@ -89,7 +98,7 @@ package enum StoreViews {
         } catch let e as PGError where e.sqlState == "55P03" {
             throw JobError(
                 .temporary,
-                "the views of the App Store's rows in \(views.name) must be made again (the source relations' columns "
+                "the views of the \(store.rawValue) rows in \(views.name) must be made again (the source relations' columns "
                     + "changed) and another run is reading them; try again when it has finished")
         } catch let e as PGError where e.sqlState == "42501" {
             throw JobError(
@@ -98,20 +107,19 @@ package enum StoreViews {
                     + "or its views (\(e.message)); grant CREATE on the database for the first run, or create the schema "
                     + "for the role (see docs/contract.md, 'Two stores in one shop')")
         }
-        return views
     }
 
     /// nil: no such schema; else whether it carries the job's marker.
-    private static func schemaIsOurs(_ db: PGConnection, _ views: JobSchema) throws -> Bool? {
+    private static func schemaIsOurs(_ db: PGConnection, _ views: JobSchema, _ store: SourceStore) throws -> Bool? {
         let r = try db.query("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = \(views.name)")
         guard r.rowCount > 0 else { return nil }
-        return r.value(0, 0) == Self.marker
+        return r.value(0, 0) == Self.marker(store)
     }
 
     /// Each view's text and the comment that says what it was made from (the text and the
     /// columns of the relation it reads, in order, with their types).
     private static func definitions(
-        _ db: PGConnection, rows: String, stores: Set<SourceRelation>
+        _ db: PGConnection, rows: String, stores: Set<SourceRelation>, store: SourceStore
     ) throws -> [String: (select: SQL, comment: String)] {
         let r = try db.query(
             """
@@ -124,9 +132,12 @@ package enum StoreViews {
         let columns = Dictionary(r.rows.compactMap { row in row[0].map { ($0, row[1] ?? "") } }) { a, _ in a }
         var out: [String: (select: SQL, comment: String)] = [:]
         for relation in SourceRelation.allCases {
-            let filter: SQL = stores.contains(relation) ? " WHERE store = 'app_store'" : ""
+            // A relation without the column is the App Store's, all of it.
+            let filter: SQL =
+                stores.contains(relation)
+                ? " WHERE store = \(literal: .string(store.rawValue))" : store == .appStore ? "" : " WHERE false"
             let select: SQL = "SELECT * FROM \(ident: rows).\(relation.name)\(filter)"
-            out[relation.rawValue] = (select, "\(marker)\n\(select.text)\ncolumns: \(columns[relation.rawValue] ?? "")")
+            out[relation.rawValue] = (select, "\(marker(store))\n\(select.text)\ncolumns: \(columns[relation.rawValue] ?? "")")
         }
         return out
     }

@@ -8,6 +8,15 @@
 import JobStore
 import Postgres
 
+/// The stores a source row may be of (contract §1, "Two stores in one shop": the `store` column).
+package enum SourceStore: String, CaseIterable, Sendable {
+    case appStore = "app_store"
+    case googlePlay = "google_play"
+
+    /// The known products of the store's rows (`kp` of the checks): the decide stage's table.
+    package var knownProducts: SQL { self == .appStore ? "known_products" : "play_known_products" }
+}
+
 /// The four source relations and the checks of their rows.
 package enum SourceRelation: String, CaseIterable, Sendable {
     case products = "iap_products"
@@ -62,7 +71,29 @@ package enum SourceRelation: String, CaseIterable, Sendable {
     /// Every column the contract does not mark `null`, with the problem a row may have there.
     /// `dataFormLater`: the receipts' `receipt_data` is checked here only for null, and the caller
     /// checks its form (`ReceiptSelection.kind(ofCandidate:)`, equal to `is_base64` and `is_jws`).
-    package func checks(jobSchema: JobSchema, dataFormLater: Bool = false) -> [Check] {
+    /// `store`: Google Play's rows are checked as Play's (`receipt_data` a purchase token, not a
+    /// receipt), and each problem says `google_play: ` first (their keys are Play's own).
+    package func checks(jobSchema: JobSchema, dataFormLater: Bool = false, store: SourceStore = .appStore) -> [Check] {
+        let checks = appStoreChecks(jobSchema: jobSchema, dataFormLater: dataFormLater)
+        guard store == .googlePlay else { return checks }
+        return checks.map { check in
+            var problem = check.problem
+            if self == .receipts, check.column == "receipt_data" {
+                problem = """
+                    CASE WHEN x.receipt_data IS NULL THEN 'receipt_data is null'
+                         WHEN NOT \(Self.isPurchaseToken("x.receipt_data")) THEN 'receipt_data is not a Google Play purchase token (1 to 2,048 letters, digits, ".", "-", "_")' END
+                    """
+            }
+            return Check(column: check.column, problem: "('google_play: ' || (\(problem)))")
+        }
+    }
+
+    /// SQL predicate: the text is a Google Play purchase token as `PlayPaths.isPurchaseToken` checks it.
+    package static func isPurchaseToken(_ column: SQL) -> SQL {
+        "(\(column)::text ~ '^[A-Za-z0-9._-]+$' AND octet_length(\(column)::text) <= 2048)"
+    }
+
+    private func appStoreChecks(jobSchema: JobSchema, dataFormLater: Bool) -> [Check] {
         func notNull(_ column: String) -> Check {
             Check(column: column, problem: "CASE WHEN x.\(ident: column) IS NULL THEN \(literal: .text(column + " is null")) END")
         }
@@ -112,16 +143,19 @@ package enum SourceRelation: String, CaseIterable, Sendable {
     }
 
     /// SQL boolean over `x` (and `kp`): the row has at least one problem.
-    package func hasProblem(jobSchema: JobSchema, dataFormLater: Bool = false) -> SQL {
-        "(\(checks(jobSchema: jobSchema, dataFormLater: dataFormLater).map { "(\($0.problem)) IS NOT NULL" as SQL }.joined(separator: " OR ")))"
+    package func hasProblem(jobSchema: JobSchema, dataFormLater: Bool = false, store: SourceStore = .appStore) -> SQL {
+        "(\(checks(jobSchema: jobSchema, dataFormLater: dataFormLater, store: store).map { "(\($0.problem)) IS NOT NULL" as SQL }.joined(separator: " OR ")))"
     }
 
     /// `FROM` text: `relation` as `x`, joined to the known products as `kp` where the checks need them.
-    package func from(_ relation: SQL) -> SQL { "\(relation) x\(productJoin)" }
+    package func from(_ relation: SQL, store: SourceStore = .appStore) -> SQL { "\(relation) x\(productJoin(store))" }
 
     /// The join to the known products (as `kp`) that the checks of `x` need, or nothing.
-    package var productJoin: SQL {
-        namesProduct ? " LEFT JOIN known_products kp ON kp.product_id = x.product_id" : ""
+    package var productJoin: SQL { productJoin(.appStore) }
+
+    /// The join to the known products of `store`'s rows (as `kp`), or nothing.
+    package func productJoin(_ store: SourceStore) -> SQL {
+        namesProduct ? " LEFT JOIN \(store.knownProducts) kp ON kp.product_id = x.product_id" : ""
     }
 
     /// SQL bigint: the timestamptz `column` as UNIX milliseconds, rounded half away from zero: the
