@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "NightLearn",
             dependencies: [
-                "StoreIO", "TransportCore", "JobStore", "AppStore", "Reconciliation", "Postgres", "HTTP",
+                "StoreIO", "TransportCore", "JobStore", "AppStore", "PlayStore", "Reconciliation", "Postgres", "HTTP",
                 // Apple's sales reports come gzip-compressed (SalesReports/Gzip.swift).
                 "CLibZ",
                 .product(name: "Logging", package: "swift-log"),

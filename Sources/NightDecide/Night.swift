@@ -32,6 +32,7 @@ public final class Night {
         if let list = settings.receiptRootCertificateFiles { try settings.useReceiptRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
         try settings.configureAppStoreConnect()
+        try settings.configurePlay()
         if settings.serverAPI != nil { settings.nightApps = NightApps(apps: settings.bundleIDList) }
         if let url = settings.databaseURL {
             do { _ = try ConnectionString(url) } catch let e as ConnectionString.Malformed {
@@ -83,9 +84,12 @@ public final class Night {
                 (google_play) and left out of every report (docs/contract.md, "Two stores in one shop")
                 """)
         }
+        for check in summary.skippedChecks where check.hasPrefix(RunSummary.playCheckPrefix) {
+            logger.warning("Google Play: \(check.dropFirst(RunSummary.playCheckPrefix.count)); the App Store's reports are tonight's")
+        }
         let skipped = summary.skippedChecks.filter {
             !$0.hasPrefix(RunSummary.refusedAppCheckPrefix) && !$0.hasPrefix(SalesReports.checkPrefix)
-                && !$0.hasPrefix(RunSummary.otherStoreCheckPrefix)
+                && !$0.hasPrefix(RunSummary.otherStoreCheckPrefix) && !$0.hasPrefix(RunSummary.playCheckPrefix)
                 && !RunSummary.checksWithReceiptsOffline.contains($0)
         }
         if summary.skippedChecks.contains(where: RunSummary.checksWithReceiptsOffline.contains) {
@@ -119,6 +123,7 @@ public final class Night {
         var settings = settings
         try? settings.configureServerAPI()
         try? settings.configureAppStoreConnect()
+        try? settings.configurePlay()
         let values = NightValues(settings: settings, summary: RunSummary(asOf: settings.asOf, windowDays: settings.windowDays))
         return """
             The night's plan. Every step runs under the job schema's advisory lock, held by the run's own \

@@ -184,6 +184,26 @@ public struct JobSettings: Sendable {
     /// The refund window's first instant.
     package var refundWindowStart: EpochMillis { decisionSettings.refundWindowStart }
 
+    /// The `PLAY_*` variables (and `GOOGLE_APPLICATION_CREDENTIALS`) as the environment gave them,
+    /// not empty; read by `configurePlay`.
+    public var playVariables: [String: String] = [:]
+
+    /// Google Play's settings (`PlaySettings.load`) from `playVariables`: nil (no Play) when neither
+    /// `PLAY_SERVICE_ACCOUNT_FILE` nor `PLAY_PACKAGE_NAMES` is set; a bad one is exit 78 naming it.
+    package mutating func configurePlay() throws {
+        let v = playVariables
+        transport.play = try PlaySettings.load(
+            keyFile: v["PLAY_SERVICE_ACCOUNT_FILE"], applicationCredentials: v["GOOGLE_APPLICATION_CREDENTIALS"],
+            packageNames: v["PLAY_PACKAGE_NAMES"], apiURL: v["PLAY_API_URL"], tokenURL: v["PLAY_TOKEN_URL"],
+            subscription: v["PLAY_PUBSUB_SUBSCRIPTION"], pubsubURL: v["PLAY_PUBSUB_URL"])
+    }
+
+    /// The names `playVariables` holds.
+    public static let playVariableNames = [
+        "PLAY_SERVICE_ACCOUNT_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "PLAY_PACKAGE_NAMES", "PLAY_API_URL", "PLAY_TOKEN_URL",
+        "PLAY_PUBSUB_SUBSCRIPTION", "PLAY_PUBSUB_URL",
+    ]
+
     /// Reads the `.p8` key when `IAP_ISSUER_ID`, `IAP_KEY_ID` and `IAP_PRIVATE_KEY_FILE` are set.
     /// Some but not all of them, a key file that cannot be read or is not a P-256 key, or no
     /// `IAP_BUNDLE_IDS`: exit 78 with one line that names the variable, never the key.

@@ -13,6 +13,18 @@ package enum Credential: Hashable, Sendable, CustomStringConvertible {
     /// package. Refused (a 401 or 403 confirmed with a fresh token, or the token endpoint's
     /// `invalid_grant`), Play is skipped for the run and Apple goes on.
     case playAccount
+    /// The same account asking the Play Developer API about one package: a 401 or 403 confirmed
+    /// there refuses that package only (the account may lack access to one app of several); Play is
+    /// skipped when every package asked was refused, or the token endpoint refuses the account.
+    case playPackage(String)
+
+    /// Google Play's service account, for any package or none.
+    package var isPlay: Bool {
+        switch self {
+        case .playAccount, .playPackage: return true
+        case .teamKey, .app: return false
+        }
+    }
 
     /// How a line names it.
     package var description: String {
@@ -20,6 +32,7 @@ package enum Credential: Hashable, Sendable, CustomStringConvertible {
         case .teamKey: return "the App Store Connect team key"
         case .app(let app): return app
         case .playAccount: return "the Google Play service account"
+        case .playPackage(let package): return "the Google Play service account for \(package)"
         }
     }
 }

@@ -89,6 +89,9 @@ package struct TransportCounts: Sendable, Equatable {
     /// Why Google Play was skipped for the run (its service account refused, its token endpoint
     /// silent), credential-free; nil: not skipped.
     package var playRefusal: String?
+    /// Packages whose requests Google refused (HTTP 401 or 403, confirmed with a fresh token): their
+    /// exchanges were dropped unasked; the other packages went on.
+    package var playRefusedPackages: Set<String> = []
     /// Google Play was skipped because its token endpoint did not answer, not because it refused.
     package var playOutage = false
     /// Requests sent, every endpoint.

@@ -183,7 +183,7 @@ package struct TransportMachine<E: AppStoreExchange> {
     package mutating func credentialUnavailable(_ send: Send, reason: String, outage: Bool, now: UInt64) {
         unsent(send, now: now)
         guard let credential = send.credential else { return }
-        if credential == .playAccount, counts.playRefusal == nil { (counts.playRefusal, counts.playOutage) = (reason, outage) }
+        if credential.isPlay, counts.playRefusal == nil { (counts.playRefusal, counts.playOutage) = (reason, outage) }
         dropUnasked(credential)
     }
 
@@ -253,7 +253,8 @@ package struct TransportMachine<E: AppStoreExchange> {
         case .verifyReceipt: return nil
         case .serverAPI: return app(of: request).map(Credential.app)
         case .connect: return .teamKey
-        case .googlePlay, .googlePubSub: return .playAccount
+        case .googlePlay: return request.bundleID.map(Credential.playPackage) ?? .playAccount
+        case .googlePubSub: return .playAccount
         }
     }
 
@@ -270,6 +271,7 @@ package struct TransportMachine<E: AppStoreExchange> {
         case .teamKey: return teamKeyRefused
         case .app(let app): return apps?.isRefused(app) == true
         case .playAccount: return playRefused
+        case .playPackage(let package): return playRefused || counts.playRefusedPackages.contains(package)
         }
     }
 
@@ -277,7 +279,7 @@ package struct TransportMachine<E: AppStoreExchange> {
     /// nothing is recorded of it, so it is asked again by the next night and blamed for nothing.
     mutating func dropUnasked(_ credential: Credential) {
         if case .app(let app) = credential { apps?.dropped(app: app) }
-        if credential == .playAccount { counts.playDropped += 1 }
+        if credential.isPlay { counts.playDropped += 1 }
     }
 }
 

@@ -123,6 +123,10 @@ extension TransportMachine {
             counts.playRefusal =
                 counts.playRefusal ?? "Google refused the service account (HTTP 401 or 403, again with a fresh token a second later)"
             return .dropUnasked
+        case .playPackage(let package):
+            // This package only: the account may lack access to one app of several.
+            counts.playRefusedPackages.insert(package)
+            return .dropUnasked
         }
     }
 

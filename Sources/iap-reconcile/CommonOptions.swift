@@ -228,6 +228,7 @@ struct CommonOptions: ParsableArguments {
         s.ascPrivateKeyFile = nonEmpty("ASC_PRIVATE_KEY_FILE")
         s.ascVendorNumber = nonEmpty("ASC_VENDOR_NUMBER")
         s.ascAPIURL = nonEmpty("ASC_API_URL")
+        for name in JobSettings.playVariableNames { s.playVariables[name] = nonEmpty(name) }
         for rate in apiRate {
             let parts = rate.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let endpoint = ServerAPIEndpoint(rawValue: parts[0]),

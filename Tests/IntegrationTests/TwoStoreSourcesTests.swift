@@ -1,6 +1,8 @@
 import Foundation
+import PlaySimulator
 import Postgres
 import Testing
+import _CryptoExtras
 
 /// Contract §1, "Two stores in one shop": the four relations with the optional `store` column.
 /// The generator's App Store shop, with `store = 'app_store'` on every row, and Google Play rows
@@ -169,5 +171,136 @@ struct TwoStoreSourcesTests {
         #expect(!N.read(day.appendingPathComponent("summary.json")).contains("google_play ("))
         #expect(try RightToTheRowTests.tally(day.appendingPathComponent("summary.json"))["iap_orders"]?["google_play"] == 0)
         #expect(try RightToTheRowTests.tally(day.appendingPathComponent("summary.json"))["iap_grants"]?["google_play"] == nil)
+    }
+
+    /// Play's packages of `playNight`: one where Google knows the tokens, one where it knows none.
+    static let playPackage = "com.example.playgame", otherPackage = "com.example.otherplay", noAccess = "com.example.noaccess"
+
+    /// The simulator's Play truth, its key file, and the job's Play variables for it.
+    static func playWorld(_ label: String) throws -> (N.World, [String: String]) {
+        let dir = try Harness.scratchDirectory("\(label)-play")
+        let keyFile = dir.appendingPathComponent("key.json"), truthFile = dir.appendingPathComponent("truth.tsv")
+        try Data(PlayKeyFile.json(key: PlayHarness.jobKey, keyID: "k1")).write(to: keyFile)
+        let asOf = Int64(ISO8601DateFormatter().date(from: N.asOf)!.timeIntervalSince1970 * 1000)
+        let usd = PlayTruth.Money(currency: "USD", units: 0, nanos: 990_000_000)
+        func purchase(_ token: String, _ order: String?, state: PlayTruth.State = .purchased, acknowledged: Bool = true,
+                      daysBefore: Int64 = 2) -> PlayTruth.Purchase {
+            PlayTruth.Purchase(
+                packageName: playPackage, purchaseToken: token, orderID: order, productID: "play.only.gems", quantity: 1,
+                state: state, acknowledged: acknowledged,
+                completionTimeMs: state == .pending ? nil : asOf - daysBefore * 86_400_000, regionCode: "DE",
+                obfuscatedAccountID: "acct-1", total: usd, tax: usd, developerRevenue: usd)
+        }
+        let truth = PlayTruth(purchases: [
+            purchase("tok-acknowledged", "GPA.3301-0000-0000-00001"),
+            purchase("tok-pending", nil, state: .pending, acknowledged: false),
+            purchase("tok-cancelled", "GPA.3301-0000-0000-00003", state: .cancelled, acknowledged: false),
+            purchase("tok-unacknowledged", "GPA.3301-0000-0000-00004", acknowledged: false, daysBefore: 1),
+        ] + [{ var p = purchase("tok-of-the-other-package-never-asked", nil); p.packageName = otherPackage; return p }()])
+        try Data(truth.fileText().utf8).write(to: truthFile)
+        let w = try N.world(label, users: 120, simArguments: [
+            "--play-service-account", keyFile.path, "--play-truth", truthFile.path,
+        ])
+        try w.t.db.execute("""
+            CREATE SCHEMA shop;
+            CREATE VIEW shop.iap_products AS SELECT *, 'app_store'::text AS store FROM public.iap_products
+              UNION ALL SELECT * FROM (VALUES
+                ('play.only.gems', 'consumable', \(literal: .text(playPackage)), NULL::numeric, NULL::text, NULL::boolean, 'google_play'),
+                ('other.gems', 'consumable', \(literal: .text(otherPackage)), NULL, NULL, NULL, 'google_play'),
+                ('noaccess.gems', 'consumable', \(literal: .text(noAccess)), NULL, NULL, NULL, 'google_play')) v;
+            CREATE TABLE shop.play_orders (order_id text, product_id text);
+            INSERT INTO shop.play_orders VALUES ('PO-A', 'play.only.gems'), ('PO-P', 'play.only.gems'), ('PO-C', 'play.only.gems'),
+              ('PO-U', 'play.only.gems'), ('PO-F', 'play.only.gems'), ('PO-O1', 'other.gems'), ('PO-O2', 'other.gems'), ('PO-X', 'noaccess.gems');
+            CREATE VIEW shop.iap_orders AS SELECT *, 'app_store'::text AS store FROM public.iap_orders
+              UNION ALL SELECT order_id, 'P1', product_id, 1, 'paid', NULL, '2026-11-20T10:00:00Z'::timestamptz, 'google_play'
+              FROM shop.play_orders;
+            CREATE TABLE shop.play_receipts (receipt_id text, order_id text, token text);
+            INSERT INTO shop.play_receipts VALUES ('GR-A', 'PO-A', 'tok-acknowledged'), ('GR-P', 'PO-P', 'tok-pending'),
+              ('GR-C', 'PO-C', 'tok-cancelled'), ('GR-U', 'PO-U', 'tok-unacknowledged'), ('GR-U2', 'PO-U', 'tok-unacknowledged'),
+              ('GR-F', 'PO-F', 'tok-forged'), ('GR-O1', 'PO-O1', 'tok-other-1'), ('GR-O2', 'PO-O2', 'tok-other-2'),
+              ('GR-N', NULL, 'tok-no-order'), ('GR-X', 'PO-X', 'tok-noaccess');
+            CREATE VIEW shop.iap_receipts AS SELECT *, 'app_store'::text AS store FROM public.iap_receipts
+              UNION ALL SELECT receipt_id, 'P1', order_id, NULL, token, '2026-11-20T10:01:00Z'::timestamptz, NULL::int, 'google_play'
+              FROM shop.play_receipts;
+            CREATE VIEW shop.iap_grants AS SELECT * FROM public.iap_grants;
+            """)
+        var env = w.env
+        env["PLAY_SERVICE_ACCOUNT_FILE"] = keyFile.path
+        env["PLAY_PACKAGE_NAMES"] = "\(playPackage),\(otherPackage),\(noAccess)"
+        env["PLAY_API_URL"] = "http://127.0.0.1:\(w.sim.port)"
+        env["PLAY_TOKEN_URL"] = "http://127.0.0.1:\(w.sim.port)/token"
+        return (w, env)
+    }
+
+    @Test("Play's tokens asked of Google: answers stored, a 404 believed only where Google knows other tokens, settled tokens not asked again; the App Store's lists unchanged")
+    func playTokensAsked() throws {
+        let (w, env) = try Self.playWorld("two_stores_play")
+        defer { w.stop() }
+        let first = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(first.status == 0, "\(first.stderr)")
+        let day = w.out.appendingPathComponent("2026-11-21")
+        N.expectReportsMatchTruth(day, expected: w.expected)
+        let r = try w.t.db.query("""
+            SELECT token || ' ' || package || ' ' || verdict || ' ' || coalesce(order_id, '-') || ' ' || coalesce(acknowledgement, '-')
+                   || ' ' || coalesce(region_code, '-') || ' ' || coalesce(account_id, '-') || ' '
+                   || coalesce((SELECT string_agg(product_id || 'x' || quantity || '/' || coalesce(refundable_quantity::text, '-'), ',')
+                                FROM recon.play_purchase_lines l WHERE l.token = p.token), '-')
+            FROM recon.play_purchases p ORDER BY token
+            """)
+        #expect((0..<r.rowCount).map { r.value($0, 0) ?? "" } == [
+            "tok-acknowledged com.example.playgame purchased GPA.3301-0000-0000-00001 ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED DE acct-1 play.only.gemsx1/1",
+            "tok-cancelled com.example.playgame cancelled GPA.3301-0000-0000-00003 ACKNOWLEDGEMENT_STATE_PENDING DE acct-1 play.only.gemsx1/1",
+            "tok-forged com.example.playgame unknown - - - - -",
+            "tok-pending com.example.playgame pending - ACKNOWLEDGEMENT_STATE_PENDING DE acct-1 play.only.gemsx1/1",
+            "tok-unacknowledged com.example.playgame purchased GPA.3301-0000-0000-00004 ACKNOWLEDGEMENT_STATE_PENDING DE acct-1 play.only.gemsx1/1",
+        ])
+        // The other package: Google knows none of its tokens, so its 404s are not believed; a
+        // token of no order, with several packages, is not asked; the package the account may not
+        // read (403) is refused alone, its token left unasked for the next night.
+        let a = try w.t.db.query("SELECT token || ' ' || coalesce(package, '-') || ' ' || unknown FROM recon.play_attempts ORDER BY token")
+        #expect((0..<a.rowCount).map { a.value($0, 0) ?? "" } == [
+            "tok-no-order - false", "tok-other-1 com.example.otherplay true", "tok-other-2 com.example.otherplay true",
+        ])
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        let play = try #require(summary["google_play"] as? [String: Any])
+        #expect(play["candidates"] as? Int == 9 && play["purchased"] as? Int == 2 && play["pending"] as? Int == 1
+                && play["cancelled"] as? Int == 1 && play["unknown"] as? Int == 1 && play["no_package"] as? Int == 1
+                && play["unsettled"] as? Int == 2 && play["doubted_packages"] as? [String] == [Self.otherPackage]
+                && play["refused_packages"] as? [String] == [Self.noAccess], "\(play)")
+        let skipped = summary["skipped_checks"] as? [String] ?? []
+        #expect(skipped.contains { $0.hasPrefix("google_play_verification com.example.otherplay (") }, "\(skipped)")
+        #expect(skipped.contains { $0.hasPrefix("google_play_verification com.example.noaccess (Google refused") }, "\(skipped)")
+        #expect(first.stderr.contains("Google Play: com.example.otherplay"), "\(first.stderr)")
+
+        // Again: only what is not settled is asked (pending, unacknowledged within its days, the
+        // attempts); the answers already stored stay.
+        let again = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(again.status == 0, "\(again.stderr)")
+        let second = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        #expect((second["google_play"] as? [String: Any])?["candidates"] as? Int == 6, "\(String(describing: second["google_play"]))")
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_purchases") == 5)
+
+        // A key Google does not know: Play skipped tonight, said so; the App Store's reports written.
+        let dir = try Harness.scratchDirectory("two_stores_play-wrong")
+        let wrong = dir.appendingPathComponent("key.json")
+        try Data(PlayKeyFile.json(key: try _RSA.Signing.PrivateKey(keySize: .bits2048), keyID: "k1")).write(to: wrong)
+        let refused = try w.run(["--source-schema", "shop", "--job-schema", "recon_refused"],
+                                environment: env.merging(["PLAY_SERVICE_ACCOUNT_FILE": wrong.path]) { $1 })
+        #expect(refused.status == 0, "\(refused.stderr)")
+        N.expectReportsMatchTruth(day, expected: w.expected)
+        #expect(try w.t.int("SELECT count(*) FROM recon_refused.play_purchases") == 0)
+        let third = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        #expect(((third["skipped_checks"] as? [String]) ?? []).contains { $0.hasPrefix("google_play_verification (") }, "\(third)")
+        #expect(refused.stderr.contains("Google Play:") && !refused.stderr.contains("BEGIN PRIVATE KEY"), "\(refused.stderr)")
+        // No token endpoint at all: the same, Play skipped.
+        let silent = try w.run(["--source-schema", "shop", "--job-schema", "recon_silent"],
+                               environment: env.merging(["PLAY_TOKEN_URL": "http://127.0.0.1:9/token"]) { $1 })
+        #expect(silent.status == 0 && silent.stderr.contains("Google Play:"), "\(silent.stderr)")
+        #expect(try w.t.int("SELECT count(*) FROM recon_silent.play_purchases") == 0)
+        // A key file that is not one: exit 78 naming the variable.
+        try Data("{}".utf8).write(to: wrong)
+        let bad = try w.run(["--source-schema", "shop", "--job-schema", "recon_refused"],
+                            environment: env.merging(["PLAY_SERVICE_ACCOUNT_FILE": wrong.path]) { $1 })
+        #expect(bad.status == 78 && bad.stderr.contains("PLAY_SERVICE_ACCOUNT_FILE"), "\(bad.stderr)")
     }
 }

@@ -65,7 +65,7 @@ struct PlayTransportTests {
         #expect(PlayRows.productPurchase(package: "com.example.game", token: "a/../b") == nil)
     }
 
-    @Test("a 401 or 403 is doubted a second with a fresh token; confirmed, Play's work is dropped and Apple's goes on")
+    @Test("a 401 or 403 is doubted a second with a fresh token; confirmed, that package's work is dropped, another package's and Apple's go on")
     func refusedServiceAccount() {
         for status in [401, 403] {
             let apple = (0..<3).map { TransportMachineTests.info($0) }
@@ -77,11 +77,20 @@ struct PlayTransportTests {
             let play = rig.sent.filter { $0.request.service == .googlePlay }
             #expect(play.count == 2, "the first and, a second later with a fresh token, its confirmation: \(play.count)")
             #expect(play[1].renewToken && play[1].at - play[0].at >= Self.second)
-            #expect(rig.machine.playRefused && rig.machine.counts.playRefusal?.contains("refused the service account") == true)
+            #expect(rig.machine.counts.playRefusedPackages == ["com.example.game"] && rig.machine.counts.playRefusal == nil)
             #expect(rig.machine.counts.playDropped == 4, "the refused one and the three not asked")
             #expect(apple.allSatisfy { $0.decision == .definitive }, "Apple's work went on")
             #expect(rig.asks.prefix(4).allSatisfy { $0.decision == nil }, "nothing of Play's was settled (asked again next night)")
         }
+        // Two packages, the account refused for one: the other's purchases are all asked and settled.
+        let refused = (0..<3).map { Self.purchase($0, package: "com.example.noaccess") }
+        let other = (3..<6).map { Self.purchase($0, package: "com.example.game") }
+        var two = Rig(refused + other, limits: Rig.limits(concurrency: 1))
+        #expect(two.run { request, _ in
+            request.bundleID == "com.example.noaccess" ? Self.googleError(403, reason: "permissionDenied") : .ok
+        } == nil)
+        #expect(two.machine.counts.playRefusedPackages == ["com.example.noaccess"] && !two.machine.playRefused)
+        #expect(other.allSatisfy { $0.decision == .definitive } && refused.allSatisfy { $0.decision == nil })
         // A stray 401: the fresh token works, nothing is refused.
         var stray = Rig((0..<3).map { Self.purchase($0) }, limits: Rig.limits(concurrency: 1))
         #expect(stray.run { _, n in n == 1 ? Self.googleError(401, reason: "authError") : .ok } == nil)

@@ -109,5 +109,6 @@ extension Migrations {
             ("answer_staging", "888812db42f9bae4f0fb530b0ebc06fe421e8d2aa7d4a6a6c4e6c9e977a23855"),
             ("record_staged_answers", "ddd79289cf1770254cd44d4ad6820ea0a8648bf486f069a5e9bba08694038531")])],
         18: [ShippedText("7e4d8e001331ba0360cfe41e8941074973c4b57e465c142d02d259cf4b9e6509", shipped: "from this build", functions: [])],
+        19: [ShippedText("7d30311b913f4bcfc2ea5d0c43281a4c5c4e627c6faef7fe3f02789e5aae3d25", shipped: "from this build", functions: [])],
     ]
 }

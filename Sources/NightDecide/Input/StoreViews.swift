@@ -19,9 +19,7 @@ package enum StoreViews {
 
     /// The views' schema of `store`'s rows in the job's database: `<job schema>_app_store`, `<job schema>_google_play`.
     package static func schema(of jobSchema: JobSchema, store: SourceStore = .appStore) throws -> JobSchema {
-        try jobSchema.sibling(
-            "_" + store.rawValue, when: "when the source relations have a store column",
-            holding: "the schema of the views of the \(store.rawValue) rows")
+        try store.viewsSchema(of: jobSchema)
     }
 
     /// Says which schemas are the job's views: a schema of that name without it is someone else's.

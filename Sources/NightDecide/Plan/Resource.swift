@@ -74,6 +74,9 @@ enum JobTable: String, Sendable {
     case findings
     case heldFindings = "held_findings"
     case consumptionRequests = "consumption_requests"
+    case playPurchases = "play_purchases"
+    case playPurchaseLines = "play_purchase_lines"
+    case playAttempts = "play_attempts"
 }
 
 /// The decide stage's working tables: the copies of the sources (`r`, `o`, `g`, `p`), their rows
@@ -122,6 +125,8 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     case verification
     case sweeps
     case salesReports
+    /// The Google Play stage's counts.
+    case googlePlay
     case catalog
     case families
     /// The tally of one relation; nil: the whole tally.
@@ -138,7 +143,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     var handed: Bool {
         switch self {
         case .settings, .runID, .catalog, .families, .held, .counts, .oldest, .nights: return true
-        case .verification, .sweeps, .salesReports, .tally, .coverage: return false
+        case .verification, .sweeps, .salesReports, .googlePlay, .tally, .coverage: return false
         }
     }
 
@@ -149,6 +154,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
         case .verification: return "verification"
         case .sweeps: return "sweeps"
         case .salesReports: return "sales reports"
+        case .googlePlay: return "google play"
         case .catalog: return "catalog"
         case .families: return "families"
         case .tally(nil): return "tally"

@@ -22,6 +22,31 @@ extension VerifyStage {
             let counts = try VerifyStage(settings: try values.settings(), runID: values.runID, logger: logger).run(db: c.db)
             values.with { $0.summary.verification = counts }
         }
+        if let play = settings.transport.play {
+            plan.add(
+                "verify Play purchases", "verify", .main,
+                reads: [.source(.receipts), .source(.orders), .source(.products), .job(.playPurchases), .value(.settings), .value(.runID)],
+                writes: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .value(.googlePlay)],
+                note: "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP; nothing without Play's rows mapped"
+            ) { c in
+                let settings = try values.settings()
+                guard settings.storeRows != nil else { return }
+                let counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+                values.with {
+                    $0.summary.googlePlay = counts
+                    if let reason = counts.skipped {
+                        $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
+                    } else {
+                        for package in counts.refusedPackages {
+                            $0.summary.skippedChecks.append(RunSummary.playRefusedPackageCheck(package))
+                        }
+                    }
+                    for package in counts.doubtedPackages {
+                        $0.summary.skippedChecks.append(RunSummary.playDoubtedPackageCheck(package))
+                    }
+                }
+            }
+        }
         if let api = settings.serverAPI, settings.apiSweeps {
             plan.add(
                 "sweep the Server API", "sweep", .main,

@@ -110,7 +110,7 @@ struct ReportWriter {
         summary.refundRequests = RefundFunnel(written[.consumptionRequests]?.answersAndOutcomes ?? [:])
         countPerApp(written, into: &summary)
         let play = summary.tally.values.reduce(0) { $0 + ($1.buckets[Conservation.otherStore] ?? 0) }
-        if play > 0 { summary.skippedChecks.append(RunSummary.otherStoreCheck(rows: play)) }
+        if play > 0 { summary.skippedChecks.append(RunSummary.otherStoreCheck(rows: play, verified: summary.googlePlay != nil)) }
     }
 
     /// summary.json `apps` (with IAP_BUNDLE_IDS): per app, the rows and money of the reports with a

@@ -21,6 +21,8 @@ public struct RunSummary: Sendable {
     public var sweeps: SweepCounts?
     /// Apple's daily sales reports (nil: the ASC_* variables are not set, or not a full night).
     public var salesReports: SalesReportCounts?
+    /// The Google Play stage (with `PLAY_*` set and Play's rows mapped); nil: not run.
+    public var googlePlay: PlayCounts?
     /// Apple's sales reports against the purchases the job learned (nil: the ASC_* variables are not set).
     public var coverage: SalesCoverage?
     /// Checks not done in this run, and why (no Server API credentials).
@@ -74,10 +76,27 @@ public struct RunSummary: Sendable {
     static let refusedAppCheckPrefix = "app_sweeps "
 
     /// `skipped_checks` when source rows name Google Play (contract §1, "Two stores in one shop").
-    static func otherStoreCheck(rows: Int) -> String {
-        otherStoreCheckPrefix + "(\(rows) source row\(rows == 1 ? "" : "s") name google_play: this version reads the App Store's rows only)"
+    static func otherStoreCheck(rows: Int, verified: Bool) -> String {
+        otherStoreCheckPrefix + "(\(rows) source row\(rows == 1 ? "" : "s") name google_play: "
+            + (verified
+                ? "their purchase tokens are verified with Google, but this version makes no lists of them)"
+                : "this version reads the App Store's rows only; set PLAY_SERVICE_ACCOUNT_FILE and PLAY_PACKAGE_NAMES to verify their purchase tokens)")
     }
     static let otherStoreCheckPrefix = "google_play "
+
+    /// `skipped_checks` when Google Play was skipped for the night (refused, unreachable).
+    static func playSkippedCheck(_ reason: String) -> String { playCheckPrefix + "(" + reason + ")" }
+    /// `skipped_checks` for a package where Google called every token asked unknown.
+    static func playDoubtedPackageCheck(_ package: String) -> String {
+        playCheckPrefix + "\(package) (Google knows none of the tokens asked in this package, HTTP 404: its 404s are not "
+            + "believed tonight; check PLAY_PACKAGE_NAMES and that the service account is the app's)"
+    }
+    /// `skipped_checks` for a package Google refused the service account for.
+    static func playRefusedPackageCheck(_ package: String) -> String {
+        playCheckPrefix + "\(package) (Google refused the service account for this package, HTTP 401 or 403 confirmed with "
+            + "a fresh token: its tokens were not asked; give the account access to the app in Play Console)"
+    }
+    static let playCheckPrefix = "google_play_verification "
 
     /// What a night without App Store Server API credentials cannot check.
     public static let checksNeedingServerAPI = [
@@ -147,6 +166,12 @@ public struct RunSummary: Sendable {
         var refund_requests: RefundFunnel
         var apps: [String: App]?
         var sales_reports: SalesReports?
+        var google_play: GooglePlay?
+        struct GooglePlay: Encodable {
+            var candidates, requests, purchased, pending, cancelled, unknown, unsettled, no_package, rate_limited: Int
+            var doubted_packages, refused_packages: [String]
+            var skipped: String?
+        }
         var coverage: Coverage?
         var held: [HoldReason]?
         var window_rows: [String: Int]?
@@ -235,6 +260,13 @@ public struct RunSummary: Sendable {
                     errors: $0.errors.sorted { $0.key < $1.key }.map { SalesReports.DayError(date: $0.key, reason: $0.value) },
                     rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
                     rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
+            }
+            google_play = s.googlePlay.map {
+                GooglePlay(
+                    candidates: $0.candidates, requests: $0.requests, purchased: $0.purchased, pending: $0.pending,
+                    cancelled: $0.cancelled, unknown: $0.unknown, unsettled: $0.unsettled, no_package: $0.noPackage,
+                    rate_limited: $0.rateLimited, doubted_packages: $0.doubtedPackages,
+                    refused_packages: $0.refusedPackages, skipped: $0.skipped)
             }
             coverage = s.coverage.map { c in
                 Coverage(

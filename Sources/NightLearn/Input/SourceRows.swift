@@ -15,6 +15,14 @@ package enum SourceStore: String, CaseIterable, Sendable {
 
     /// The known products of the store's rows (`kp` of the checks): the decide stage's table.
     package var knownProducts: SQL { self == .appStore ? "known_products" : "play_known_products" }
+
+    /// The schema of the job's views of this store's rows (`StoreViews` in NightDecide):
+    /// `<job schema>_app_store`, `<job schema>_google_play`.
+    package func viewsSchema(of jobSchema: JobSchema) throws -> JobSchema {
+        try jobSchema.sibling(
+            "_" + rawValue, when: "when the source relations have a store column",
+            holding: "the schema of the views of the \(rawValue) rows")
+    }
 }
 
 /// The four source relations and the checks of their rows.
@@ -211,7 +219,7 @@ package enum SourceRelation: String, CaseIterable, Sendable {
     }
 
     /// The rows the decisions use: the first row of each key, without problems (alias `x`).
-    package func cleanRows(_ relation: SQL, jobSchema: JobSchema, dataFormLater: Bool = false) -> SQL {
-        "(SELECT x.* FROM \(from(firstRowPerKey(relation))) WHERE NOT \(hasProblem(jobSchema: jobSchema, dataFormLater: dataFormLater)))"
+    package func cleanRows(_ relation: SQL, jobSchema: JobSchema, dataFormLater: Bool = false, store: SourceStore = .appStore) -> SQL {
+        "(SELECT x.* FROM \(from(firstRowPerKey(relation), store: store)) WHERE NOT \(hasProblem(jobSchema: jobSchema, dataFormLater: dataFormLater, store: store)))"
     }
 }

@@ -79,6 +79,11 @@ package struct PlayCaller {
         return false
     }
 
+    /// The line of a package Google refused the account for.
+    static func packageRefusal(_ package: String) -> String {
+        "Google refused the service account for \(package) (HTTP 401 or 403, again with a fresh token a second later)"
+    }
+
     /// The outcome of one request read by `read`.
     private enum Asked<T> { case body(T), notFound, gone }
 
@@ -87,7 +92,7 @@ package struct PlayCaller {
         var feed = ListFeed([asking])
         var counts = TransportCounts()
         try transport.run(&feed, breaker: &breaker, counts: &counts)
-        if let refusal = counts.playRefusal {
+        if let refusal = counts.playRefusal ?? counts.playRefusedPackages.sorted().first.map(Self.packageRefusal) {
             if counts.playOutage { throw JobError(.temporary, "\(refusal); run again later") }
             throw JobError(.configuration, "\(refusal): check PLAY_SERVICE_ACCOUNT_FILE and the account's access in Play Console")
         }
@@ -107,18 +112,30 @@ package struct PlayCaller {
 private func shown(_ text: String) -> String { Sanitized.text(text.utf8, limit: 40) }
 
 /// The one request of a question, and what became of it. A 2xx body the reader refuses is retried
-/// like a timeout, never believed.
-private final class PlayAsking<T>: AppStoreExchange {
-    enum Outcome { case read(T), notFound, gone, refused(String), gaveUp(String) }
-    let request: AppStoreRequest
+/// like a timeout, never believed. The night asks each token so (PlayPurchases in NightLearn).
+package final class PlayAsking<T>: AppStoreExchange {
+    /// What became of the request: a body read, 404 or 410 with Google's error body, another
+    /// refusal, or no answer believed after the attempts.
+    package enum Outcome { case read(T), notFound, gone, refused(String), gaveUp(String) }
+    /// The one request.
+    package let request: AppStoreRequest
     let reader: ([UInt8]) -> Result<T, PlayGarbage>
-    var retry = RetryPolicy.State()
-    var sends = 0
-    var outcome = Outcome.gaveUp("no answer")
+    /// Its attempts in this run.
+    package var retry = RetryPolicy.State()
+    /// Requests sent for it.
+    package var sends = 0
+    /// What became of it; `gaveUp` until Google said something believable.
+    package private(set) var outcome = Outcome.gaveUp("no answer")
+    /// Its outcome is final for the run (not sent again): the night stores it.
+    package private(set) var finished = false
 
-    init(_ request: AppStoreRequest, read: @escaping ([UInt8]) -> Result<T, PlayGarbage>) { (self.request, reader) = (request, read) }
+    /// Asks `request`, its 2xx body read by `read`.
+    package init(_ request: AppStoreRequest, read: @escaping ([UInt8]) -> Result<T, PlayGarbage>) {
+        (self.request, reader) = (request, read)
+    }
 
-    func read(_ reply: AppStoreReply) -> Answer {
+    /// The class of Google's reply: a body read, 404 and 410 as Google said them, the rest retried or refused.
+    package func read(_ reply: AppStoreReply) -> Answer {
         switch reply {
         case .answer(_, let body):
             switch reader(body) {
@@ -146,8 +163,10 @@ private final class PlayAsking<T>: AppStoreExchange {
         }
     }
 
-    func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
+    /// Keeps the outcome of the attempts' end; never sent again now.
+    package func settled(_ answer: Answer, decision: RetryPolicy.Decision, asked: AppStoreRequest, completion: ExchangeCompletion) -> Bool {
         if case .leaveForNextRun = decision { outcome = .gaveUp(answer.problem ?? "no answer") }
+        if case .sendAgain = decision {} else { finished = true }
         return false
     }
 }
