@@ -184,6 +184,10 @@ public struct JobSettings: Sendable {
     /// The refund window's first instant.
     package var refundWindowStart: EpochMillis { decisionSettings.refundWindowStart }
 
+    /// `--play-voided-alert-days`: a package whose voided purchases position is older than this
+    /// many days is warned about (Google lists 30 days back).
+    public var playVoidedAlertDays = 20
+
     /// The `PLAY_*` variables (and `GOOGLE_APPLICATION_CREDENTIALS`) as the environment gave them,
     /// not empty; read by `configurePlay`.
     public var playVariables: [String: String] = [:]

@@ -80,6 +80,12 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Hours before the sweep asks about the same receipt again (so a rerun after a crash does not).")
     var sweepIntervalHours = JobSettings.defaults.sweepIntervalHours
 
+    @Option(
+        help: ArgumentHelp(
+            "Warn when a Play package's voided purchases position is older than this many days (1-29).",
+            discussion: "Google lists voided purchases 30 days back: a position older than that has lost records for good."))
+    var playVoidedAlertDays = JobSettings.defaults.playVoidedAlertDays
+
     @Option(help: "App Store requests in flight at once.")
     var concurrency = JobSettings.defaults.concurrency
 
@@ -145,10 +151,12 @@ struct CommonOptions: ParsableArguments {
             ("--retry-base-ms", retryBaseMs, 0), ("--retry-delay-minutes", retryDelayMinutes, 0),
             ("--sweep-interval-hours", sweepIntervalHours, 0),
             ("--lock-wait-seconds", lockWaitSeconds, 0), ("--history-limit", historyLimit, 0),
+            ("--play-voided-alert-days", playVoidedAlertDays, 1),
         ]
         where value < minimum {
             throw ValidationError("\(name) must be at least \(minimum)")
         }
+        guard playVoidedAlertDays <= 29 else { throw ValidationError("--play-voided-alert-days must be at most 29") }
         guard concurrency <= 1024 else { throw ValidationError("--concurrency must be at most 1024") }
         guard lockWaitSeconds <= 3600 else { throw ValidationError("--lock-wait-seconds must be at most 3600") }
         var s: JobSettings
@@ -185,6 +193,7 @@ struct CommonOptions: ParsableArguments {
         }
         s.sweepLimit = sweepLimit
         s.sweepIntervalHours = sweepIntervalHours
+        s.playVoidedAlertDays = playVoidedAlertDays
         s.concurrency = concurrency
         s.timeoutMs = timeoutMs
         s.maxAttempts = maxAttempts

@@ -183,6 +183,7 @@ struct TwoStoreSourcesTests {
         try Data(PlayKeyFile.json(key: PlayHarness.jobKey, keyID: "k1")).write(to: keyFile)
         let asOf = Int64(ISO8601DateFormatter().date(from: N.asOf)!.timeIntervalSince1970 * 1000)
         let usd = PlayTruth.Money(currency: "USD", units: 0, nanos: 990_000_000)
+        let realNow = Int64(Date().timeIntervalSince1970 * 1000), day: Int64 = 86_400_000
         func purchase(_ token: String, _ order: String?, state: PlayTruth.State = .purchased, acknowledged: Bool = true,
                       daysBefore: Int64 = 2) -> PlayTruth.Purchase {
             PlayTruth.Purchase(
@@ -196,7 +197,15 @@ struct TwoStoreSourcesTests {
             purchase("tok-pending", nil, state: .pending, acknowledged: false),
             purchase("tok-cancelled", "GPA.3301-0000-0000-00003", state: .cancelled, acknowledged: false),
             purchase("tok-unacknowledged", "GPA.3301-0000-0000-00004", acknowledged: false, daysBefore: 1),
-        ] + [{ var p = purchase("tok-of-the-other-package-never-asked", nil); p.packageName = otherPackage; return p }()])
+        ] + [{ var p = purchase("tok-of-the-other-package-never-asked", nil); p.packageName = otherPackage; return p }()],
+        voided: [
+            PlayTruth.Voided(packageName: playPackage, purchaseToken: "tok-acknowledged", orderID: "GPA.3301-0000-0000-00001",
+                             purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - 2 * day, source: 2, reason: 7, voidedQuantity: 1),
+            PlayTruth.Voided(packageName: playPackage, purchaseToken: "tok-cancelled", orderID: "GPA.3301-0000-0000-00003",
+                             purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - day, source: 0, reason: 1),
+            PlayTruth.Voided(packageName: otherPackage, purchaseToken: "tok-of-the-other-package-never-asked", orderID: nil,
+                             purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - day, source: 1, reason: 0),
+        ])
         try Data(truth.fileText().utf8).write(to: truthFile)
         let w = try N.world(label, users: 120, simArguments: [
             "--play-service-account", keyFile.path, "--play-truth", truthFile.path,
@@ -232,7 +241,7 @@ struct TwoStoreSourcesTests {
         return (w, env)
     }
 
-    @Test("Play's tokens asked of Google: answers stored, a 404 believed only where Google knows other tokens, settled tokens not asked again; the App Store's lists unchanged")
+    @Test("Play's tokens asked of Google and its voided purchases swept: answers stored, a 404 believed only where Google knows other tokens, settled tokens not asked again, each voided record once, a 35-day gap reported; the App Store's lists unchanged")
     func playTokensAsked() throws {
         let (w, env) = try Self.playWorld("two_stores_play")
         defer { w.stop() }
@@ -272,6 +281,22 @@ struct TwoStoreSourcesTests {
         #expect(skipped.contains { $0.hasPrefix("google_play_verification com.example.noaccess (Google refused") }, "\(skipped)")
         #expect(first.stderr.contains("Google Play: com.example.otherplay"), "\(first.stderr)")
 
+        // Google's voided purchases: each record once, the positions of the packages swept whole; the
+        // package the account may not read keeps none.
+        let v = try w.t.db.query("""
+            SELECT token || ' ' || package || ' ' || voided_quantity || ' ' || coalesce(order_id, '-') || ' ' || source || ' ' || reason
+            FROM recon.play_voided ORDER BY token
+            """)
+        #expect((0..<v.rowCount).map { v.value($0, 0) ?? "" } == [
+            "tok-acknowledged com.example.playgame 1 GPA.3301-0000-0000-00001 2 7",
+            "tok-cancelled com.example.playgame 0 GPA.3301-0000-0000-00003 0 1",
+            "tok-of-the-other-package-never-asked com.example.otherplay 0 - 1 0",
+        ])
+        #expect(try w.t.scalar("SELECT string_agg(package, ',' ORDER BY package) FROM recon.play_voided_positions")
+                == "com.example.otherplay,com.example.playgame")
+        let voided = try #require(play["voided"] as? [String: Any])
+        #expect(voided["stored"] as? Int == 3 && voided["unfinished"] as? [String] == [Self.noAccess], "\(voided)")
+
         // Again: only what is not settled is asked (pending, unacknowledged within its days, the
         // attempts); the answers already stored stay.
         let again = try w.run(["--source-schema", "shop"], environment: env)
@@ -279,6 +304,20 @@ struct TwoStoreSourcesTests {
         let second = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
         #expect((second["google_play"] as? [String: Any])?["candidates"] as? Int == 6, "\(String(describing: second["google_play"]))")
         #expect(try w.t.int("SELECT count(*) FROM recon.play_purchases") == 5)
+        #expect(((second["google_play"] as? [String: Any])?["voided"] as? [String: Any])?["stored"] as? Int == 0)
+        // A position 35 days old: Google lists 30; the five days between are reported lost, the
+        // sweep reads what Google still lists, and stores nothing twice.
+        try w.t.db.execute("""
+            UPDATE recon.play_voided_positions SET position_ms = (extract(epoch FROM now()) * 1000)::bigint - 35::bigint * 86400000
+            WHERE package = 'com.example.playgame'
+            """)
+        let gap = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(gap.status == 0 && gap.stderr.contains("the voided purchases of com.example.playgame from"), "\(gap.stderr)")
+        let gapSummary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        let gapVoided = try #require((gapSummary["google_play"] as? [String: Any])?["voided"] as? [String: Any])
+        #expect((gapVoided["lost"] as? [String: String])?.keys.sorted() == [Self.playPackage] && gapVoided["stored"] as? Int == 0
+                && (gapVoided["records"] as? Int ?? 0) >= 2, "\(gapVoided)")
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_voided") == 3)
 
         // A key Google does not know: Play skipped tonight, said so; the App Store's reports written.
         let dir = try Harness.scratchDirectory("two_stores_play-wrong")

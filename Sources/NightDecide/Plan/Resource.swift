@@ -77,6 +77,8 @@ enum JobTable: String, Sendable {
     case playPurchases = "play_purchases"
     case playPurchaseLines = "play_purchase_lines"
     case playAttempts = "play_attempts"
+    case playVoided = "play_voided"
+    case playVoidedPositions = "play_voided_positions"
 }
 
 /// The decide stage's working tables: the copies of the sources (`r`, `o`, `g`, `p`), their rows
@@ -127,6 +129,8 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     case salesReports
     /// The Google Play stage's counts.
     case googlePlay
+    /// The sweep of Google Play's voided purchases' counts.
+    case googlePlayVoided
     case catalog
     case families
     /// The tally of one relation; nil: the whole tally.
@@ -143,7 +147,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     var handed: Bool {
         switch self {
         case .settings, .runID, .catalog, .families, .held, .counts, .oldest, .nights: return true
-        case .verification, .sweeps, .salesReports, .googlePlay, .tally, .coverage: return false
+        case .verification, .sweeps, .salesReports, .googlePlay, .googlePlayVoided, .tally, .coverage: return false
         }
     }
 
@@ -155,6 +159,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
         case .sweeps: return "sweeps"
         case .salesReports: return "sales reports"
         case .googlePlay: return "google play"
+        case .googlePlayVoided: return "google play voided"
         case .catalog: return "catalog"
         case .families: return "families"
         case .tally(nil): return "tally"

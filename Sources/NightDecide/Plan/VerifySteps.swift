@@ -22,31 +22,7 @@ extension VerifyStage {
             let counts = try VerifyStage(settings: try values.settings(), runID: values.runID, logger: logger).run(db: c.db)
             values.with { $0.summary.verification = counts }
         }
-        if let play = settings.transport.play {
-            plan.add(
-                "verify Play purchases", "verify", .main,
-                reads: [.source(.receipts), .source(.orders), .source(.products), .job(.playPurchases), .value(.settings), .value(.runID)],
-                writes: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .value(.googlePlay)],
-                note: "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP; nothing without Play's rows mapped"
-            ) { c in
-                let settings = try values.settings()
-                guard settings.storeRows != nil else { return }
-                let counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
-                values.with {
-                    $0.summary.googlePlay = counts
-                    if let reason = counts.skipped {
-                        $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
-                    } else {
-                        for package in counts.refusedPackages {
-                            $0.summary.skippedChecks.append(RunSummary.playRefusedPackageCheck(package))
-                        }
-                    }
-                    for package in counts.doubtedPackages {
-                        $0.summary.skippedChecks.append(RunSummary.playDoubtedPackageCheck(package))
-                    }
-                }
-            }
-        }
+        playSteps(plan, values: values, logger: logger)
         if let api = settings.serverAPI, settings.apiSweeps {
             plan.add(
                 "sweep the Server API", "sweep", .main,
@@ -83,6 +59,65 @@ extension VerifyStage {
                 if let reason = counts.skipped {
                     $0.summary.skippedChecks.append(SalesReports.checkPrefix + "(" + reason + ")")
                 }
+            }
+        }
+    }
+
+    /// Google Play's purchase tokens asked and its voided purchases swept (with `PLAY_*` set and
+    /// Play's rows mapped): after the App Store's receipts, on the run's session.
+    static func playSteps(_ plan: PlanSteps, values: NightValues, logger: Logger) {
+        guard let play = values.base.transport.play else { return }
+        plan.add(
+            "verify Play purchases", "verify", .main,
+            reads: [.source(.receipts), .source(.orders), .source(.products), .job(.playPurchases), .value(.settings), .value(.runID)],
+            writes: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .value(.googlePlay)],
+            note: "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP; nothing without Play's rows mapped"
+        ) { c in
+            let settings = try values.settings()
+            guard settings.storeRows != nil else { return }
+            let counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+            values.with {
+                $0.summary.googlePlay = counts
+                if let reason = counts.skipped {
+                    $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
+                } else {
+                    for package in counts.refusedPackages {
+                        $0.summary.skippedChecks.append(RunSummary.playRefusedPackageCheck(package))
+                    }
+                }
+                for package in counts.doubtedPackages {
+                    $0.summary.skippedChecks.append(RunSummary.playDoubtedPackageCheck(package))
+                }
+            }
+        }
+        plan.add(
+            "sweep Play's voided purchases", "sweep", .main,
+            reads: [.job(.playVoidedPositions), .value(.settings), .value(.runID)],
+            writes: [.job(.playVoided), .job(.playVoidedPositions), .value(.googlePlayVoided)],
+            note: "each package's voided purchases from its position, every page, over HTTP; nothing without Play's rows mapped"
+        ) { c in
+            let settings = try values.settings()
+            guard settings.storeRows != nil else { return }
+            let counts = try PlayVoidedNight(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+            values.with {
+                $0.summary.googlePlayVoided = counts
+                if let reason = counts.skipped, !$0.summary.skippedChecks.contains(RunSummary.playSkippedCheck(reason)) {
+                    $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
+                }
+            }
+            for (package, span) in counts.lost.sorted(by: { $0.key < $1.key }) {
+                logger.warning(
+                    """
+                    Google Play: the voided purchases of \(package) from \(span) are no longer listed by Google (it keeps 30 \
+                    days) and were never swept: refunds and chargebacks of that span are lost for good
+                    """)
+            }
+            for package in counts.stale where counts.lost[package] == nil {
+                logger.warning(
+                    """
+                    Google Play: the voided purchases of \(package) had not been swept for more than \
+                    \(settings.playVoidedAlertDays) days (--play-voided-alert-days); Google keeps 30
+                    """)
             }
         }
     }

@@ -23,6 +23,8 @@ public struct RunSummary: Sendable {
     public var salesReports: SalesReportCounts?
     /// The Google Play stage (with `PLAY_*` set and Play's rows mapped); nil: not run.
     public var googlePlay: PlayCounts?
+    /// The sweep of Google Play's voided purchases; nil: not run.
+    public var googlePlayVoided: PlayVoidedCounts?
     /// Apple's sales reports against the purchases the job learned (nil: the ASC_* variables are not set).
     public var coverage: SalesCoverage?
     /// Checks not done in this run, and why (no Server API credentials).
@@ -171,6 +173,13 @@ public struct RunSummary: Sendable {
             var candidates, requests, purchased, pending, cancelled, unknown, unsettled, no_package, rate_limited: Int
             var doubted_packages, refused_packages: [String]
             var skipped: String?
+            var voided: Voided?
+        }
+        struct Voided: Encodable {
+            var records, stored, requests, rate_limited: Int
+            var finished, unfinished, stale: [String]
+            var lost: [String: String]
+            var skipped: String?
         }
         var coverage: Coverage?
         var held: [HoldReason]?
@@ -261,12 +270,17 @@ public struct RunSummary: Sendable {
                     rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
                     rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
             }
+            let voided = s.googlePlayVoided.map {
+                Voided(
+                    records: $0.records, stored: $0.stored, requests: $0.requests, rate_limited: $0.rateLimited,
+                    finished: $0.finished, unfinished: $0.unfinished, stale: $0.stale, lost: $0.lost, skipped: $0.skipped)
+            }
             google_play = s.googlePlay.map {
                 GooglePlay(
                     candidates: $0.candidates, requests: $0.requests, purchased: $0.purchased, pending: $0.pending,
                     cancelled: $0.cancelled, unknown: $0.unknown, unsettled: $0.unsettled, no_package: $0.noPackage,
                     rate_limited: $0.rateLimited, doubted_packages: $0.doubtedPackages,
-                    refused_packages: $0.refusedPackages, skipped: $0.skipped)
+                    refused_packages: $0.refusedPackages, skipped: $0.skipped, voided: voided)
             }
             coverage = s.coverage.map { c in
                 Coverage(

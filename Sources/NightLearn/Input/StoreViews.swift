@@ -1,5 +1,4 @@
 import JobStore
-import NightLearn
 import Postgres
 
 /// Contract §1, "Two stores in one shop": when a source relation has the optional `store`

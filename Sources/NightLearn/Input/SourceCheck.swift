@@ -1,5 +1,4 @@
 import JobStore
-import NightLearn
 import Postgres
 
 /// Contract §1: the four source relations, their columns and the kinds of their types.
