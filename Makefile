@@ -5,6 +5,7 @@
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
 #   make bench-sk2     StoreKit 2 uploads verified offline against the ES256 floor (swift-crypto on every core)
 #   make bench-receipts app receipts (PKCS#7) verified offline against the RSA-2048 floor and verifyReceipt
+#   make bench-play    the night's Google Play stage against Google's 3,000 calls a minute (at least 5 minutes)
 #   make bench-api     the job's rate budget for the App Store Server API (6,000 calls, simulator limit 200/s)
 #   make chaos         the promises under faults: crash loop, database gone, lying App Store, fuzzing,
 #                      secrets, privileges, load, unreachable App Store hosts (CHAOS_ARGS=--quick: the
@@ -31,7 +32,7 @@ ifneq ($(shell id -u),0)
 export GIT_CONFIG_GLOBAL := $(CURDIR)/scripts/gitconfig
 endif
 
-.PHONY: format format-check graph demo test bench bench-verify bench-sk2 bench-api bench-receipts chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
+.PHONY: format format-check graph demo test bench bench-verify bench-sk2 bench-api bench-receipts bench-play chaos fuzz-build build release deps pg-start pg-stop clean screenshot check-workbook
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -80,6 +81,9 @@ bench-api: release
 
 bench-receipts: release
 	@scripts/bench-receipts.sh
+
+bench-play: release
+	@scripts/bench-play.sh
 
 # libFuzzer's instrumentation in a build folder of its own; lld links it (gold fails on it), and
 # the package's own entry point calls libFuzzer's driver (Tests/Fuzz/Fuzz.swift).

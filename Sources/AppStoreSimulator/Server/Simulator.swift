@@ -145,6 +145,16 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
+    /// What an extra route's path asks, for the call log: its last segment's method (`:pull`,
+    /// `productsv2`…) without the ids it holds.
+    static func routeKind(_ path: String) -> String {
+        for kind in ["productsv2", "voidedpurchases", "orders:batchGet", ":reviewrefund", ":pull", ":acknowledge", "/token"]
+        where path.contains(kind) {
+            return kind.trimmingCharacters(in: CharacterSet(charactersIn: ":/"))
+        }
+        return "other"
+    }
+
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         if let routes = core.extraRoutes {
@@ -153,6 +163,9 @@ final class VerifyReceiptHandler: ChannelInboundHandler, RemovableChannelHandler
             let request = SimRouteRequest(method: head.method.rawValue, path: path, query: String(rawQuery),
                                           headers: head.headers.map { ($0.name.lowercased(), $0.value) }, body: body)
             if let answer = routes(request) {
+                // In the call log as `extra`, with the route's kind (never its ids or tokens).
+                core.record(environment: .production, rid: nil, outcome: String(answer.status), endpoint: "extra",
+                            pathID: Self.routeKind(path))
                 // A body cut at `maxBody` was never the client's: refused, whatever the route said.
                 if tooLarge {
                     send(context: context, head: head, status: .payloadTooLarge, contentType: "text/plain",
