@@ -281,6 +281,18 @@ struct TwoStoreSourcesTests {
         #expect(skipped.contains { $0.hasPrefix("google_play_verification com.example.noaccess (Google refused") }, "\(skipped)")
         #expect(first.stderr.contains("Google Play: com.example.otherplay"), "\(first.stderr)")
 
+        // The money of the purchased orders, exact as Google said it.
+        let o = try w.t.db.query("""
+            SELECT order_id || ' ' || coalesce(token, '-') || ' ' || total_currency || ' ' || total_units || ' ' || total_nanos
+                   || ' ' || revenue_units || ' ' || revenue_nanos || ' ' || unknown
+            FROM recon.play_orders ORDER BY order_id
+            """)
+        #expect((0..<o.rowCount).map { o.value($0, 0) ?? "" } == [
+            "GPA.3301-0000-0000-00001 tok-acknowledged USD 0 990000000 0 990000000 false",
+            "GPA.3301-0000-0000-00004 tok-unacknowledged USD 0 990000000 0 990000000 false",
+        ])
+        #expect((play["orders"] as? [String: Any])?["stored"] as? Int == 2, "\(play)")
+
         // Google's voided purchases: each record once, the positions of the packages swept whole; the
         // package the account may not read keeps none.
         let v = try w.t.db.query("""
@@ -297,13 +309,29 @@ struct TwoStoreSourcesTests {
         let voided = try #require(play["voided"] as? [String: Any])
         #expect(voided["stored"] as? Int == 3 && voided["unfinished"] as? [String] == [Self.noAccess], "\(voided)")
 
+        // An order Google does not know, asked beside one it knows: the batch fails whole (404),
+        // is split, and the unknown order ends alone, without money; the known one is stored.
+        try w.t.db.execute("""
+            DELETE FROM recon.play_orders WHERE order_id = 'GPA.3301-0000-0000-00001';
+            INSERT INTO recon.play_purchases (token, package, verdict, order_id, acknowledgement, test, asked_at, run_id)
+            VALUES ('tok-forged-order', 'com.example.playgame', 'purchased', 'GPA.9999-0000-0000-00009',
+                    'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED', false, now(), 0)
+            """)
+
         // Again: only what is not settled is asked (pending, unacknowledged within its days, the
         // attempts); the answers already stored stay.
         let again = try w.run(["--source-schema", "shop"], environment: env)
         #expect(again.status == 0, "\(again.stderr)")
         let second = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
         #expect((second["google_play"] as? [String: Any])?["candidates"] as? Int == 6, "\(String(describing: second["google_play"]))")
-        #expect(try w.t.int("SELECT count(*) FROM recon.play_purchases") == 5)
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_purchases") == 6)
+        #expect(try w.t.scalar("""
+            SELECT string_agg(order_id || ' ' || unknown || ' ' || coalesce(total_units::text, '-'), ', ' ORDER BY order_id)
+            FROM recon.play_orders
+            """) == "GPA.3301-0000-0000-00001 false 0, GPA.3301-0000-0000-00004 false 0, GPA.9999-0000-0000-00009 true -")
+        let secondOrders = (second["google_play"] as? [String: Any])?["orders"] as? [String: Any]
+        #expect(secondOrders?["asked"] as? Int == 2 && secondOrders?["unknown"] as? Int == 1
+                && (secondOrders?["requests"] as? Int ?? 0) == 3, "\(String(describing: secondOrders))")
         #expect(((second["google_play"] as? [String: Any])?["voided"] as? [String: Any])?["stored"] as? Int == 0)
         // A position 35 days old: Google lists 30; the five days between are reported lost, the
         // sweep reads what Google still lists, and stores nothing twice.

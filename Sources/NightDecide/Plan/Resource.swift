@@ -78,6 +78,7 @@ enum JobTable: String, Sendable {
     case playPurchaseLines = "play_purchase_lines"
     case playAttempts = "play_attempts"
     case playVoided = "play_voided"
+    case playOrders = "play_orders"
     case playVoidedPositions = "play_voided_positions"
 }
 

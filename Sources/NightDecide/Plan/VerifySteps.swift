@@ -70,12 +70,16 @@ extension VerifyStage {
         plan.add(
             "verify Play purchases", "verify", .main,
             reads: [.source(.receipts), .source(.orders), .source(.products), .job(.playPurchases), .value(.settings), .value(.runID)],
-            writes: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .value(.googlePlay)],
-            note: "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP; nothing without Play's rows mapped"
+            writes: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .job(.playOrders), .value(.googlePlay)],
+            note: "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP, then the money of their orders "
+                + "(orders.batchget); nothing without Play's rows mapped"
         ) { c in
             let settings = try values.settings()
             guard settings.storeRows != nil else { return }
-            let counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+            var counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+            if counts.skipped == nil {
+                counts.orders = try PlayOrderMoney(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+            }
             values.with {
                 $0.summary.googlePlay = counts
                 if let reason = counts.skipped {

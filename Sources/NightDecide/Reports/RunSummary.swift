@@ -173,7 +173,11 @@ public struct RunSummary: Sendable {
             var candidates, requests, purchased, pending, cancelled, unknown, unsettled, no_package, rate_limited: Int
             var doubted_packages, refused_packages: [String]
             var skipped: String?
+            var orders: Orders
             var voided: Voided?
+        }
+        struct Orders: Encodable {
+            var asked, stored, unknown, unanswered, requests: Int
         }
         struct Voided: Encodable {
             var records, stored, requests, rate_limited: Int
@@ -280,7 +284,11 @@ public struct RunSummary: Sendable {
                     candidates: $0.candidates, requests: $0.requests, purchased: $0.purchased, pending: $0.pending,
                     cancelled: $0.cancelled, unknown: $0.unknown, unsettled: $0.unsettled, no_package: $0.noPackage,
                     rate_limited: $0.rateLimited, doubted_packages: $0.doubtedPackages,
-                    refused_packages: $0.refusedPackages, skipped: $0.skipped, voided: voided)
+                    refused_packages: $0.refusedPackages, skipped: $0.skipped,
+                    orders: Orders(
+                        asked: $0.orders.asked, stored: $0.orders.stored, unknown: $0.orders.unknown,
+                        unanswered: $0.orders.unanswered, requests: $0.orders.requests),
+                    voided: voided)
             }
             coverage = s.coverage.map { c in
                 Coverage(
