@@ -77,6 +77,19 @@ struct UpgradeTests {
         return r.rows.map { $0[0] ?? "" }
     }
 
+    /// The last migration of the previous release (0.6.0); this build adds 19 to 21.
+    static let previous = 18
+
+    /// The job schema as the previous release left it: migrations 19 to 21 undone (they only add
+    /// tables: Google Play's purchases, voided purchases and orders).
+    static func undoThisRelease(_ db: PGConnection) throws {
+        try db.execute("""
+            DROP TABLE recon.play_orders, recon.play_voided, recon.play_voided_positions, recon.play_purchase_lines,
+                recon.play_purchases, recon.play_attempts;
+            DELETE FROM recon.schema_migrations WHERE version > 18
+            """)
+    }
+
     /// The job schema as the build of migration 17 left it: migration 18 undone (it only added).
     static func undoMigration18(_ db: PGConnection) throws {
         try db.execute("""
@@ -101,7 +114,7 @@ struct UpgradeTests {
 
     @Test("a schema at the previous migration, migrated while respond runs every two seconds: no answer sent twice, no request missed, at most one failed respond; rolled back: the previous migration's schema, nothing answered again")
     func upgradeWhileResponding() throws {
-        try #require(Migrations.latest == 18, "undoMigration18 builds the previous migration's schema: write the undo of the latest migration")
+        try #require(Migrations.latest == 21, "undoThisRelease builds the previous release's schema: write the undo of each new migration")
         let dir = try Harness.scratchDirectory("upgrade-guide")
         let log = dir.appendingPathComponent("consumption.jsonl")
         let w = try ServerAPINightTests.world("upgrade_guide", share: "0.25", simArguments: ["--consumption-log", log.path])
@@ -121,16 +134,16 @@ struct UpgradeTests {
         #expect(early.status == 0, "\(early.stderr)")
         let answeredBefore = Self.answersPerTransaction(log)
         #expect(!answeredBefore.isEmpty, "nothing was answered before the upgrade: the test would prove little")
-        try Self.undoMigration18(w.t.db)
-        // That schema is the one migrations 1 to 17 make, as their frozen texts say.
-        try w.t.db.execute("CREATE SCHEMA frozen17")
-        for m in Migrations.all.prefix(17) { try w.t.db.execute(m.sql.replacingSchema(try JobSchema("frozen17"))) }
-        let previous = try Self.catalog(w.t.db, "frozen17")
+        try Self.undoThisRelease(w.t.db)
+        // That schema is the one migrations 1 to 18 make, as their frozen texts say.
+        try w.t.db.execute("CREATE SCHEMA frozen18")
+        for m in Migrations.all.prefix(Self.previous) { try w.t.db.execute(m.sql.replacingSchema(try JobSchema("frozen18"))) }
+        let previous = try Self.catalog(w.t.db, "frozen18")
         #expect(previous.count > 100, "\(previous.count) catalog lines")
         let frozenMigrations = try Self.catalog(w.t.db, "recon").filter { !$0.hasPrefix("column schema_migrations.")
             && !$0.contains("schema_migrations_pkey") }
-        #expect(frozenMigrations == previous, "the schema is not migration 17's: \(Set(frozenMigrations).symmetricDifference(previous).sorted())")
-        #expect(try w.t.int("SELECT count(*) FROM recon.schema_migrations") == 17)
+        #expect(frozenMigrations == previous, "the schema is not migration 18's: \(Set(frozenMigrations).symmetricDifference(previous).sorted())")
+        #expect(try w.t.int("SELECT count(*) FROM recon.schema_migrations") == Self.previous)
         let runsBefore = try w.t.int("SELECT count(*) FROM recon.runs")
 
         // The guide's backup; the new build installed; respond every two seconds, migrate at once
@@ -150,7 +163,7 @@ struct UpgradeTests {
             usleep(2_000_000)
         }
         #expect(upgrade?.status == 0, "\(upgrade?.stderr ?? "")")
-        #expect(upgrade?.stdout.contains("18") == true, "migrate --status: \(upgrade?.stdout ?? "")")
+        #expect(upgrade?.stdout.contains("21") == true, "migrate --status: \(upgrade?.stdout ?? "")")
         let failed = statuses.filter { $0.0 != 0 }
         #expect(failed.count <= 1 && failed.allSatisfy { $0.0 == 78 && $0.1.contains("migrate") }, "\(failed)")
         #expect(statuses.last?.0 == 0)
@@ -174,13 +187,13 @@ struct UpgradeTests {
             && !$0.contains("schema_migrations_pkey") }
         #expect(restored == previous, "\(Set(restored).symmetricDifference(previous).sorted())")
         let checksums = try w.t.db.query("SELECT version, checksum FROM recon.schema_migrations ORDER BY version").rows
-        #expect(checksums.map { $0[0] ?? "" } == (1...17).map(String.init))
-        #expect(checksums.map { $0[1] ?? "" } == Migrations.all.prefix(17).map(\.checksum), "the restored checksums are not this build's texts")
+        #expect(checksums.map { $0[0] ?? "" } == (1...Self.previous).map(String.init))
+        #expect(checksums.map { $0[1] ?? "" } == Migrations.all.prefix(Self.previous).map(\.checksum), "the restored checksums are not this build's texts")
         #expect(try w.t.int("SELECT count(*) FROM recon.runs") == runsBefore)
         #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state = 'sent' AND sends = 1") == sent)
         // This build, on the restored schema, asks for migrate and answers nothing.
         let behind = try respond(N.asOf).wait(timeout: 120)
-        #expect(behind.status == 78 && behind.stderr.contains("at migration 17 of 18"), "\(behind.stderr)")
+        #expect(behind.status == 78 && behind.stderr.contains("at migration 18 of 21"), "\(behind.stderr)")
         // Forward again: nothing the previous answers covered is answered again.
         #expect(try Self.runBlock("upgrade", in: dir, environment: env).status == 0)
         let again = try respond(N.asOf).wait(timeout: 120)
@@ -196,6 +209,7 @@ extension UpgradeTests {
         defer { t.drop() }
         let first = try runTool("iap-reconcile", ["migrate"], environment: t.environment())
         #expect(first.status == 0, "\(first.stderr)")
+        try Self.undoThisRelease(t.db)
         try Self.undoMigration18(t.db)
         // A reader (respond, lookup) in a long transaction on recon.runs, which migration 18 alters.
         let reader = try PGConnection(conninfo: "dbname=\(t.name)")
@@ -215,7 +229,7 @@ extension UpgradeTests {
         try reader.execute("COMMIT")
         let done = migrate.wait(timeout: 60)
         #expect(done.status == 0, "\(done.stderr)")
-        #expect(try t.int("SELECT max(version) FROM recon.schema_migrations") == 18)
+        #expect(try t.int("SELECT max(version) FROM recon.schema_migrations") == Migrations.latest)
     }
 }
 
@@ -231,7 +245,7 @@ extension UpgradeTests {
     @Test("rolled back for real: the previous release's binary on the restored schema finds its own migrations, runs its night and respond, and answers nothing twice",
           .enabled(if: previousBinDir != nil, "make test-rollback builds the previous release and runs this"))
     func previousReleaseOnTheRestoredSchema() throws {
-        try #require(Migrations.latest == 18)
+        try #require(Migrations.latest == 21, "undoThisRelease builds the previous release's schema")
         let dir = try Harness.scratchDirectory("rollback-previous")
         let log = dir.appendingPathComponent("consumption.jsonl")
         let w = try ServerAPINightTests.world("rollback_previous", share: "0.25", simArguments: ["--consumption-log", log.path])
@@ -247,7 +261,7 @@ extension UpgradeTests {
         // The previous release's schema with a night and answers in it; backed up; upgraded; answering.
         #expect(try w.night().status == 0)
         #expect(try respond(6).status == 0)
-        try Self.undoMigration18(w.t.db)
+        try Self.undoThisRelease(w.t.db)
         let status = try Self.runPrevious(["migrate", "--status"], environment: env)
         #expect(status.status == 0 && status.stdout.contains("0 pending"), "the previous release does not take the schema as its own: \(status.stdout)\(status.stderr)")
         #expect(try Self.runBlock("backup", in: dir, environment: env).status == 0)
