@@ -34,6 +34,13 @@ public enum ClawbackReason: String, Sendable, CaseIterable {
     case wrongBundle = "wrong_bundle"
     case transactionNotFound = "transaction_not_found"
     case sandboxTransaction = "sandbox_transaction"
+    /// Google Play: a refund whose `voidedReason` is 7, a chargeback.
+    case chargeback
+    /// Google Play: `voidedReason` 8, refunded because nobody acknowledged it within three days:
+    /// goods given, money gone.
+    case unacknowledged
+    /// Google Play: Google calls the purchase CANCELLED and voided none of it: never paid.
+    case cancelled
 }
 
 /// A compensation finding before the inferred order match (which needs orders of other families).

@@ -77,7 +77,9 @@ public enum Lookup {
         if !clawbacks.isEmpty {
             let why: String
             switch clawbacks[0].reason {
-            case .refunded, .familyRevoked: why = "\(what) on \(revokedAt.map { UTC.minute($0) } ?? "?") UTC"
+            case .refunded, .familyRevoked, .chargeback, .unacknowledged:
+                why = "\(what) on \(revokedAt.map { UTC.minute($0) } ?? "?") UTC"
+            case .cancelled: why = "cancelled (no money was paid)"
             case .sandboxTransaction: why = "a sandbox purchase (no money was paid)"
             case .invalidReceipt, .wrongBundle, .transactionNotFound: why = "its payment is not proven (\(clawbacks[0].reason.rawValue))"
             }
