@@ -121,11 +121,18 @@ let package = Package(
             ],
             swiftSettings: v6
         ),
+        // PlayNight: Google Play's part of the decide stage, the rule book's Play rules over what
+        // Google said and the shop's Play rows.
+        .target(
+            name: "PlayNight",
+            dependencies: ["NightLearn", "JobStore", "Reconciliation", "Postgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: v6
+        ),
         // NightDecide: the night as a plan, its copies, decisions and reports; check and release.
         .target(
             name: "NightDecide",
             dependencies: [
-                "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "Reconciliation", "Postgres",
+                "PlayNight", "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "Reconciliation", "Postgres",
                 "Workbook", "SummaryPage",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -16,6 +16,20 @@ public enum ReportFile: String, CaseIterable, Sendable {
     case consumptionRequests = "consumption_requests.csv"
     /// Apple's daily sales reports against the purchases the job learned, where they differ.
     case coverage = "coverage.csv"
+    /// Google Play's purchases nobody acknowledged, most urgent first (only with Play configured).
+    case acknowledge = "acknowledge.csv"
+
+    /// The files a night writes: every one, but acknowledge.csv only with Google Play configured
+    /// (without it the reports are the App Store's alone, as before Play).
+    public static func published(play: Bool) -> [ReportFile] { allCases.filter { play || $0 != .acknowledge } }
+
+    /// The file's columns, with `store` last when Google Play is configured (`app_store`,
+    /// `google_play`; empty for an input error of neither store).
+    public func layout(store: Bool) -> ReportLayout {
+        var l = layout
+        if store { l.columns.append(ReportColumn("store")) }
+        return l
+    }
 
     /// The file's name without `.csv`: its key in summary.json's `counts` and `reasons`, and its
     /// sheet's name in the workbook.
@@ -29,6 +43,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
         case .duplicateGrants: return ReportLayout(DuplicateGrantRow.layout.map(\.column))
         case .clawback: return ReportLayout(ClawbackRow.layout.map(\.column))
         case .unattributed: return ReportLayout(UnattributedRow.layout.map(\.column))
+        case .acknowledge: return ReportLayout(AcknowledgeRow.layout.map(\.column))
         case .refunds:
             // Its rows are decided from facts Postgres gathers (DecideStage.refundRows), in this order.
             return ReportLayout([
@@ -85,7 +100,7 @@ public enum ReportFile: String, CaseIterable, Sendable {
     public var isFindings: Bool {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
-        case .unresolved, .inputErrors, .closed, .consumptionRequests, .coverage: return false
+        case .unresolved, .inputErrors, .closed, .consumptionRequests, .coverage, .acknowledge: return false
         }
     }
 

@@ -206,7 +206,7 @@ struct NightPlanTests {
         #expect(at["tally receipts"]!.started < at["families"]!.ended)
         // The same reports as the binary's night.
         let day = "2026-11-21"
-        for file in ReportFile.allCases {
+        for file in ReportFile.published(play: false) {
             let mine = try String(contentsOf: out.appendingPathComponent(day).appendingPathComponent(file.rawValue), encoding: .utf8)
             let binary = try String(contentsOf: w.out.appendingPathComponent(day).appendingPathComponent(file.rawValue), encoding: .utf8)
             #expect(mine == binary, "\(file.rawValue) differs")

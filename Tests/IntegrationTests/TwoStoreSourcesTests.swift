@@ -2,6 +2,7 @@ import Foundation
 import PlaySimulator
 import Postgres
 import Testing
+import XLSXReading
 import _CryptoExtras
 
 /// Contract §1, "Two stores in one shop": the four relations with the optional `store` column.
@@ -231,7 +232,13 @@ struct TwoStoreSourcesTests {
             CREATE VIEW shop.iap_receipts AS SELECT *, 'app_store'::text AS store FROM public.iap_receipts
               UNION ALL SELECT receipt_id, 'P1', order_id, NULL, token, '2026-11-20T10:01:00Z'::timestamptz, NULL::int, 'google_play'
               FROM shop.play_receipts;
-            CREATE VIEW shop.iap_grants AS SELECT * FROM public.iap_grants;
+            CREATE TABLE shop.play_grants (grant_id text, order_id text, transaction_id text);
+            INSERT INTO shop.play_grants VALUES ('PG-A', 'PO-A', 'GPA.3301-0000-0000-00001'),
+              ('PG-C', 'PO-C', 'GPA.3301-0000-0000-00003'), ('PG-F', 'PO-F', 'tok-forged');
+            CREATE VIEW shop.iap_grants AS SELECT *, 'app_store'::text AS store FROM public.iap_grants
+              UNION ALL SELECT grant_id, 'P1', order_id, 'play.only.gems', transaction_id, NULL, 1,
+                               '2026-11-20T10:02:00Z'::timestamptz, NULL::timestamptz, 'google_play'
+              FROM shop.play_grants;
             """)
         var env = w.env
         env["PLAY_SERVICE_ACCOUNT_FILE"] = keyFile.path
@@ -241,6 +248,53 @@ struct TwoStoreSourcesTests {
         return (w, env)
     }
 
+    /// Play's lists of `playWorld`'s first night: the missed order compensated and listed to
+    /// acknowledge, the chargeback, the refund of a cancelled purchase and the forged token's grant
+    /// clawed back, each row ending `google_play`.
+    static func expectPlayLists(_ day: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let compensate = rows(day.appendingPathComponent("compensate.csv"), store: "google_play")
+        #expect(compensate.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).prefix(13).joined(separator: ",") } == [
+            "PO-U,P1,play.only.gems,consumable,1,GPA.3301-0000-0000-00004,GPA.3301-0000-0000-00004,2026-11-20T03:00:00Z,"
+                + "production,exact,paid_not_granted,GR-U,2026-11-21",
+        ], "\(compensate)", sourceLocation: sourceLocation)
+        #expect(compensate.dropFirst().allSatisfy { $0.hasSuffix(",0.99,USD,receipt,,") }, "\(compensate)", sourceLocation: sourceLocation)
+        let clawback = rows(day.appendingPathComponent("clawback.csv"), store: "google_play").dropFirst().map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
+        #expect(clawback.map { "\($0[0]) \($0[9]) \($0[11]) \($0[13]) \($0[14])" } == [
+            "PG-A chargeback 7 0.99 USD", "PG-C refunded 1  ", "PG-F invalid_receipt   ",
+        ], "\(clawback)", sourceLocation: sourceLocation)
+        let acknowledge = N.read(day.appendingPathComponent("acknowledge.csv")).components(separatedBy: "\r\n")
+        #expect(acknowledge == [
+            "acknowledge_by,action,package,transaction_id,purchase_token,product_id,quantity,user_id,order_id,completed_at,store",
+            "2026-11-23T03:00:00Z,grant_and_acknowledge,com.example.playgame,GPA.3301-0000-0000-00004,tok-unacknowledged,"
+                + "play.only.gems,1,P1,PO-U,2026-11-20T03:00:00Z,google_play",
+            "",
+        ], "\(acknowledge)", sourceLocation: sourceLocation)
+        #expect(rows(day.appendingPathComponent("duplicate_grants.csv"), store: "google_play").count == 1, sourceLocation: sourceLocation)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json")))
+                                   as? [String: Any])
+        #expect((summary["counts"] as? [String: Int])?["acknowledge"] == 1, "\(summary["counts"] ?? "")", sourceLocation: sourceLocation)
+        let book = try XLSX(path: day.appendingPathComponent("reconciliation.xlsx").path)
+        #expect(book.sheets.first { $0.name == "acknowledge" }?.rows.count == 2, sourceLocation: sourceLocation)
+    }
+
+    /// A report's header and rows of one store, without the `store` column that ends them.
+    static func rows(_ url: URL, store: String) -> [String] {
+        let lines = N.read(url).components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        guard let header = lines.first, header.hasSuffix(",store") else { return ["<no store column: \(lines.first ?? "")>"] }
+        return [String(header.dropLast(6))] + lines.dropFirst().filter { $0.hasSuffix("," + store) }.map { String($0.dropLast(store.count + 1)) }
+    }
+
+    /// With Google Play configured: the App Store's rows of every report equal the generator's truth.
+    static func expectAppStoreRowsMatchTruth(_ day: URL, expected: URL, sourceLocation: SourceLocation = #_sourceLocation) {
+        for file in N.findingFiles {
+            let got = rows(day.appendingPathComponent(file), store: "app_store").joined(separator: "\r\n") + "\r\n"
+            let want = N.read(expected.appendingPathComponent(file))
+            #expect(got == want, "\(file) differs from the generator's truth\n\(N.diff(got, want))", sourceLocation: sourceLocation)
+        }
+    }
+
     @Test("Play's tokens asked of Google and its voided purchases swept: answers stored, a 404 believed only where Google knows other tokens, settled tokens not asked again, each voided record once, a 35-day gap reported; the App Store's lists unchanged")
     func playTokensAsked() throws {
         let (w, env) = try Self.playWorld("two_stores_play")
@@ -248,7 +302,8 @@ struct TwoStoreSourcesTests {
         let first = try w.run(["--source-schema", "shop"], environment: env)
         #expect(first.status == 0, "\(first.stderr)")
         let day = w.out.appendingPathComponent("2026-11-21")
-        N.expectReportsMatchTruth(day, expected: w.expected)
+        Self.expectAppStoreRowsMatchTruth(day, expected: w.expected)
+        try Self.expectPlayLists(day)
         let r = try w.t.db.query("""
             SELECT token || ' ' || package || ' ' || verdict || ' ' || coalesce(order_id, '-') || ' ' || coalesce(acknowledgement, '-')
                    || ' ' || coalesce(region_code, '-') || ' ' || coalesce(account_id, '-') || ' '
@@ -354,7 +409,7 @@ struct TwoStoreSourcesTests {
         let refused = try w.run(["--source-schema", "shop", "--job-schema", "recon_refused"],
                                 environment: env.merging(["PLAY_SERVICE_ACCOUNT_FILE": wrong.path]) { $1 })
         #expect(refused.status == 0, "\(refused.stderr)")
-        N.expectReportsMatchTruth(day, expected: w.expected)
+        Self.expectAppStoreRowsMatchTruth(day, expected: w.expected)
         #expect(try w.t.int("SELECT count(*) FROM recon_refused.play_purchases") == 0)
         let third = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
         #expect(((third["skipped_checks"] as? [String]) ?? []).contains { $0.hasPrefix("google_play_verification (") }, "\(third)")

@@ -14,15 +14,17 @@
 
 import Foundation
 import JobStore
+import PlayNight
 import Postgres
 
 enum NightTables {
     /// Every working table, for the drops (a new one belongs in this list).
-    static let names = [
-        "p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
-        "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable, "closing_reasons",
-        "play_known_products",
-    ]
+    static let names =
+        [
+            "p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
+            "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable, "closing_reasons",
+            "play_known_products",
+        ] + PlayDecide.tables
 
     /// No working table of an earlier run, and this session finds the new ones by name.
     static func create(_ db: PGConnection, schema: JobSchema) throws {

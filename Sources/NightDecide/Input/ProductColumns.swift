@@ -10,13 +10,9 @@ extension DecideStage {
     /// The optional list price (contract §1 `price`, `currency`) as milliunits of one unit and
     /// its currency: used only when the price is 0 or more (below 10^12) and the currency is three
     /// upper-case letters; any other value counts as no price (`ignoredPricesSQL` counts them).
-    var listPriceColumns: SQL {
-        guard settings.listPriceColumns else { return "NULL::bigint AS list_milli, NULL::text AS list_currency" }
-        return "CASE WHEN \(Self.usablePrice) THEN round(price * 1000)::bigint END AS list_milli, "
-            + "CASE WHEN \(Self.usablePrice) THEN currency::text END AS list_currency"
-    }
+    var listPriceColumns: SQL { SourceRelation.listPriceColumns(present: settings.listPriceColumns) }
 
-    static let usablePrice: SQL = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
+    static let usablePrice = SourceRelation.usablePrice
 
     /// Products whose price or currency is present but unusable (a warning, not an input error:
     /// the row still decides, only its amounts stay empty).

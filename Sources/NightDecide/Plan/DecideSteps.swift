@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Logging
 import NightLearn
+import PlayNight
 import Postgres
 import Reconciliation
 
@@ -55,6 +56,16 @@ extension DecideStage {
             writes: [.findings(.refunds)], after: ["families: merged"]
         ) { c in
             try decide().writeRefunds(c.db)
+        }
+        if values.base.playReports {
+            plan.add(
+                "Google Play's purchases", "decide", .pool,
+                reads: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playVoided), .job(.playOrders), .source(nil)],
+                writes: [.findings(.compensate), .findings(.duplicateGrants), .findings(.clawback), .findings(.refunds), .night(.play)],
+                note: "what Google said of each purchase token, with the shop's Play rows, decided by the rule book's Play rules"
+            ) { c in
+                _ = try PlayDecide(settings: try values.settings(), logger: logger).run(c.db)
+            }
         }
         tallySteps(plan, values: values)
         historySteps(plan, values: values, decide: decide)

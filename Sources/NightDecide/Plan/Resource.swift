@@ -94,6 +94,8 @@ enum NightTable: String, Sendable {
     case who
     case knownProducts = "known_products"
     case unresolvedIDs = "unresolved_ids"
+    /// Google Play's clean rows and acknowledge.csv's rows (PlayDecide).
+    case play = "play_g, play_r, play_o, play_p, play_acknowledge"
 
     /// The copy of `relation`, its bad rows and its duplicate keys (none for the products).
     static func copies(of relation: SourceRelation) -> (copy: NightTable, bad: NightTable, dk: NightTable)? {

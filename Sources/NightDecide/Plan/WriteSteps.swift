@@ -14,15 +14,17 @@ extension ReportWriter {
 
         // The reports, in a temporary folder moved into place at the end.
         plan.add("report folder", "write", .none, writes: [.folder(nil)], after: ["families: merged"]) { _ in try writer().makeFolder() }
-        let files: [ReportFile] = [
-            .unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
-            .consumptionRequests, .coverage,
-        ]
+        let files: [ReportFile] =
+            [
+                .unresolved, .compensate, .duplicateGrants, .clawback, .refunds, .unattributed, .inputErrors,
+                .consumptionRequests, .coverage,
+            ] + (settings.playReports ? [.acknowledge] : [])
         let fileReads: [ReportFile: [Resource]] = [
             .unresolved: [.night(.r), .night(.unresolvedIDs), .job(.receiptState)],
             .inputErrors: [.job(.inputErrors)],
             .consumptionRequests: [.job(.consumptionRequests), .job(.notifications), .job(.appleTransactions)],
             .coverage: coverageReads,
+            .acknowledge: [.night(.play)],
         ]
         for file in files {
             var reads = fileReads[file] ?? [.findings(file)]

@@ -15,7 +15,7 @@ extension ReportWriter {
     /// reconciliation.xlsx, from the CSV files of the temporary folder.
     func writeWorkbook(summary: RunSummary, oldest: SummaryPage.OldestFinding?) throws {
         do {
-            let reports = ReportFile.allCases
+            let reports = settings.reportFiles
             try Workbook.write(
                 csvFolder: folder.temp, reports: reports,
                 dataRows: reports.map { summary.counts[$0.name] ?? 0 },
@@ -79,7 +79,7 @@ extension ReportWriter {
                 "\(s.windowDays) days: \(UTC.timestamp(s.asOf - EpochMillis(s.windowDays) * 86_400_000)) to \(UTC.timestamp(s.asOf))"
             ),
         ]
-        for file in ReportFile.allCases {
+        for file in settings.reportFiles {
             let name = file.name
             lines.append(("rows: \(name)", String(s.counts[name] ?? 0)))
             for (reason, n) in (s.reasons[name] ?? [:]).sorted(by: { $0.key < $1.key }) {

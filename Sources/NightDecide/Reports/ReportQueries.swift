@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NightLearn
+import PlayNight
 import Postgres
 import Reconciliation
 
@@ -23,12 +24,15 @@ extension ReportWriter {
             let layout = file.layout
             let cells = (1...layout.cells).map { "c.\(ident: "c\($0)")" as SQL }
             let proceeds = Proceeds(settings: settings).cells(for: file)
-            let select: [SQL] = layout.names.map { name in
+            let select: [SQL] = file.layout(store: settings.playReports).names.map { name in
                 switch name {
                 // first_seen as tonight's findings history leaves it, which may be running meanwhile.
                 case "first_seen": return "to_char(\(DecideStage.firstSeenSQL(asOf: settings.asOf)), 'YYYY-MM-DD')"
                 case "proceeds": return proceeds.amount
                 case "proceeds_currency": return proceeds.currency
+                case "store":
+                    return
+                        "CASE WHEN starts_with(c.finding_key, \(literal: .text(PlayDecide.keyPrefix))) THEN 'google_play' ELSE 'app_store' END"
                 default: return layout.cellColumn(name).map { "c.\(ident: $0)" } ?? "NULL::text"
                 }
             }
@@ -56,6 +60,8 @@ extension ReportWriter {
             return consumptionRequestsQuery
         case .coverage:
             return Coverage(settings: settings).csvSQL
+        case .acknowledge:
+            return PlayDecide.acknowledgeCSV(S)
         case .inputErrors:
             return """
                 SELECT relation, key, column_name, problem FROM \(S).input_errors

@@ -2,6 +2,7 @@ import Foundation
 import JobStore
 import Logging
 import NightLearn
+import PlayNight
 import Postgres
 import Reconciliation
 
@@ -14,9 +15,16 @@ extension ReportFile {
     var findingsReport: Bool {
         switch self {
         case .compensate, .duplicateGrants, .clawback, .refunds, .unattributed: return true
-        case .closed, .unresolved, .inputErrors, .consumptionRequests, .coverage: return false
+        case .closed, .unresolved, .inputErrors, .consumptionRequests, .coverage, .acknowledge: return false
         }
     }
+}
+
+extension JobSettings {
+    /// Google Play is configured: every report ends with `store`, and acknowledge.csv is written.
+    var playReports: Bool { transport.play != nil }
+    /// The files tonight writes (`ReportFile.published`).
+    var reportFiles: [ReportFile] { ReportFile.published(play: playReports) }
 }
 
 struct ReportWriter {
@@ -100,7 +108,7 @@ struct ReportWriter {
             )
         }
         var money = MoneyTotals()
-        for file in ReportFile.allCases {
+        for file in settings.reportFiles {
             let w = written[file] ?? Written()
             summary.counts[file.name] = w.rows
             if Self.reasonColumn[file] != nil { summary.reasons[file.name] = w.perReason }
@@ -110,7 +118,8 @@ struct ReportWriter {
         summary.refundRequests = RefundFunnel(written[.consumptionRequests]?.answersAndOutcomes ?? [:])
         countPerApp(written, into: &summary)
         let play = summary.tally.values.reduce(0) { $0 + ($1.buckets[Conservation.otherStore] ?? 0) }
-        if play > 0 { summary.skippedChecks.append(RunSummary.otherStoreCheck(rows: play, verified: summary.googlePlay != nil)) }
+        // With Google Play configured its rows are decided (PlayDecide): no check is skipped.
+        if play > 0, !settings.playReports { summary.skippedChecks.append(RunSummary.otherStoreCheck(rows: play)) }
     }
 
     /// summary.json `apps` (with IAP_BUNDLE_IDS): per app, the rows and money of the reports with a
@@ -121,7 +130,7 @@ struct ReportWriter {
         guard !apps.isEmpty else { return }
         var figures: [String: RunSummary.AppFigures] = [:]
         for app in apps { figures[app] = RunSummary.AppFigures() }
-        for file in ReportFile.allCases {
+        for file in settings.reportFiles {
             for (app, w) in written[file]?.perApp ?? [:] {
                 figures[app, default: .init()].counts[file.name] = w.rows
                 var total = MoneyTotals(totals: figures[app]?.money ?? [:])
@@ -225,7 +234,10 @@ struct ReportWriter {
             let ok = record.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, handle) == $0.count }
             if !ok { throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))") }
         }
-        let layout = file.layout
+        let layout = file.layout(store: settings.playReports)
+        // The store of a row: in the findings reports' statement (from the finding's key), else here.
+        let storeHere = settings.playReports && !file.findingsReport
+        let fromQuery = layout.columns.count - (storeHere ? 1 : 0)
         try put(layout.names)
         var n = 0
         var perReason: [String: Int] = [:]
@@ -237,13 +249,14 @@ struct ReportWriter {
         let productApps = productIndex == nil ? [:] : try productApps(db)
         var perApp: [String: (rows: Int, money: MoneyTotals)] = [:]
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
-            let cells = CopyText.fields(line).map { $0 ?? "" }
-            guard cells.count == layout.columns.count else {
+            var cells = CopyText.fields(line).map { $0 ?? "" }
+            guard cells.count == fromQuery else {
                 throw JobError(
                     .internalCheck,
                     "a row of \(file.rawValue) has \(cells.count) cells where its description has "
-                        + "\(layout.columns.count) columns; no report was written")
+                        + "\(fromQuery) columns; no report was written")
             }
+            if storeHere { cells.append(Self.store(of: cells, in: file)) }
             try put(cells)
             money.add(layout, cells)
             n += 1
@@ -261,5 +274,19 @@ struct ReportWriter {
             throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
         }
         return Written(rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs, perApp: perApp)
+    }
+
+    /// The `store` of a row of a report that is not a findings report: closed.csv's from its
+    /// finding's key, input_errors.csv's from its problem (an unknown `store` is in neither),
+    /// acknowledge.csv's Google Play's, the others' (Apple's receipts, requests, sales) the App Store's.
+    static func store(of cells: [String], in file: ReportFile) -> String {
+        switch file {
+        case .closed: return cells.count > 1 && cells[1].hasPrefix(PlayDecide.keyPrefix) ? "google_play" : "app_store"
+        case .inputErrors:
+            if cells.count > 3, cells[3].hasPrefix("google_play: ") { return "google_play" }
+            return cells.count > 2 && cells[2] == "store" ? "" : "app_store"
+        case .acknowledge: return "google_play"
+        default: return "app_store"
+        }
     }
 }

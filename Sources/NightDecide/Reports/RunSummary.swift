@@ -78,11 +78,9 @@ public struct RunSummary: Sendable {
     static let refusedAppCheckPrefix = "app_sweeps "
 
     /// `skipped_checks` when source rows name Google Play (contract §1, "Two stores in one shop").
-    static func otherStoreCheck(rows: Int, verified: Bool) -> String {
+    static func otherStoreCheck(rows: Int) -> String {
         otherStoreCheckPrefix + "(\(rows) source row\(rows == 1 ? "" : "s") name google_play: "
-            + (verified
-                ? "their purchase tokens are verified with Google, but this version makes no lists of them)"
-                : "this version reads the App Store's rows only; set PLAY_SERVICE_ACCOUNT_FILE and PLAY_PACKAGE_NAMES to verify their purchase tokens)")
+            + "this night reads the App Store's rows only; set PLAY_SERVICE_ACCOUNT_FILE and PLAY_PACKAGE_NAMES to check them with Google)"
     }
     static let otherStoreCheckPrefix = "google_play "
 

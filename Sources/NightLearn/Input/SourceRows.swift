@@ -73,6 +73,18 @@ package enum SourceRelation: String, CaseIterable, Sendable {
     /// Orders and grants name a product, which must have a valid row in `iap_products`.
     var namesProduct: Bool { self == .orders || self == .grants }
 
+    /// A product row's list price is usable (contract §1 `price`, `currency`): 0 or more, below
+    /// 10^12, in a currency of three upper-case letters. Any other value counts as no price.
+    package static let usablePrice: SQL = "price >= 0 AND price < 1e12 AND currency::text ~ '^[A-Z]{3}$'"
+
+    /// A product row's list price as `list_milli` (milliunits of one unit) and `list_currency`;
+    /// nulls when the relation has no price columns (`present`) or the price is not usable.
+    package static func listPriceColumns(present: Bool) -> SQL {
+        guard present else { return "NULL::bigint AS list_milli, NULL::text AS list_currency" }
+        return "CASE WHEN \(usablePrice) THEN round(price * 1000)::bigint END AS list_milli, "
+            + "CASE WHEN \(usablePrice) THEN currency::text END AS list_currency"
+    }
+
     /// The product types a valid product row names.
     package static let productTypes: SQL = "('consumable', 'non_consumable', 'auto_renewable', 'non_renewing')"
 

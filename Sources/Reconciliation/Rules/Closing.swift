@@ -59,7 +59,7 @@ public enum Closing {
                 (a.revocation.revokedAt.map { $0 < start } ?? false) && (a.revocation.reversedDate ?? 0) < start
             }
             return gone ? .outOfWindow : .inputChanged
-        case .closed, .unresolved, .inputErrors, .consumptionRequests, .coverage:
+        case .closed, .unresolved, .inputErrors, .consumptionRequests, .coverage, .acknowledge:
             return .inputChanged
         }
     }

@@ -1,0 +1,175 @@
+// Google Play's part of the decide stage (docs/rules.md "Google Play"): what Google said of each
+// purchase token the job asked about, with the shop's Play rows, decided by the rule book
+// (`PlayRules.decide`) one token at a time, a batch of tokens per round trip. Its findings join
+// the App Store's in `current_findings` (keys beginning `google_play|`), acknowledge.csv's rows
+// go to `play_acknowledge`. Memory holds one batch, then the compensations waiting for the order
+// match (findings, not rows).
+
+import Foundation
+import JobStore
+import Logging
+import NightLearn
+import Postgres
+import Reconciliation
+
+/// Decides every Google Play purchase token of `play_purchases` and writes what the rules find.
+package struct PlayDecide: Sendable {
+    let settings: JobSettings
+    let logger: Logger
+    var S: SQL { settings.jobSchema.sql }
+
+    /// The night's working tables it makes (dropped with the night's: NightTables).
+    package static let tables = ["play_g", "play_r", "play_o", "play_p", acknowledgeTable]
+    /// acknowledge.csv's rows, made (empty when nothing is decided) on every night with Play configured.
+    package static let acknowledgeTable = "play_acknowledge"
+    /// The beginning of a Play finding's key; the App Store's key of the same kind follows it. The
+    /// App Store's keys begin with their report's word, so the two never meet, and a grant id used
+    /// in both stores is two findings.
+    package static let keyPrefix = "google_play|"
+    static let batch = 1000
+
+    /// What the stage decided (the log's line).
+    package struct Result: Sendable, Equatable {
+        /// Purchase tokens decided.
+        package var tokens = 0
+        /// Rows written, per report file.
+        package var rows: [String: Int] = [:]
+    }
+
+    /// `settings` with the night's source shape (`storeRows`) known.
+    package init(settings: JobSettings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Decides and writes. Without Play's rows mapped (no `store` column) only the empty
+    /// acknowledge table is made.
+    package func run(_ db: PGConnection) throws -> Result {
+        try db.execute(acknowledgeTableSQL)
+        guard settings.storeRows != nil else { return Result() }
+        let views = try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql
+        try db.execute(copiesSQL(views))
+        let gather = PlayGather(settings: settings, products: try products(db))
+        let rules = settings.decisionSettings
+        var result = Result()
+        var candidates: [CompensationCandidate] = []
+        var after = ""
+        while true {
+            let facts = try gather.batch(db, after: after)
+            guard let last = facts.last else { break }
+            after = last.purchase.token
+            result.tokens += facts.count
+            var rows: [(ReportFile, String, [String])] = []
+            var acknowledge: [AcknowledgeRow] = []
+            for f in facts {
+                let d = PlayRules.decide(f, settings: rules)
+                candidates += d.compensations
+                rows += d.duplicates.map { (.duplicateGrants, $0.findingKey, $0.cells) }
+                rows += d.clawbacks.map { (.clawback, $0.findingKey, $0.cells) }
+                rows += d.refunds.map { (.refunds, $0.findingKey, $0.cells) }
+                acknowledge += d.acknowledge
+            }
+            try write(db, rows, into: &result)
+            try write(db, acknowledge)
+            result.rows["acknowledge.csv", default: 0] += acknowledge.count
+        }
+        let open = try gather.openOrders(db, of: candidates.filter { $0.exactOrder == nil })
+        let matched = Decide.matchOrders(candidates, openOrders: open)
+        try write(db, matched.map { (.compensate, $0.findingKey, $0.cells) }, into: &result)
+        logger.info("Google Play: \(result.tokens) purchase tokens decided: \(result.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
+        return result
+    }
+
+    var acknowledgeTableSQL: SQL {
+        let t: SQL = "\(S).\(ident: Self.acknowledgeTable)"
+        let cells = Self.acknowledgeCells.map { "\($0) text" as SQL }.joined()
+        return """
+            DROP TABLE IF EXISTS \(t);
+            CREATE UNLOGGED TABLE \(t) (acknowledge_by bigint NOT NULL, transaction_id text NOT NULL, \(cells))
+            WITH (autovacuum_enabled = false)
+            """
+    }
+
+    /// The table's columns of acknowledge.csv's cells, `c1`….
+    static var acknowledgeCells: [SQL] { (1...AcknowledgeRow.layout.count).map { "\(ident: "c\($0)")" } }
+
+    /// acknowledge.csv's statement: most urgent first.
+    package static func acknowledgeCSV(_ S: SQL) -> SQL {
+        return """
+            SELECT \(acknowledgeCells.joined()) FROM \(S).\(ident: acknowledgeTable)
+            ORDER BY acknowledge_by, transaction_id COLLATE "C"
+            """
+    }
+
+    /// The clean Play rows the rules read, once a night (the views filter whole relations): the first
+    /// row of each key, without problems (input_errors.csv has the others).
+    func copiesSQL(_ views: SQL) -> SQL {
+        let s = settings.jobSchema
+        func clean(_ r: SourceRelation) -> SQL { r.cleanRows("\(views).\(r.name)", jobSchema: s, store: .googlePlay) }
+        func ms(_ column: SQL) -> SQL { SourceRelation.epochMilliseconds("x.\(column)") }
+        let new: SQL = "UNLOGGED TABLE"
+        let options: SQL = "WITH (autovacuum_enabled = false)"
+        return """
+            DROP TABLE IF EXISTS \(S).play_g, \(S).play_r, \(S).play_o, \(S).play_p;
+            CREATE \(new) \(S).play_p \(options) AS
+                SELECT x.product_id::text AS product_id, x.product_type::text AS product_type,
+                       \(SourceRelation.listPriceColumns(present: settings.listPriceColumns))
+                FROM \(clean(.products)) x;
+            CREATE \(new) \(S).play_g \(options) AS
+                SELECT x.grant_id::text AS grant_id, x.user_id::text AS user_id, x.order_id::text AS order_id,
+                       x.product_id::text AS product_id, x.transaction_id::text AS transaction_id,
+                       x.original_transaction_id::text AS original_transaction_id, x.quantity::int AS quantity,
+                       \(ms("granted_at")) AS granted_ms, \(ms("revoked_at")) AS revoked_ms
+                FROM \(clean(.grants)) x;
+            CREATE \(new) \(S).play_r \(options) AS
+                SELECT x.receipt_id::text AS receipt_id, x.user_id::text AS user_id, x.order_id::text AS order_id,
+                       x.receipt_data::text AS token, \(ms("submitted_at")) AS submitted_ms
+                FROM \(clean(.receipts)) x;
+            CREATE \(new) \(S).play_o \(options) AS
+                SELECT x.order_id::text AS order_id, x.user_id::text AS user_id, x.product_id::text AS product_id,
+                       x.quantity::int AS quantity, x.status::text AS status, x.transaction_id::text AS transaction_id,
+                       \(ms("created_at")) AS created_ms
+                FROM \(clean(.orders)) x;
+            CREATE INDEX ON \(S).play_g (transaction_id);
+            CREATE INDEX ON \(S).play_r (token);
+            CREATE INDEX ON \(S).play_o (transaction_id);
+            CREATE INDEX ON \(S).play_o (order_id);
+            CREATE INDEX ON \(S).play_o (user_id, product_id);
+            ANALYZE \(S).play_g; ANALYZE \(S).play_r; ANALYZE \(S).play_o; ANALYZE \(S).play_p
+            """
+    }
+
+    /// Play's valid products, by id (a handful of rows).
+    func products(_ db: PGConnection) throws -> [String: PlayProduct] {
+        var out: [String: PlayProduct] = [:]
+        for row in try db.query("SELECT product_id, product_type, list_milli, list_currency FROM \(S).play_p").rows {
+            guard let id = row[0], let type = row[1].flatMap(ProductType.init(rawValue:)) else { continue }
+            let list = row[2].flatMap { Int64($0) }.flatMap { m in row[3].map { Money(milliunits: m, currency: $0) } }
+            out[id] = PlayProduct(type, listUnit: list)
+        }
+        return out
+    }
+
+    /// Findings into `current_findings`, each key after `keyPrefix`, cells padded to the table's width.
+    func write(_ db: PGConnection, _ rows: [(ReportFile, String, [String])], into result: inout Result) throws {
+        guard !rows.isEmpty else { return }
+        let width = ReportFile.findingsCells
+        try db.copyIn("COPY \(S).current_findings FROM STDIN") { w in
+            for (file, key, cells) in rows {
+                var row: [String?] = [file.rawValue, Self.keyPrefix + key]
+                row += cells.map { Optional($0) }
+                while row.count < 2 + width { row.append(nil) }
+                try w.row(row)
+            }
+        }
+        for (file, _, _) in rows { result.rows[file.rawValue, default: 0] += 1 }
+    }
+
+    /// acknowledge.csv's rows into `play_acknowledge`.
+    func write(_ db: PGConnection, _ rows: [AcknowledgeRow]) throws {
+        guard !rows.isEmpty else { return }
+        try db.copyIn("COPY \(S).\(ident: Self.acknowledgeTable) FROM STDIN") { w in
+            for r in rows { try w.row([String(r.acknowledgeBy), r.transactionID] + r.cells.map { Optional($0) }) }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+// The facts of a batch of Play purchase tokens (`PlayFacts`), gathered from what Google said
+// (`play_purchases`, `play_purchase_lines`, `play_voided`, `play_orders`) and the shop's clean Play
+// rows (`play_g`, `play_r`, `play_o`: PlayDecide.copiesSQL), one statement per kind of fact.
+
+import JobStore
+import NightLearn
+import Postgres
+import Reconciliation
+
+struct PlayGather {
+    let settings: JobSettings
+    let products: [String: PlayProduct]
+    var S: SQL { settings.jobSchema.sql }
+
+    /// The next tokens after `after`, in token order, with all their facts; empty at the end.
+    func batch(_ db: PGConnection, after: String) throws -> [PlayFacts] {
+        let r = try db.query(
+            """
+            SELECT token, package, verdict, order_id, acknowledgement,
+                   \(SourceRelation.epochMilliseconds("completed_at")), test, account_id
+            FROM \(S).play_purchases WHERE token > \(after) ORDER BY token LIMIT \(literal: .int(PlayDecide.batch))
+            """)
+        var facts: [PlayFacts] = []
+        var accounts: [String: String] = [:]
+        for row in r.rows {
+            guard let token = row[0], let package = row[1], let verdict = row[2].flatMap(GooglePurchase.Verdict.init(rawValue:))
+            else { continue }
+            let purchase = GooglePurchase(
+                token: token, package: package, verdict: verdict, orderID: row[3],
+                acknowledged: row[4] == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED", completedAt: row[5].flatMap { Int64($0) },
+                test: row[6] == "t")
+            facts.append(PlayFacts(purchase: purchase, products: products))
+            if let account = row[7] { accounts[token] = account }
+        }
+        guard !facts.isEmpty else { return [] }
+        try addLines(db, &facts)
+        try addVoids(db, &facts)
+        try addOrderMoney(db, &facts)
+        try addShopRows(db, &facts, accounts: accounts)
+        return facts
+    }
+
+    private func index(_ facts: [PlayFacts]) -> [String: Int] {
+        Dictionary(facts.enumerated().map { ($0.element.purchase.token, $0.offset) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    private func addLines(_ db: PGConnection, _ facts: inout [PlayFacts]) throws {
+        let at = index(facts)
+        let r = try db.query(
+            """
+            SELECT token, product_id, quantity, consumption_state FROM \(S).play_purchase_lines
+            WHERE token = ANY(\(facts.map(\.purchase.token))::text[]) ORDER BY token, line
+            """)
+        for row in r.rows {
+            guard let i = row[0].flatMap({ at[$0] }), let product = row[1], let quantity = row[2].flatMap({ Int($0) }) else { continue }
+            facts[i].purchase.lines.append(GooglePurchase.Line(productID: product, quantity: quantity, consumptionState: row[3]))
+        }
+    }
+
+    private func addVoids(_ db: PGConnection, _ facts: inout [PlayFacts]) throws {
+        let at = index(facts)
+        let r = try db.query(
+            """
+            SELECT token, voided_ms, voided_quantity, source, reason FROM \(S).play_voided
+            WHERE token = ANY(\(facts.map(\.purchase.token))::text[])
+            """)
+        for row in r.rows {
+            guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }), let q = row[2].flatMap({ Int($0) })
+            else { continue }
+            facts[i].voids.append(PlayVoid(voidedAt: at, quantity: q == 0 ? nil : q, source: row[3].flatMap { Int($0) } ?? 0,
+                                           reason: row[4].flatMap { Int($0) } ?? 0))
+        }
+    }
+
+    private func addOrderMoney(_ db: PGConnection, _ facts: inout [PlayFacts]) throws {
+        let orders = facts.compactMap(\.purchase.orderID)
+        guard !orders.isEmpty else { return }
+        var byOrder: [String: Int] = [:]
+        for (i, f) in facts.enumerated() { if let o = f.purchase.orderID { byOrder[o] = i } }
+        let r = try db.query(
+            """
+            SELECT order_id, state, total_currency, total_units, total_nanos FROM \(S).play_orders
+            WHERE order_id = ANY(\(orders)::text[]) AND NOT unknown
+            """)
+        for row in r.rows {
+            guard let i = row[0].flatMap({ byOrder[$0] }) else { continue }
+            var money: Money?
+            if let currency = row[2], let units = row[3].flatMap({ Int64($0) }), let nanos = row[4].flatMap({ Int32($0) }),
+               let milli = PlayOrderFacts.milliunits(units: units, nanos: nanos) {
+                money = Money(milliunits: milli, currency: currency)
+            }
+            facts[i].order = PlayOrderFacts(state: row[1], total: money)
+        }
+    }
+
+    /// The grants of each purchase's transaction id, its earliest upload, its orders, and whose it is.
+    private func addShopRows(_ db: PGConnection, _ facts: inout [PlayFacts], accounts: [String: String]) throws {
+        var byTransaction: [String: Int] = [:]
+        for (i, f) in facts.enumerated() { byTransaction[f.purchase.transactionID] = i }
+        let g = try db.query(
+            """
+            SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_ms, revoked_ms
+            FROM \(S).play_g WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[])
+            ORDER BY granted_ms, grant_id COLLATE "C"
+            """)
+        for row in g.rows {
+            guard let id = row[0], let user = row[1], let product = row[3], let tid = row[4], let i = byTransaction[tid],
+                  let quantity = row[6].flatMap({ Int($0) }), let granted = row[7].flatMap({ Int64($0) }) else { continue }
+            facts[i].grants.append(Grant(
+                grantID: id, userID: user, orderID: row[2], productID: product, transactionID: tid,
+                originalTransactionID: row[5], quantity: quantity, grantedAt: granted, revokedAt: row[8].flatMap { Int64($0) }))
+        }
+        let at = index(facts)
+        let u = try db.query(
+            """
+            SELECT DISTINCT ON (token) token, receipt_id, user_id, order_id FROM \(S).play_r
+            WHERE token = ANY(\(facts.map(\.purchase.token))::text[]) ORDER BY token, submitted_ms, receipt_id COLLATE "C"
+            """)
+        var uploadOrder: [Int: String] = [:], uploader: [Int: String] = [:]
+        for row in u.rows {
+            guard let i = row[0].flatMap({ at[$0] }) else { continue }
+            facts[i].receiptID = row[1]
+            uploader[i] = row[2]
+            uploadOrder[i] = row[3]
+        }
+        let named = Array(Set(accounts.values).union(uploadOrder.values))
+        let o = try db.query(
+            """
+            SELECT order_id, user_id, product_id, created_ms, transaction_id FROM \(S).play_o
+            WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[]) OR order_id = ANY(\(named)::text[])
+            ORDER BY created_ms, order_id COLLATE "C"
+            """)
+        var ofTransaction: [Int: OrderRef] = [:], byID: [String: OrderRef] = [:]
+        for row in o.rows {
+            guard let id = row[0], let user = row[1], let product = row[2], let created = row[3].flatMap({ Int64($0) }) else { continue }
+            let ref = OrderRef(orderID: id, userID: user, productID: product, createdAt: created)
+            if let tid = row[4], let i = byTransaction[tid], ofTransaction[i] == nil { ofTransaction[i] = ref }
+            byID[id] = ref
+        }
+        for i in facts.indices {
+            let purchase = facts[i].purchase
+            let account = accounts[purchase.token].flatMap { byID[$0] }
+            let uploaded = uploadOrder[i].flatMap { byID[$0] }.flatMap { o in purchase.lines.contains { $0.productID == o.productID } ? o : nil }
+            facts[i].exactOrder = ofTransaction[i] ?? account ?? uploaded
+            facts[i].userID = PlayOwner.of(uploader: uploader[i], accountUser: account?.userID,
+                                           earliestGrantUser: facts[i].grants.first?.userID)
+        }
+    }
+
+    /// The open Play orders of the users and products of `candidates` (the inferred order match's pool).
+    func openOrders(_ db: PGConnection, of candidates: [CompensationCandidate]) throws -> [Order] {
+        guard !candidates.isEmpty else { return [] }
+        let r = try db.query(
+            """
+            SELECT order_id, user_id, product_id, quantity, status, transaction_id, created_ms FROM \(S).play_o
+            WHERE (user_id, product_id) IN (SELECT * FROM unnest(\(candidates.map(\.userID))::text[],
+                                                                 \(candidates.map(\.transaction.productID))::text[]))
+            """)
+        return r.rows.compactMap { row in
+            guard let id = row[0], let user = row[1], let product = row[2], let created = row[6].flatMap({ Int64($0) }) else { return nil }
+            return Order(orderID: id, userID: user, productID: product, quantity: row[3].flatMap { Int($0) } ?? 1,
+                         status: row[4] ?? "", transactionID: row[5], createdAt: created)
+        }
+    }
+}
