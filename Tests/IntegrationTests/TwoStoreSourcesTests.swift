@@ -174,6 +174,33 @@ struct TwoStoreSourcesTests {
         #expect(try RightToTheRowTests.tally(day.appendingPathComponent("summary.json"))["iap_grants"]?["google_play"] == nil)
     }
 
+    @Test("a shop selling mostly on Google Play: the hold check counts each relation whole, as the tally does, so the next night is not held for rows it never lost; losing Play's rows holds it")
+    func mostlyPlayNotHeld() throws {
+        let w = try N.world("two_stores_mostly_play", users: 60)
+        defer { w.stop() }
+        try w.t.db.execute("""
+            CREATE SCHEMA shop;
+            CREATE VIEW shop.iap_products AS SELECT *, 'app_store'::text AS store FROM public.iap_products
+              UNION ALL SELECT 'play.gems', 'consumable', 'com.example.playgame', NULL::numeric, NULL::text, NULL::boolean, 'google_play';
+            CREATE TABLE shop.play_orders AS SELECT 'PO-' || i AS order_id FROM generate_series(1, 3000) i;
+            CREATE VIEW shop.iap_orders AS SELECT *, 'app_store'::text AS store FROM public.iap_orders
+              UNION ALL SELECT order_id, 'P1', 'play.gems', 1, 'paid', NULL, '2026-11-20T10:00:00Z'::timestamptz, 'google_play'
+              FROM shop.play_orders;
+            CREATE VIEW shop.iap_receipts AS SELECT * FROM public.iap_receipts;
+            CREATE VIEW shop.iap_grants AS SELECT * FROM public.iap_grants;
+            """)
+        let apple = try w.t.int("SELECT count(*) FROM public.iap_orders")
+        #expect(apple * 5 < 3000, "the App Store's orders (\(apple)) must be under a fifth of the relation for this test")
+        for night in ["first", "second"] {
+            let r = try w.run(["--source-schema", "shop"])
+            #expect(r.status == 0, "\(night) night: \(r.stderr)")
+        }
+        // Play's orders gone from the view: the relation lost most of its rows, the night is held.
+        try w.t.db.execute("TRUNCATE shop.play_orders")
+        let lost = try w.run(["--source-schema", "shop"])
+        #expect(lost.status == 65 && lost.stderr.contains("iap_orders"), "\(lost.stderr)")
+    }
+
     /// Play's packages of `playNight`: one where Google knows the tokens, one where it knows none.
     static let playPackage = "com.example.playgame", otherPackage = "com.example.otherplay", noAccess = "com.example.noaccess"
 

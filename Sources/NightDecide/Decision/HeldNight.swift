@@ -61,8 +61,10 @@ package struct HeldNight {
                 WHERE h.run_id = \(runID) AND h.relation = \(relation.rawValue)
                 """)
             let compared = Int(k.value(0, 0) ?? "") ?? 0
+            let other = try otherStoreRows(db, relation, time: time)
             relations[relation.rawValue] = NightFigures.Relation(
-                rows: clean + errors, inputErrors: errors, inWindow: Int(r.value(0, 1) ?? "") ?? 0,
+                rows: other.whole ?? clean + errors, inputErrors: errors + other.inputErrors,
+                inWindow: (Int(r.value(0, 1) ?? "") ?? 0) + other.inWindow,
                 keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(k.value(0, 1) ?? "") ?? 0)
         }
         if let products {
@@ -76,6 +78,34 @@ package struct HeldNight {
         }
         for file in ReportFile.allCases where file.findingsReport && reports[file.name] == nil { reports[file.name] = 0 }
         return NightFigures(relations: relations, reports: reports)
+    }
+
+    /// With two stores (contract §1, "Two stores in one shop") the copies hold the App Store's rows,
+    /// while the tally, which the published nights' figures come from, counts each relation whole:
+    /// tonight's figures count the same rows. `whole`: the relation's rows (nil with one store);
+    /// `inputErrors`: the rows the App Store's views leave out that are input errors (Play's, and
+    /// those of no store), as the tally counts them (Conservation.rowCount); `inWindow`: Play's clean
+    /// rows inside the window. So a shop selling mostly on Play is compared with itself, and a
+    /// Play mapping that loses its rows or breaks them is held as the App Store's would be.
+    func otherStoreRows(_ db: PGConnection, _ relation: SourceRelation, time: String) throws
+        -> (whole: Int?, inputErrors: Int, inWindow: Int)
+    {
+        guard settings.storeRows != nil else { return (nil, 0, 0) }
+        let r = try db.query(Conservation.rowCount(relation, of: "\(ident: settings.sourceSchema).\(relation.name)", settings: settings))
+        var whole = 0, errors = 0
+        for row in r.rows {
+            let n = row[1].flatMap { Int($0) } ?? 0
+            if row[0] == "#rows" { whole += n } else if row[0] == "input_error" { errors += n }
+        }
+        guard settings.storeColumns.contains(relation) else { return (whole, errors, 0) }
+        let views = try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql
+        let ms = SourceRelation.epochMilliseconds("x.\(ident: time)")
+        let w = try db.query(
+            """
+            SELECT count(*) FROM \(relation.cleanRows("\(views).\(relation.name)", jobSchema: settings.jobSchema, store: .googlePlay)) x
+            WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)
+            """)
+        return (whole, errors, Int(w.value(0, 0) ?? "") ?? 0)
     }
 
     /// What a key holds, whose change means the key now names another row: an order's user and
