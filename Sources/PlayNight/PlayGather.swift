@@ -95,8 +95,14 @@ struct PlayGather {
 
     /// The grants of each purchase's transaction id, its earliest upload, its orders, and whose it is.
     private func addShopRows(_ db: PGConnection, _ facts: inout [PlayFacts], accounts: [String: String]) throws {
+        // A grant or order names the purchase by its order id, or by its token: the contract asks
+        // for the order id when there is one, and a mapping that keeps the token instead must not
+        // make every purchase look unpaid.
         var byTransaction: [String: Int] = [:]
-        for (i, f) in facts.enumerated() { byTransaction[f.purchase.transactionID] = i }
+        for (i, f) in facts.enumerated() {
+            byTransaction[f.purchase.token] = i
+            byTransaction[f.purchase.transactionID] = i
+        }
         let g = try db.query(
             """
             SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_ms, revoked_ms

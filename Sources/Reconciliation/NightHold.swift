@@ -96,6 +96,10 @@ public enum NightHold {
     public static let watchedReports = ["compensate", "clawback"]
     /// The relation whose rows inside the window are "the window's orders".
     public static let orders = "iap_orders"
+    /// Before a relation's or report's name, the figures of Google Play's rows alone, of a
+    /// two-store shop (`google_play iap_orders`, `google_play compensate`): a Play mapping that
+    /// breaks is held even where the App Store's rows are most of the shop.
+    public static let playPrefix = "google_play "
 
     /// Every reason to hold tonight, in a fixed order (relations, then reports, by name); empty:
     /// publish.
@@ -136,8 +140,18 @@ public enum NightHold {
                     """))
             }
         }
-        let windowOrders = tonight.relations[orders]?.inWindow
-        for report in watchedReports {
+        for prefix in ["", playPrefix] {
+            reasons += findingsReasons(prefix: prefix, tonight: tonight, published: published, thresholds: t)
+        }
+        return reasons
+    }
+
+    /// The watched reports' rules, for the whole night (`prefix` empty) or Google Play's rows alone.
+    static func findingsReasons(prefix: String, tonight: NightFigures, published: PublishedNights,
+                                thresholds t: HoldThresholds) -> [HoldReason] {
+        var reasons: [HoldReason] = []
+        let windowOrders = tonight.relations[prefix + orders]?.inWindow
+        for report in watchedReports.map({ prefix + $0 }) {
             let n = tonight.reports[report] ?? 0
             guard n >= t.minRows else { continue }
             if let windowOrders, above(n, percent: t.findingsPercent, of: windowOrders) {

@@ -182,9 +182,9 @@ struct TwoStoreSourcesTests {
             CREATE SCHEMA shop;
             CREATE VIEW shop.iap_products AS SELECT *, 'app_store'::text AS store FROM public.iap_products
               UNION ALL SELECT 'play.gems', 'consumable', 'com.example.playgame', NULL::numeric, NULL::text, NULL::boolean, 'google_play';
-            CREATE TABLE shop.play_orders AS SELECT 'PO-' || i AS order_id FROM generate_series(1, 3000) i;
+            CREATE TABLE shop.play_orders AS SELECT 'PO-' || i AS order_id, 'P' || (i % 50) AS user_id FROM generate_series(1, 3000) i;
             CREATE VIEW shop.iap_orders AS SELECT *, 'app_store'::text AS store FROM public.iap_orders
-              UNION ALL SELECT order_id, 'P1', 'play.gems', 1, 'paid', NULL, '2026-11-20T10:00:00Z'::timestamptz, 'google_play'
+              UNION ALL SELECT order_id, user_id, 'play.gems', 1, 'paid', NULL, '2026-11-20T10:00:00Z'::timestamptz, 'google_play'
               FROM shop.play_orders;
             CREATE VIEW shop.iap_receipts AS SELECT * FROM public.iap_receipts;
             CREATE VIEW shop.iap_grants AS SELECT * FROM public.iap_grants;
@@ -195,6 +195,11 @@ struct TwoStoreSourcesTests {
             let r = try w.run(["--source-schema", "shop"])
             #expect(r.status == 0, "\(night) night: \(r.stderr)")
         }
+        // Play's orders without their user: input errors of Play's rows, held by Play's figures too.
+        try w.t.db.execute("UPDATE shop.play_orders SET user_id = NULL")
+        let broken = try w.run(["--source-schema", "shop"])
+        #expect(broken.status == 65 && broken.stderr.contains("google_play iap_orders: 3000 of its 3000 rows are input errors"),
+                "\(broken.stderr)")
         // Play's orders gone from the view: the relation lost most of its rows, the night is held.
         try w.t.db.execute("TRUNCATE shop.play_orders")
         let lost = try w.run(["--source-schema", "shop"])
@@ -261,7 +266,8 @@ struct TwoStoreSourcesTests {
               FROM shop.play_receipts;
             CREATE TABLE shop.play_grants (grant_id text, order_id text, transaction_id text);
             INSERT INTO shop.play_grants VALUES ('PG-A', 'PO-A', 'GPA.3301-0000-0000-00001'),
-              ('PG-C', 'PO-C', 'GPA.3301-0000-0000-00003'), ('PG-F', 'PO-F', 'tok-forged');
+              ('PG-C', 'PO-C', 'GPA.3301-0000-0000-00003'), ('PG-F', 'PO-F', 'tok-forged'),
+              ('PG-T', 'PO-A', 'tok-acknowledged');
             CREATE VIEW shop.iap_grants AS SELECT *, 'app_store'::text AS store FROM public.iap_grants
               UNION ALL SELECT grant_id, 'P1', order_id, 'play.only.gems', transaction_id, NULL, 1,
                                '2026-11-20T10:02:00Z'::timestamptz, NULL::timestamptz, 'google_play'
@@ -290,6 +296,8 @@ struct TwoStoreSourcesTests {
         }
         #expect(clawback.map { "\($0[0]) \($0[9]) \($0[11]) \($0[13]) \($0[14])" } == [
             "PG-A chargeback 7 0.99 USD", "PG-C refunded 1  ", "PG-F invalid_receipt   ",
+            // A grant naming the purchase by its token, though it has an order id: the same purchase's.
+            "PG-T chargeback 7 0.99 USD",
         ], "\(clawback)", sourceLocation: sourceLocation)
         let acknowledge = N.read(day.appendingPathComponent("acknowledge.csv")).components(separatedBy: "\r\n")
         #expect(acknowledge == [

@@ -89,6 +89,21 @@ struct NightHoldTests {
         #expect(reasons.first?.text.contains("while the window holds no order") == true)
     }
 
+    @Test("two stores: Google Play's rows alone are held to the same rules, though the whole night would publish")
+    func playAlone() {
+        // 150 of Play's 400 window orders listed to compensate, beside 10 of the App Store's 800.
+        var night = Self.night(orders: Relation(rows: 1_400, inputErrors: 0, inWindow: 1_200), compensate: 160)
+        night.relations[NightHold.playPrefix + "iap_orders"] = Relation(rows: 400, inputErrors: 0, inWindow: 400)
+        night.reports[NightHold.playPrefix + "compensate"] = 150
+        #expect(Self.checks(night) == ["findings_share google_play compensate"])
+        night.reports[NightHold.playPrefix + "compensate"] = 100  // a quarter: publishes
+        #expect(Self.checks(night).isEmpty)
+        // Play's grants broken (a null transaction_id): 30 of its 400 rows, 2% of the shop's 1,400.
+        night.relations[NightHold.playPrefix + "iap_grants"] = Relation(rows: 400, inputErrors: 30, inWindow: 370)
+        night.relations["iap_grants"] = Relation(rows: 1_400, inputErrors: 30, inWindow: 1_170)
+        #expect(Self.checks(night) == ["input_errors google_play iap_grants"])
+    }
+
     @Test("the median: 5 times the median publishes, one more holds; only once there are 7 published nights; over the last 30")
     func findingsMedian() {
         let six = PublishedNights(last: Self.good, reportRows: ["compensate": [20, 20, 20, 20, 20, 20]], count: 6)

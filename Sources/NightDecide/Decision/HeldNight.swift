@@ -8,6 +8,7 @@
 import Foundation
 import JobStore
 import NightLearn
+import PlayNight
 import Postgres
 import Reconciliation
 
@@ -62,9 +63,10 @@ package struct HeldNight {
                 """)
             let compared = Int(k.value(0, 0) ?? "") ?? 0
             let other = try otherStoreRows(db, relation, time: time)
+            if let play = other.play { relations[NightHold.playPrefix + relation.rawValue] = play }
             relations[relation.rawValue] = NightFigures.Relation(
                 rows: other.whole ?? clean + errors, inputErrors: errors + other.inputErrors,
-                inWindow: (Int(r.value(0, 1) ?? "") ?? 0) + other.inWindow,
+                inWindow: (Int(r.value(0, 1) ?? "") ?? 0) + (other.play?.inWindow ?? 0),
                 keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(k.value(0, 1) ?? "") ?? 0)
         }
         if let products {
@@ -72,9 +74,15 @@ package struct HeldNight {
                 rows: products.rows, inputErrors: products.buckets["input_error"] ?? 0)
         }
         var reports: [String: Int] = [:]
-        let r = try db.query("SELECT report, count(*) FROM \(S).current_findings GROUP BY report")
+        let r = try db.query(
+            """
+            SELECT report, count(*), count(*) FILTER (WHERE starts_with(finding_key, \(literal: .text(PlayDecide.keyPrefix))))
+            FROM \(S).current_findings GROUP BY report
+            """)
         for i in 0..<r.rowCount {
-            if let file = r.value(i, 0).flatMap(ReportFile.init(rawValue:)) { reports[file.name] = Int(r.value(i, 1) ?? "") ?? 0 }
+            guard let file = r.value(i, 0).flatMap(ReportFile.init(rawValue:)) else { continue }
+            reports[file.name] = Int(r.value(i, 1) ?? "") ?? 0
+            if settings.storeRows != nil { reports[NightHold.playPrefix + file.name] = Int(r.value(i, 2) ?? "") ?? 0 }
         }
         for file in ReportFile.allCases where file.findingsReport && reports[file.name] == nil { reports[file.name] = 0 }
         return NightFigures(relations: relations, reports: reports)
@@ -84,28 +92,31 @@ package struct HeldNight {
     /// while the tally, which the published nights' figures come from, counts each relation whole:
     /// tonight's figures count the same rows. `whole`: the relation's rows (nil with one store);
     /// `inputErrors`: the rows the App Store's views leave out that are input errors (Play's, and
-    /// those of no store), as the tally counts them (Conservation.rowCount); `inWindow`: Play's clean
-    /// rows inside the window. So a shop selling mostly on Play is compared with itself, and a
-    /// Play mapping that loses its rows or breaks them is held as the App Store's would be.
+    /// those of no store), as the tally counts them (Conservation.rowCount); `play`: Play's rows
+    /// alone (their rows, input errors, clean rows inside the window), held to the same thresholds
+    /// (`NightHold.playPrefix`). So a shop selling mostly on Play is compared with itself, and a
+    /// Play mapping that loses or breaks its rows is held even beside many App Store rows.
     func otherStoreRows(_ db: PGConnection, _ relation: SourceRelation, time: String) throws
-        -> (whole: Int?, inputErrors: Int, inWindow: Int)
+        -> (whole: Int?, inputErrors: Int, play: NightFigures.Relation?)
     {
-        guard settings.storeRows != nil else { return (nil, 0, 0) }
+        guard settings.storeRows != nil else { return (nil, 0, nil) }
         let r = try db.query(Conservation.rowCount(relation, of: "\(ident: settings.sourceSchema).\(relation.name)", settings: settings))
         var whole = 0, errors = 0
         for row in r.rows {
             let n = row[1].flatMap { Int($0) } ?? 0
             if row[0] == "#rows" { whole += n } else if row[0] == "input_error" { errors += n }
         }
-        guard settings.storeColumns.contains(relation) else { return (whole, errors, 0) }
+        guard settings.storeColumns.contains(relation) else { return (whole, errors, nil) }
         let views = try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql
         let ms = SourceRelation.epochMilliseconds("x.\(ident: time)")
         let w = try db.query(
             """
-            SELECT count(*) FROM \(relation.cleanRows("\(views).\(relation.name)", jobSchema: settings.jobSchema, store: .googlePlay)) x
-            WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf)
+            SELECT (SELECT count(*) FROM \(views).\(relation.name)), count(*),
+                   count(*) FILTER (WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf))
+            FROM \(relation.cleanRows("\(views).\(relation.name)", jobSchema: settings.jobSchema, store: .googlePlay)) x
             """)
-        return (whole, errors, Int(w.value(0, 0) ?? "") ?? 0)
+        let rows = Int(w.value(0, 0) ?? "") ?? 0, clean = Int(w.value(0, 1) ?? "") ?? 0
+        return (whole, errors, NightFigures.Relation(rows: rows, inputErrors: rows - clean, inWindow: Int(w.value(0, 2) ?? "") ?? 0))
     }
 
     /// What a key holds, whose change means the key now names another row: an order's user and
