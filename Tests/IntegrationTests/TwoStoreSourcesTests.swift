@@ -264,13 +264,13 @@ struct TwoStoreSourcesTests {
             CREATE VIEW shop.iap_receipts AS SELECT *, 'app_store'::text AS store FROM public.iap_receipts
               UNION ALL SELECT receipt_id, 'P1', order_id, NULL, token, '2026-11-20T10:01:00Z'::timestamptz, NULL::int, 'google_play'
               FROM shop.play_receipts;
-            CREATE TABLE shop.play_grants (grant_id text, order_id text, transaction_id text);
+            CREATE TABLE shop.play_grants (grant_id text, order_id text, transaction_id text, revoked_at timestamptz);
             INSERT INTO shop.play_grants VALUES ('PG-A', 'PO-A', 'GPA.3301-0000-0000-00001'),
               ('PG-C', 'PO-C', 'GPA.3301-0000-0000-00003'), ('PG-F', 'PO-F', 'tok-forged'),
               ('PG-T', 'PO-A', 'tok-acknowledged');
             CREATE VIEW shop.iap_grants AS SELECT *, 'app_store'::text AS store FROM public.iap_grants
               UNION ALL SELECT grant_id, 'P1', order_id, 'play.only.gems', transaction_id, NULL, 1,
-                               '2026-11-20T10:02:00Z'::timestamptz, NULL::timestamptz, 'google_play'
+                               '2026-11-20T10:02:00Z'::timestamptz, revoked_at, 'google_play'
               FROM shop.play_grants;
             """)
         var env = w.env
@@ -408,11 +408,18 @@ struct TwoStoreSourcesTests {
                     'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED', false, now(), 0)
             """)
 
+        // Customer service took PG-A back: its claw-back closes as `revoked`, judged from Play's rows.
+        try w.t.db.execute("UPDATE shop.play_grants SET revoked_at = '2026-11-20T12:00:00Z' WHERE grant_id = 'PG-A'")
+
         // Again: only what is not settled is asked (pending, unacknowledged within its days, the
         // attempts); the answers already stored stay.
         let again = try w.run(["--source-schema", "shop"], environment: env)
         #expect(again.status == 0, "\(again.stderr)")
         let second = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
+        #expect(try w.t.scalar("""
+            SELECT string_agg(finding_key || ' ' || coalesce(closed_because, '-'), ', ' ORDER BY finding_key) FROM recon.findings
+            WHERE starts_with(finding_key, 'google_play|') AND closed_on IS NOT NULL
+            """) == "google_play|clawback|PG-A revoked")
         #expect((second["google_play"] as? [String: Any])?["candidates"] as? Int == 6, "\(String(describing: second["google_play"]))")
         #expect(try w.t.int("SELECT count(*) FROM recon.play_purchases") == 6)
         #expect(try w.t.scalar("""

@@ -2,6 +2,7 @@
 // reason), run once the families are decided and refunds.csv's rows are in. Why a finding is
 // gone is the rules' (`Closing.reason`), over facts Postgres gathers for the findings that close.
 
+import PlayNight
 import Postgres
 import Reconciliation
 
@@ -133,6 +134,8 @@ extension DecideStage {
                 WHERE cr.finding_key = u.k
                 """)
         }
+        // Google Play's findings, judged from Play's facts (their keys name no App Store row).
+        if settings.playReports { try PlayClosing(settings: settings).write(db, closing: closingTable) }
     }
 
     /// The findings history of the night, once the families are decided and refunds.csv's rows

@@ -199,7 +199,7 @@ extension DecideStage {
         }
         plan.add(
             "findings history", "write", .own,
-            reads: [.job(.currentFindings), .job(.findings), .night(.g), .job(.appleTransactions), .value(.held)],
+            reads: [.job(.currentFindings), .job(.findings), .night(.g), .night(.play), .job(.appleTransactions), .value(.held)],
             writes: [.job(.findings), .job(.heldFindings)],
             note: "first_seen, closed_on and why (a held night's kept aside for its release); the CSV files compute "
                 + "first_seen as it will set it, so they do not wait for it"
