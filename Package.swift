@@ -152,8 +152,8 @@ let package = Package(
         .target(
             name: "Desk",
             dependencies: [
-                "NightReview", "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "HTTP", "Reconciliation",
-                "Postgres",
+                "NightReview", "NightDecide", "PlayNight", "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "HTTP",
+                "Reconciliation", "Postgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

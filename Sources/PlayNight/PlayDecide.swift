@@ -22,10 +22,8 @@ package struct PlayDecide: Sendable {
     package static let tables = ["play_g", "play_r", "play_o", "play_p", acknowledgeTable]
     /// acknowledge.csv's rows, made (empty when nothing is decided) on every night with Play configured.
     package static let acknowledgeTable = "play_acknowledge"
-    /// The beginning of a Play finding's key; the App Store's key of the same kind follows it. The
-    /// App Store's keys begin with their report's word, so the two never meet, and a grant id used
-    /// in both stores is two findings.
-    package static let keyPrefix = "google_play|"
+    /// The beginning of a Play finding's key (`PlayRules.findingKeyPrefix`).
+    package static let keyPrefix = PlayRules.findingKeyPrefix
     static let batch = 1000
 
     /// What the stage decided (the log's line).
@@ -102,14 +100,19 @@ package struct PlayDecide: Sendable {
     }
 
     /// The clean Play rows the rules read, once a night (the views filter whole relations): the first
-    /// row of each key, without problems (input_errors.csv has the others).
-    func copiesSQL(_ views: SQL) -> SQL {
+    /// row of each key, without problems (input_errors.csv has the others). `lookup`: temporary
+    /// tables of its session (`pg_temp`), the job schema only read.
+    package func copiesSQL(_ views: SQL, temporary: Bool = false) -> SQL {
         let s = settings.jobSchema
         func clean(_ r: SourceRelation) -> SQL { r.cleanRows("\(views).\(r.name)", jobSchema: s, store: .googlePlay) }
         func ms(_ column: SQL) -> SQL { SourceRelation.epochMilliseconds("x.\(column)") }
-        let new: SQL = "UNLOGGED TABLE"
-        let options: SQL = "WITH (autovacuum_enabled = false)"
+        let new: SQL = temporary ? "TEMPORARY TABLE" : "UNLOGGED TABLE"
+        let options: SQL = temporary ? "" : "WITH (autovacuum_enabled = false)"
+        let S: SQL = temporary ? "pg_temp" : S
+        // The night made play_known_products with its working tables; lookup makes its own.
+        let known: SQL = temporary ? SourceRelation.playKnownProductsSQL(views: views, create: "TEMPORARY TABLE play_known_products") : ""
         return """
+            \(known)
             DROP TABLE IF EXISTS \(S).play_g, \(S).play_r, \(S).play_o, \(S).play_p;
             CREATE \(new) \(S).play_p \(options) AS
                 SELECT x.product_id::text AS product_id, x.product_type::text AS product_type,
@@ -139,10 +142,10 @@ package struct PlayDecide: Sendable {
             """
     }
 
-    /// Play's valid products, by id (a handful of rows).
-    func products(_ db: PGConnection) throws -> [String: PlayProduct] {
+    /// Play's valid products, by id (a handful of rows), from `play_p` in `rows` (default: the job schema).
+    package func products(_ db: PGConnection, rows: SQL? = nil) throws -> [String: PlayProduct] {
         var out: [String: PlayProduct] = [:]
-        for row in try db.query("SELECT product_id, product_type, list_milli, list_currency FROM \(S).play_p").rows {
+        for row in try db.query("SELECT product_id, product_type, list_milli, list_currency FROM \(rows ?? S).play_p").rows {
             guard let id = row[0], let type = row[1].flatMap(ProductType.init(rawValue:)) else { continue }
             let list = row[2].flatMap { Int64($0) }.flatMap { m in row[3].map { Money(milliunits: m, currency: $0) } }
             out[id] = PlayProduct(type, listUnit: list)

@@ -7,19 +7,45 @@ import NightLearn
 import Postgres
 import Reconciliation
 
-struct PlayGather {
+/// Gathers Play purchase tokens' facts, a batch (or the tokens asked) at a time.
+package struct PlayGather {
     let settings: JobSettings
     let products: [String: PlayProduct]
+    /// Where the clean Play rows are (`PlayDecide.copiesSQL`): the job schema, or `pg_temp` for `lookup`.
+    let rows: SQL
     var S: SQL { settings.jobSchema.sql }
 
+    /// Gathers over the clean Play rows made in `rows` (the job schema by default).
+    package init(settings: JobSettings, products: [String: PlayProduct], rows: SQL? = nil) {
+        self.settings = settings
+        self.products = products
+        self.rows = rows ?? settings.jobSchema.sql
+    }
+
     /// The next tokens after `after`, in token order, with all their facts; empty at the end.
-    func batch(_ db: PGConnection, after: String) throws -> [PlayFacts] {
+    package func batch(_ db: PGConnection, after: String) throws -> [PlayFacts] {
         let r = try db.query(
             """
             SELECT token, package, verdict, order_id, acknowledgement,
                    \(SourceRelation.epochMilliseconds("completed_at")), test, account_id
             FROM \(S).play_purchases WHERE token > \(after) ORDER BY token LIMIT \(literal: .int(PlayDecide.batch))
             """)
+        return try facts(db, r)
+    }
+
+    /// The facts of the purchases Google answered for among `tokens`.
+    package func facts(_ db: PGConnection, tokens: [String]) throws -> [PlayFacts] {
+        let r = try db.query(
+            """
+            SELECT token, package, verdict, order_id, acknowledgement,
+                   \(SourceRelation.epochMilliseconds("completed_at")), test, account_id
+            FROM \(S).play_purchases WHERE token = ANY(\(tokens)::text[]) ORDER BY token
+            """)
+        return try facts(db, r)
+    }
+
+    /// The purchases of `r` (`play_purchases`' columns, as `batch` selects them) with all their facts.
+    private func facts(_ db: PGConnection, _ r: PGResult) throws -> [PlayFacts] {
         var facts: [PlayFacts] = []
         var accounts: [String: String] = [:]
         for row in r.rows {
@@ -106,7 +132,7 @@ struct PlayGather {
         let g = try db.query(
             """
             SELECT grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_ms, revoked_ms
-            FROM \(S).play_g WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[])
+            FROM \(rows).play_g WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[])
             ORDER BY granted_ms, grant_id COLLATE "C"
             """)
         for row in g.rows {
@@ -119,7 +145,7 @@ struct PlayGather {
         let at = index(facts)
         let u = try db.query(
             """
-            SELECT DISTINCT ON (token) token, receipt_id, user_id, order_id FROM \(S).play_r
+            SELECT DISTINCT ON (token) token, receipt_id, user_id, order_id FROM \(rows).play_r
             WHERE token = ANY(\(facts.map(\.purchase.token))::text[]) ORDER BY token, submitted_ms, receipt_id COLLATE "C"
             """)
         var uploadOrder: [Int: String] = [:], uploader: [Int: String] = [:]
@@ -132,7 +158,7 @@ struct PlayGather {
         let named = Array(Set(accounts.values).union(uploadOrder.values))
         let o = try db.query(
             """
-            SELECT order_id, user_id, product_id, created_ms, transaction_id FROM \(S).play_o
+            SELECT order_id, user_id, product_id, created_ms, transaction_id FROM \(rows).play_o
             WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[]) OR order_id = ANY(\(named)::text[])
             ORDER BY created_ms, order_id COLLATE "C"
             """)
@@ -154,11 +180,11 @@ struct PlayGather {
     }
 
     /// The open Play orders of the users and products of `candidates` (the inferred order match's pool).
-    func openOrders(_ db: PGConnection, of candidates: [CompensationCandidate]) throws -> [Order] {
+    package func openOrders(_ db: PGConnection, of candidates: [CompensationCandidate]) throws -> [Order] {
         guard !candidates.isEmpty else { return [] }
         let r = try db.query(
             """
-            SELECT order_id, user_id, product_id, quantity, status, transaction_id, created_ms FROM \(S).play_o
+            SELECT order_id, user_id, product_id, quantity, status, transaction_id, created_ms FROM \(rows).play_o
             WHERE (user_id, product_id) IN (SELECT * FROM unnest(\(candidates.map(\.userID))::text[],
                                                                  \(candidates.map(\.transaction.productID))::text[]))
             """)

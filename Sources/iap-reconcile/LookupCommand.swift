@@ -26,7 +26,10 @@ struct LookupCommand: ParsableCommand {
             `iap-reconcile migrate` made it). With the App Store Server API (IAP_ISSUER_ID, IAP_KEY_ID, \
             IAP_PRIVATE_KEY_FILE, IAP_BUNDLE_IDS) Apple is asked now; without it --transaction, --our-order \
             and --user answer from our data and what the nights learned, and say so (--json "source"); \
-            Apple's invoice order ID needs the Server API.
+            Apple's invoice order ID needs the Server API. A Google Play purchase: its order ID (GPA.…, on \
+            Google's receipt e-mail) or --token TOKEN, answered from what the nights learned of it and our Play \
+            rows (Google is not asked now): the same verdicts, and not_paid for a pending, cancelled or unknown \
+            purchase, with an acknowledgement still due.
 
             Exit codes: 0 answered (found or not found, from Apple or from our data); 64 bad id or option \
             (an id of ours empty, over 200 bytes, with a control character or not UTF-8); 75 Apple or the \
@@ -34,8 +37,11 @@ struct LookupCommand: ParsableCommand {
             Server API credentials, credentials refused, or no job schema yet.
             """ + "\n\n" + environmentHelp)
 
-    @Argument(help: "The order ID on Apple's invoice e-mail.")
+    @Argument(help: "The order ID on Apple's invoice e-mail, or Google Play's order ID (GPA.…) of Google's receipt.")
     var orderID: String?
+
+    @Option(name: .customLong("token"), help: "Look up this Google Play purchase token.")
+    var token: String?
 
     @Option(name: .customLong("transaction"), help: "Look up this transaction id instead of an order ID.")
     var transactionID: String?
@@ -58,7 +64,7 @@ struct LookupCommand: ParsableCommand {
         do {
             let target = try LookupTarget.parse(
                 orderID: orderID, transactionID: transactionID, ourOrder: ourOrder, user: user,
-                days: days, windowDays: common.windowDays)
+                days: days, windowDays: common.windowDays, token: token)
             var lookup = LookupRun(settings: try common.settings())
             let result = try lookup.run(target)
             try printAnswer(result, json: json, lines: result.lines)

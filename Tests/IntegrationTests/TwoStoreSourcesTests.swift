@@ -314,6 +314,37 @@ struct TwoStoreSourcesTests {
         #expect(book.sheets.first { $0.name == "acknowledge" }?.rows.count == 2, sourceLocation: sourceLocation)
     }
 
+    /// `lookup` of Play's purchases after `playWorld`'s first night: by Google's order id and by
+    /// token, the night's verdicts; ids that are not Google's refused (64) before anything is read.
+    static func expectPlayLookups(_ env: [String: String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func lookup(_ args: [String]) throws -> (status: Int32, json: [String: Any], stderr: String) {
+            let r = try runTool("iap-reconcile", ["lookup"] + args + ["--source-schema", "shop", "--as-of", N.asOf, "--json"], environment: env)
+            let json = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:]
+            return (r.status, json, r.stderr)
+        }
+        func item(_ r: (status: Int32, json: [String: Any], stderr: String)) -> [String: Any] {
+            (r.json["transactions"] as? [[String: Any]])?.first ?? [:]
+        }
+        let missed = try lookup(["GPA.3301-0000-0000-00004"])
+        let m = item(missed)
+        #expect(missed.status == 0 && missed.json["store"] as? String == "google_play" && m["verdict"] as? String == "compensate"
+                && m["user_id"] as? String == "P1" && m["order_id"] as? String == "PO-U" && m["owed"] as? Int == 1
+                && m["report"] as? String == "compensate.csv" && m["first_seen"] as? String == "2026-11-21", "\(missed)",
+                sourceLocation: sourceLocation)
+        #expect((m["text"] as? String ?? "").contains("acknowledge token tok-unacknowledged before 2026-11-23 03:00 UTC"), "\(m)",
+                sourceLocation: sourceLocation)
+        let charged = item(try lookup(["--token", "tok-acknowledged"]))
+        #expect(charged["verdict"] as? String == "claw_back" && charged["grant_ids"] as? [String] == ["PG-A", "PG-T"]
+                && (charged["text"] as? String ?? "").contains("charged back"), "\(charged)", sourceLocation: sourceLocation)
+        #expect(item(try lookup(["--token", "tok-pending"]))["verdict"] as? String == "not_paid", sourceLocation: sourceLocation)
+        let none = try lookup(["GPA.9999-0000-0000-00000"])
+        #expect(none.status == 0 && (none.json["transactions"] as? [Any])?.isEmpty == true, "\(none)", sourceLocation: sourceLocation)
+        for bad in [["GPA.12;drop"], ["--token", "a/b"], ["--token", "tok-pending", "--transaction", "1"], ["GPA."]] {
+            let r = try lookup(bad)
+            #expect(r.status == 64, "\(bad): \(r.stderr)", sourceLocation: sourceLocation)
+        }
+    }
+
     /// A report's header and rows of one store, without the `store` column that ends them.
     static func rows(_ url: URL, store: String) -> [String] {
         let lines = N.read(url).components(separatedBy: "\r\n").filter { !$0.isEmpty }
@@ -407,6 +438,8 @@ struct TwoStoreSourcesTests {
             VALUES ('tok-forged-order', 'com.example.playgame', 'purchased', 'GPA.9999-0000-0000-00009',
                     'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED', false, now(), 0)
             """)
+
+        try Self.expectPlayLookups(env)
 
         // Customer service took PG-A back: its claw-back closes as `revoked`, judged from Play's rows.
         try w.t.db.execute("UPDATE shop.play_grants SET revoked_at = '2026-11-20T12:00:00Z' WHERE grant_id = 'PG-A'")

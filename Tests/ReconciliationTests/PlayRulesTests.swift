@@ -195,6 +195,31 @@ struct PlayRulesTests {
         #expect(d.compensations.map(\.amount?.text) == ["0.99", "4.99"])
     }
 
+    @Test("lookup's verdict on a Play purchase: the night's decision, in words, with an acknowledgement still due")
+    func lookupVerdicts() {
+        func verdict(_ p: GooglePurchase, voids: [PlayVoid] = [], grants: [Grant] = [], user: String? = "u1") -> LookupVerdict {
+            let facts = PlayFacts(purchase: p, voids: voids, order: PlayOrderFacts(total: Money(milliunits: 990, currency: "USD")),
+                                  userID: user, products: products, grants: grants)
+            return PlayLookup.verdict(facts, decision: PlayRules.decide(facts, settings: standardSettings), settings: standardSettings)
+        }
+        let missed = verdict(play(acknowledged: false))
+        #expect(missed.kind == .compensate && missed.owed == 1 && missed.report == .compensate
+                && missed.findingKeys == ["google_play|compensate|\(gpa)|production"])
+        #expect(missed.text.contains("never granted: compensate 1 × coins to user u1") && missed.text.contains("acknowledge token \(token)"))
+        let back = verdict(play(), voids: [PlayVoid(voidedAt: asOf - hour, reason: 7)], grants: [playGrant("g1")])
+        #expect(back.kind == .clawBack && back.grantIDs == ["g1"] && back.text.contains("charged back")
+                && back.findingKeys == ["google_play|clawback|g1"])
+        #expect(verdict(play(verdict: .pending)).kind == .notPaid && verdict(play(verdict: .cancelled)).kind == .notPaid)
+        #expect(verdict(play(verdict: .unknown)).kind == .notPaid && verdict(play(test: true)).kind == .sandbox)
+        #expect(verdict(play(), voids: [PlayVoid(voidedAt: asOf - hour)]).kind == .refunded)
+        let granted = verdict(play(), grants: [playGrant("g1")])
+        #expect(granted.kind == .granted && !granted.text.contains("acknowledge"))
+        let partly = verdict(play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 3)], grants: [playGrant("g", quantity: 4)])
+        #expect(partly.kind == .compensate && partly.owed == 3 && partly.text.contains("granted 4 of 10"))
+        #expect(verdict(play(), user: nil).kind == .unknownToUs && verdict(play("shield")).kind == .unknownProduct)
+        #expect(verdict(play(ago: 40 * day)).kind == .outsideWindow)
+    }
+
     @Test("whose purchase: the uploader of its token, then the order its account id names, then its earliest grant")
     func owner() {
         #expect(PlayOwner.of(uploader: "a", accountUser: "b", earliestGrantUser: "c") == "a")

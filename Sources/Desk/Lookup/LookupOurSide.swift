@@ -43,7 +43,7 @@ struct OurSide {
         var side = OurSide()
         let reader = Reader(db: db, source: source, settings: settings)
         switch target {
-        case .order: break
+        case .order, .playOrder, .playToken: break
         case .transaction(let tid):
             side.listed = [tid]
             side.grantOnly = [tid]

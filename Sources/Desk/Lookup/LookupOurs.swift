@@ -54,7 +54,7 @@ extension LookupRun {
                 source: settings.serverAPI == nil ? LookupResult.fromOurData : LookupResult.fromApple,
                 transactions: items, lines: [])
             switch target {
-            case .order: break
+            case .order, .playOrder, .playToken: break
             case .transaction:
                 if items.isEmpty {
                     lines.append(
@@ -131,7 +131,7 @@ extension LookupRun {
             switch target {
             case .ourOrder(let orderID): wanted = side.listed.contains(tid) || v.orderID == orderID
             case .user: wanted = side.listed.contains(tid) && side.inDays(t.purchaseDate)
-            case .transaction, .order: wanted = side.listed.contains(tid)
+            case .transaction, .order, .playOrder, .playToken: wanted = side.listed.contains(tid)
             }
             guard wanted else { continue }
             let revoked = revocations[tid] ?? k.revocation.revocationDate ?? k.revocation.cancellationDate

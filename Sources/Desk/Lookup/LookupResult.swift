@@ -41,6 +41,8 @@ public struct LookupResult: Sendable, Encodable {
     public var apple: String
     /// `apple` or `our data and what the nights learned` (`fromApple`, `fromOurData`).
     public var source: String
+    /// `google_play` for a Play purchase (`play_order`, `play_token`); absent for the App Store's.
+    public var store: String?
     /// `our_order`, `user`: whether our data knows the id (an order, receipt or grant names it).
     public var known: Bool?
     /// `user`: the days listed (`--days`) and the first instant of them.
@@ -53,7 +55,7 @@ public struct LookupResult: Sendable, Encodable {
     public var lines: [String]
 
     enum CodingKeys: String, CodingKey {
-        case asked, id, apple, source, known, days, since, transactions, orders
+        case asked, id, apple, source, store, known, days, since, transactions, orders
     }
 
     /// The line of an item: `TRANSACTION PRODUCT × N: verdict text`.

@@ -38,6 +38,8 @@ public struct LookupRun {
             return try appleTransaction(transactionID, api: api)
         case .ourOrder, .user:
             return try ours(target)
+        case .playOrder, .playToken:
+            return try play(target)
         }
     }
 

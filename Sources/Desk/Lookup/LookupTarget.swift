@@ -11,6 +11,10 @@ public enum LookupTarget: Sendable, Equatable {
     case ourOrder(String)
     /// Our user id (`--user`): the user's purchases of the last `days` days by our data.
     case user(String, days: Int)
+    /// Google Play's order id (`GPA.3312-4420-1234-56789`, the player's Google receipt e-mail).
+    case playOrder(String)
+    /// A Google Play purchase token (`--token`).
+    case playToken(String)
 
     /// The longest id of ours `lookup` takes (bytes of UTF-8): ids are keys, not texts.
     public static let maxOurIDBytes = 200
@@ -22,9 +26,30 @@ public enum LookupTarget: Sendable, Equatable {
     /// `days`: `--days`, for `--user` only (nil: the night's window, `windowDays`).
     public static func parse(
         orderID: String?, transactionID: String?, ourOrder: String? = nil, user: String? = nil,
-        days: Int? = nil, windowDays: Int = 30
+        days: Int? = nil, windowDays: Int = 30, token: String? = nil
     ) throws -> LookupTarget {
         if days != nil, user == nil { throw JobError(.usage, "--days goes with --user") }
+        if let token {
+            guard orderID == nil, transactionID == nil, ourOrder == nil, user == nil else {
+                throw JobError(.usage, "give one of: an order ID, --transaction ID, --token TOKEN, --our-order ID, --user ID")
+            }
+            guard (1...2048).contains(token.utf8.count), token.utf8.allSatisfy(isTokenByte) else {
+                throw JobError(.usage, "'\(shown(token))' is not a Google Play purchase token (1 to 2,048 letters, digits, '.', '-', '_')")
+            }
+            return .playToken(token)
+        }
+        if let o = orderID, o.hasPrefix("GPA.") {
+            guard transactionID == nil, ourOrder == nil, user == nil else {
+                throw JobError(.usage, "give one of: an order ID, --transaction ID, --token TOKEN, --our-order ID, --user ID")
+            }
+            guard o.utf8.count <= 64, o.utf8.dropFirst(4).allSatisfy({ isDigit($0) || $0 == 45 }), o.utf8.count > 4 else {
+                throw JobError(
+                    .usage,
+                    "'\(shown(o))' is not a Google Play order ID (GPA. then digits and '-', as on Google's receipt: GPA.3312-4420-1234-56789)"
+                )
+            }
+            return .playOrder(o)
+        }
         switch (orderID, transactionID, ourOrder, user) {
         case (let o?, nil, nil, nil):
             guard ServerAPI.isPathSafe(o), o.utf8.count <= 32 else {
@@ -46,7 +71,10 @@ public enum LookupTarget: Sendable, Equatable {
             guard (1...maxDays).contains(n) else { throw JobError(.usage, "--days \(n): give 1 to \(maxDays) days") }
             return .user(try ourID(u, "--user", what: "a user id of ours (iap_orders.user_id)"), days: n)
         default:
-            throw JobError(.usage, "give one of: an Apple order ID (the invoice's), --transaction ID, --our-order ID, --user ID")
+            throw JobError(
+                .usage,
+                "give one of: an Apple order ID (the invoice's) or Google Play's (GPA.…), --transaction ID, --token TOKEN, "
+                    + "--our-order ID, --user ID")
         }
     }
 
@@ -65,6 +93,13 @@ public enum LookupTarget: Sendable, Equatable {
             throw JobError(.usage, "\(option): the id holds the control character U+\(hex(bad)): not \(what)")
         }
         return id
+    }
+
+    static func isDigit(_ b: UInt8) -> Bool { b >= 48 && b <= 57 }
+
+    /// A byte of a purchase token: a letter, digit, `.`, `-` or `_` (the night's check of Play's rows).
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        isDigit(b) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 45 || b == 95
     }
 
     static func isHostile(_ c: Unicode.Scalar) -> Bool {
@@ -89,6 +124,8 @@ public enum LookupTarget: Sendable, Equatable {
         case .transaction(let id): return ("transaction", id)
         case .ourOrder(let id): return ("our_order", id)
         case .user(let id, _): return ("user", id)
+        case .playOrder(let id): return ("play_order", id)
+        case .playToken(let id): return ("play_token", id)
         }
     }
 }

@@ -48,16 +48,7 @@ extension DecideStage {
 
     private var playProductsSQL: SQL {
         guard let play = playViews else { return "" }
-        return """
-
-            DROP TABLE IF EXISTS play_known_products;
-            CREATE \(newTable("play_known_products")) AS
-                SELECT DISTINCT ON (product_id) product_id,
-                       coalesce(product_type IN \(SourceRelation.productTypes), false) AS valid
-                FROM \(play).iap_products WHERE product_id IS NOT NULL
-                ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
-            ANALYZE play_known_products;
-            """
+        return "\n" + SourceRelation.playKnownProductsSQL(views: play, create: newTable("play_known_products"))
     }
 
     /// `input_errors` from the copies (SourceCopies.swift): the problems of each key's first row

@@ -24,6 +24,9 @@ public struct LookupVerdict: Sendable, Equatable {
         case outsideWindow = "outside_window"
         /// Its product is not a valid row of `iap_products` (an input error): no rule judges it.
         case unknownProduct = "unknown_product"
+        /// Google Play: pending, cancelled, or a token Google does not know, and nothing granted:
+        /// no money was paid, nothing to do.
+        case notPaid = "not_paid"
     }
 
     public var kind: Kind
@@ -105,12 +108,7 @@ public enum Lookup {
             $0.transaction.transactionID == transactionID && $0.transaction.environment == environment
         }) {
             let order = c.exactOrder ?? inferredOrder
-            let why: String
-            switch c.reason {
-            case .paidNotGranted: why = "never granted"
-            case .revokedNotRefunded: why = "granted, then revoked without a refund"
-            case .partiallyGranted: why = "granted \(units(of: t) - c.owed) of \(units(of: t))"
-            }
+            let why = Self.why(c, granted: units(of: t) - c.owed)
             let match = c.exactOrder != nil ? "" : inferredOrder != nil ? " (inferred)" : ""
             let row = Decide.matchOrders([c], openOrders: [])[0]
             return LookupVerdict(kind: .compensate,
@@ -154,6 +152,18 @@ public enum Lookup {
         return LookupVerdict(kind: .restore,
                              text: "\(paid), a restore: user \(user) already holds this purchase: nothing owed",
                              userID: user, grantIDs: active.map(\.grantID))
+    }
+}
+
+extension Lookup {
+    /// Why a compensation is owed, in words: never granted, revoked without a refund, or granted
+    /// in part (`granted` units of the purchase's).
+    static func why(_ c: CompensationCandidate, granted: Int) -> String {
+        switch c.reason {
+        case .paidNotGranted: return "never granted"
+        case .revokedNotRefunded: return "granted, then revoked without a refund"
+        case .partiallyGranted: return "granted \(granted) of \(units(of: c.transaction))"
+        }
     }
 }
 

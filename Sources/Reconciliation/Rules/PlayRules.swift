@@ -26,6 +26,10 @@ public enum PlayRules {
     /// How far back acknowledge.csv looks: the night asks Google again about an unacknowledged
     /// purchase completed less than four days ago, never older ones, so an older answer is stale.
     public static let acknowledgeListedFor: EpochMillis = 4 * 86_400_000
+    /// The beginning of a Play finding's key in the findings history; the App Store's key of the
+    /// same kind follows it. The App Store's keys begin with their report's word, so the two never
+    /// meet, and a grant id used in both stores is two findings.
+    public static let findingKeyPrefix = "google_play|"
 
     /// Every rule for one purchase token. Rows come in a fixed order: by line, then grants by
     /// `granted_at` and `grant_id`.

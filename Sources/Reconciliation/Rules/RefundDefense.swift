@@ -184,7 +184,7 @@ public enum RefundDefense {
         case .sandbox:
             // Refunded or revoked in the sandbox: Apple already decided.
             return .notJudged(LookupVerdict.Kind.refunded.rawValue)
-        case .restore, .clawBack, .refunded, .unknownProduct:
+        case .restore, .clawBack, .refunded, .unknownProduct, .notPaid:
             return .notJudged(verdict.kind.rawValue)
         }
         let user = Self.user(of: transactionID, environment: environment, in: family, verdict: verdict)
