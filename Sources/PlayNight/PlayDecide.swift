@@ -51,6 +51,7 @@ package struct PlayDecide: Sendable {
         let rules = settings.decisionSettings
         var result = Result()
         var candidates: [CompensationCandidate] = []
+        var written = Set<String>()
         var after = ""
         while true {
             let facts = try gather.batch(db, after: after)
@@ -65,15 +66,16 @@ package struct PlayDecide: Sendable {
                 rows += d.duplicates.map { (.duplicateGrants, $0.findingKey, $0.cells) }
                 rows += d.clawbacks.map { (.clawback, $0.findingKey, $0.cells) }
                 rows += d.refunds.map { (.refunds, $0.findingKey, $0.cells) }
+                rows += d.unattributed.map { (.unattributed, PlayRules.unattributedKey($0), $0.cells) }
                 acknowledge += d.acknowledge
             }
-            try write(db, rows, into: &result)
+            try write(db, rows, into: &result, once: &written)
             try write(db, acknowledge)
             result.rows["acknowledge.csv", default: 0] += acknowledge.count
         }
         let open = try gather.openOrders(db, of: candidates.filter { $0.exactOrder == nil })
         let matched = Decide.matchOrders(candidates, openOrders: open)
-        try write(db, matched.map { (.compensate, $0.findingKey, $0.cells) }, into: &result)
+        try write(db, matched.map { (.compensate, PlayRules.compensationKey($0), $0.cells) }, into: &result, once: &written)
         logger.info("Google Play: \(result.tokens) purchase tokens decided: \(result.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
         return result
     }
@@ -110,7 +112,7 @@ package struct PlayDecide: Sendable {
         let options: SQL = temporary ? "" : "WITH (autovacuum_enabled = false)"
         let S: SQL = temporary ? "pg_temp" : S
         // The night made play_known_products with its working tables; lookup makes its own.
-        let known: SQL = temporary ? SourceRelation.playKnownProductsSQL(views: views, create: "TEMPORARY TABLE play_known_products") : ""
+        let known: SQL = temporary ? SourceRelation.playKnownProductsSQL(views: views, table: "pg_temp.play_known_products", temporary: true) : ""
         return """
             \(known)
             DROP TABLE IF EXISTS \(S).play_g, \(S).play_r, \(S).play_o, \(S).play_p;
@@ -153,8 +155,12 @@ package struct PlayDecide: Sendable {
         return out
     }
 
-    /// Findings into `current_findings`, each key after `keyPrefix`, cells padded to the table's width.
-    func write(_ db: PGConnection, _ rows: [(ReportFile, String, [String])], into result: inout Result) throws {
+    /// Findings into `current_findings`, each key after `keyPrefix`, cells padded to the table's
+    /// width. A key already written tonight is written once (`once`): two tokens Google gave one
+    /// order id would name the same grants twice, and the history takes a key once.
+    func write(_ db: PGConnection, _ rows: [(ReportFile, String, [String])], into result: inout Result,
+               once written: inout Set<String>) throws {
+        let rows = rows.filter { written.insert($0.1).inserted }
         guard !rows.isEmpty else { return }
         let width = ReportFile.findingsCells
         try db.copyIn("COPY \(S).current_findings FROM STDIN") { w in

@@ -105,7 +105,8 @@ package struct PlayGather {
         for (i, f) in facts.enumerated() { if let o = f.purchase.orderID { byOrder[o] = i } }
         let r = try db.query(
             """
-            SELECT order_id, state, total_currency, total_units, total_nanos FROM \(S).play_orders
+            SELECT order_id, state, total_currency, total_units, total_nanos, \(SourceRelation.epochMilliseconds("asked_at"))
+            FROM \(S).play_orders
             WHERE order_id = ANY(\(orders)::text[]) AND NOT unknown
             """)
         for row in r.rows {
@@ -115,7 +116,7 @@ package struct PlayGather {
                let milli = PlayOrderFacts.milliunits(units: units, nanos: nanos) {
                 money = Money(milliunits: milli, currency: currency)
             }
-            facts[i].order = PlayOrderFacts(state: row[1], total: money)
+            facts[i].order = PlayOrderFacts(state: row[1], total: money, askedAt: row[5].flatMap { Int64($0) })
         }
     }
 

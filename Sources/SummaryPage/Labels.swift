@@ -40,7 +40,7 @@ struct Labels {
     let keyRefused: String
 
     /// The order reports are shown in: the work first, then what needs a look, then the rest.
-    static let reportOrder = ["compensate", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
+    static let reportOrder = ["compensate", "acknowledge", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
                               "input_errors", "closed", "consumption_requests", "coverage"]
     static let kindOrder = ["owed", "claw_back", "refunded", "refunded_still_granted", "refund_declined", "proceeds_owed",
                             "proceeds_claw_back", "proceeds_refunded", "proceeds_refunded_still_granted"]
@@ -65,6 +65,7 @@ struct Labels {
                     "unresolved": "Unresolved receipts", "input_errors": "Input errors", "closed": "Closed",
                     "consumption_requests": "Apple's refund requests",
                     "coverage": "Differences from Apple's sales reports (day, product, country, currency)",
+                    "acknowledge": "Google Play purchases to acknowledge (before Google refunds them)",
                 ],
                 kinds: [
                     "owed": "Owed (compensate)", "claw_back": "To claw back", "refunded": "Refunded",
@@ -96,6 +97,7 @@ struct Labels {
                     "refunds": "退款", "unattributed": "无法归属的购买", "unresolved": "未能核实的收据",
                     "input_errors": "输入错误", "closed": "已关闭", "consumption_requests": "苹果的退款请求",
                     "coverage": "与苹果销售报告不一致之处（按日、产品、国家、币种）",
+                    "acknowledge": "待确认的 Google Play 购买（在 Google 退款之前）",
                 ],
                 kinds: [
                     "owed": "应补发", "claw_back": "应追回", "refunded": "已退款", "refunded_still_granted": "已退款但仍在发放",

@@ -25,7 +25,8 @@ private func play(_ product: String = "coins", quantity: Int = 1, ago: EpochMill
 private func decide(_ purchase: GooglePurchase, voids: [PlayVoid] = [], grants: [Grant] = [], user: String? = "u1",
                     total: Money? = Money(milliunits: 9900, currency: "USD"), state: String? = nil,
                     settings: DecisionSettings = DecisionSettings(asOf: asOf, windowDays: 30, refundWindowDays: 90)) -> PlayDecision {
-    PlayRules.decide(PlayFacts(purchase: purchase, voids: voids, order: PlayOrderFacts(state: state, total: total), userID: user,
+    PlayRules.decide(PlayFacts(purchase: purchase, voids: voids, order: PlayOrderFacts(state: state, total: total, askedAt: asOf),
+                               userID: user,
                                receiptID: "r1", products: products, grants: grants),
                      settings: settings)
 }
@@ -174,6 +175,12 @@ struct PlayRulesTests {
         let contradicted = decide(play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 7)], grants: [playGrant("g1")], state: "PROCESSED")
         #expect(contradicted.refunds.map(\.state) == [.contradicted] && contradicted.refunds[0].reason == 7)
         #expect(decide(play(), voids: [v], state: "REFUNDED").refunds.map(\.state) == [.neverGranted])
+        #expect(decide(play(), voids: [v], state: "PENDING_REFUND").refunds.map(\.state) == [.neverGranted])
+        // An order asked before the refund (stored the night after the purchase) says nothing of it.
+        let stale = PlayRules.decide(PlayFacts(purchase: play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 7)],
+                                               order: PlayOrderFacts(state: "PROCESSED", askedAt: asOf - day - 1), userID: "u1",
+                                               products: products, grants: [playGrant("g1")]), settings: standardSettings)
+        #expect(stale.refunds.map(\.state) == [.stillGranted])
         // A tester's refund, a refund out of the window, a token Google does not know: not listed.
         #expect(decide(play(test: true), voids: [v]).refunds.isEmpty)
         #expect(decide(play(ago: 100 * day), voids: [PlayVoid(voidedAt: asOf - 91 * day)]).refunds.isEmpty)
@@ -204,7 +211,7 @@ struct PlayRulesTests {
         }
         let missed = verdict(play(acknowledged: false))
         #expect(missed.kind == .compensate && missed.owed == 1 && missed.report == .compensate
-                && missed.findingKeys == ["google_play|compensate|\(gpa)|production"])
+                && missed.findingKeys == ["google_play|compensate|\(gpa)|coins"])
         #expect(missed.text.contains("never granted: compensate 1 × coins to user u1") && missed.text.contains("acknowledge token \(token)"))
         let back = verdict(play(), voids: [PlayVoid(voidedAt: asOf - hour, reason: 7)], grants: [playGrant("g1")])
         #expect(back.kind == .clawBack && back.grantIDs == ["g1"] && back.text.contains("charged back")
@@ -218,6 +225,28 @@ struct PlayRulesTests {
         #expect(partly.kind == .compensate && partly.owed == 3 && partly.text.contains("granted 4 of 10"))
         #expect(verdict(play(), user: nil).kind == .unknownToUs && verdict(play("shield")).kind == .unknownProduct)
         #expect(verdict(play(ago: 40 * day)).kind == .outsideWindow)
+    }
+
+    @Test("several products in one purchase: each its own finding, its duplicates and partial refunds against its own units")
+    func severalProducts() {
+        var two = play(quantity: 1)
+        two.lines.append(.init(productID: "sword", quantity: 1))
+        // Nothing granted: two compensations, two keys.
+        let missed = decide(two)
+        let keys = Decide.matchOrders(missed.compensations, openOrders: []).map(PlayRules.compensationKey)
+        #expect(keys == ["compensate|\(gpa)|coins", "compensate|\(gpa)|sword"])
+        // Two coins granted for one coin bought: a duplicate, though the purchase has two units; the sword is owed.
+        let twice = decide(two, grants: [playGrant("g1", at: asOf - 2 * day), playGrant("g2")])
+        #expect(twice.duplicates.map(\.grantID) == ["g2"] && twice.compensations.map(\.transaction.productID) == ["sword"])
+        // A unit voided is the first line's (coins): its grant is clawed back, never the sword's.
+        let five = GooglePurchase(token: token, package: "p", verdict: .purchased, orderID: gpa, acknowledged: true,
+                                  completedAt: asOf - day, lines: [.init(productID: "coins", quantity: 5), .init(productID: "sword", quantity: 1)])
+        let back = decide(five, voids: [PlayVoid(voidedAt: asOf - hour, quantity: 1)],
+                          grants: [playGrant("c", quantity: 5, at: asOf - 2 * day), playGrant("s", product: "sword")])
+        #expect(back.clawbacks.map { "\($0.grantID):\($0.quantity)" } == ["c:1"])
+        // Nobody's: listed to find, one row per product.
+        #expect(decide(two, user: nil).unattributed.map(\.productID) == ["coins", "sword"])
+        #expect(decide(two, grants: [playGrant("g1")], user: nil).unattributed.isEmpty)
     }
 
     @Test("whose purchase: the uploader of its token, then the order its account id names, then its earliest grant")

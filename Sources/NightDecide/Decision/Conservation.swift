@@ -1,4 +1,5 @@
 import NightLearn
+import PlayNight
 import Postgres
 import Reconciliation
 
@@ -60,8 +61,10 @@ enum Conservation {
         }
         // The findings table's column of a report's cell, from the report's description.
         func cell(_ report: ReportFile, _ name: String) -> SQL { "\(ident: layouts(report).cellColumn(name)!)" }
+        // The App Store's findings: Google Play's ids are Play's own (contract §1, "Two stores in one shop").
         func findings(_ report: ReportFile) -> SQL {
             "\(S).current_findings WHERE report = \(report.rawValue)"
+                + (settings.playReports ? " AND NOT starts_with(finding_key, \(literal: .text(PlayDecide.keyPrefix)))" as SQL : "")
         }
         switch relation {
         case .products:

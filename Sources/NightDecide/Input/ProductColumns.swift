@@ -48,7 +48,7 @@ extension DecideStage {
 
     private var playProductsSQL: SQL {
         guard let play = playViews else { return "" }
-        return "\n" + SourceRelation.playKnownProductsSQL(views: play, create: newTable("play_known_products"))
+        return "\n" + SourceRelation.playKnownProductsSQL(views: play, table: "play_known_products", temporary: false)
     }
 
     /// `input_errors` from the copies (SourceCopies.swift): the problems of each key's first row

@@ -262,7 +262,8 @@ struct ReportWriter {
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
             if let answerIndex, let outcomeIndex { pairs[cells[answerIndex], default: [:]][cells[outcomeIndex], default: 0] += 1 }
-            if let productIndex {
+            // Per app of IAP_BUNDLE_IDS: the App Store's rows (a Play row's product is Play's own).
+            if let productIndex, !(settings.playReports && cells.last == "google_play") {
                 let named = productApps[cells[productIndex]] ?? ""
                 let app = apps.contains(named) ? named : RunSummary.otherApp
                 perApp[app, default: (0, MoneyTotals())].rows += 1

@@ -85,19 +85,21 @@ package enum SourceRelation: String, CaseIterable, Sendable {
             + "CASE WHEN \(usablePrice) THEN currency::text END AS list_currency"
     }
 
-    /// `play_known_products` made anew as `create` (`UNLOGGED TABLE … WITH (…)` for the night,
-    /// `TEMPORARY TABLE …` for `lookup`): every Google Play product id of the views in `views`, with
-    /// whether its first row is valid (the product checks of Play's orders and grants, as `kp`).
-    package static func playKnownProductsSQL(views: SQL, create: SQL) -> SQL {
-        """
-        DROP TABLE IF EXISTS play_known_products;
-        CREATE \(create) AS
-            SELECT DISTINCT ON (product_id) product_id,
-                   coalesce(product_type IN \(productTypes), false) AS valid
-            FROM \(views).iap_products WHERE product_id IS NOT NULL
-            ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
-        ANALYZE play_known_products;
-        """
+    /// `play_known_products` made anew as `table` (the night's, or `pg_temp.play_known_products`,
+    /// `temporary`, for `lookup`, which must never touch the night's): every Google Play product id
+    /// of the views in `views`, with whether its first row is valid (the product checks of Play's
+    /// orders and grants, as `kp`).
+    package static func playKnownProductsSQL(views: SQL, table: SQL, temporary: Bool) -> SQL {
+        let create: SQL = temporary ? "TEMPORARY TABLE \(table)" : "UNLOGGED TABLE \(table) WITH (autovacuum_enabled = false)"
+        return """
+            DROP TABLE IF EXISTS \(table);
+            CREATE \(create) AS
+                SELECT DISTINCT ON (product_id) product_id,
+                       coalesce(product_type IN \(productTypes), false) AS valid
+                FROM \(views).iap_products WHERE product_id IS NOT NULL
+                ORDER BY product_id, \(SourceRelation.products.firstRowOrder);
+            ANALYZE \(table);
+            """
     }
 
     /// The product types a valid product row names.

@@ -89,17 +89,26 @@ public struct PlayOrderFacts: Sendable, Equatable {
     public var state: String?
     /// `total`: what the buyer paid for the whole order (every line, tax included).
     public var total: Money?
+    /// When the job asked `orders.batchget` (its answer says nothing of a refund after it).
+    public var askedAt: EpochMillis?
 
-    public init(state: String? = nil, total: Money? = nil) {
+    public init(state: String? = nil, total: Money? = nil, askedAt: EpochMillis? = nil) {
         self.state = state
         self.total = total
+        self.askedAt = askedAt
     }
 
-    /// The states in which an order's money went back, in part or whole, or never came.
-    public static let refundedStates: Set<String> = ["REFUNDED", "PARTIALLY_REFUNDED", "CANCELED", "CANCELLED"]
+    /// The states in which an order's money went back, in part or whole, is going back, or never came.
+    public static let refundedStates: Set<String> = [
+        "REFUNDED", "PARTIALLY_REFUNDED", "PENDING_REFUND", "CANCELED", "CANCELLED", "PENDING",
+    ]
 
-    /// Google's order says it was paid and kept: a voided record for it is contradicted.
-    public var contradictsVoid: Bool { state.map { !Self.refundedStates.contains($0) } ?? false }
+    /// Google's order, asked after the voided record's time, says it was paid and kept: the voided
+    /// record is contradicted. An order asked before the refund says nothing of it.
+    public func contradicts(_ void: PlayVoid) -> Bool {
+        guard let state, let askedAt, askedAt > void.voidedAt else { return false }
+        return !Self.refundedStates.contains(state)
+    }
 
     /// Google's money as it sends it (`units`, `nanos`), in milliunits: exact for every amount of at
     /// most three decimals; finer nanos are rounded once, half away from zero, to the milliunit.

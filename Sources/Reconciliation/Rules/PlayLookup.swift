@@ -74,7 +74,7 @@ public enum PlayLookup {
                                      + "to user \(c.userID)" + (order.map { ", order \($0.orderID)\(match)" } ?? ""),
                                  userID: c.userID, orderID: order?.orderID, grantIDs: active.map(\.grantID),
                                  owed: d.compensations.reduce(0) { $0 + $1.owed }, report: .compensate,
-                                 findingKeys: rows.map { key($0.findingKey) })
+                                 findingKeys: rows.map { key(PlayRules.compensationKey($0)) })
         }
         if Compensate.activeUnits(active) >= p.units - voided.total, let first = active.first {
             let list = active.map { "grant \($0.grantID), \(UTC.minute($0.grantedAt))" }.joined(separator: "; ")
@@ -86,7 +86,9 @@ public enum PlayLookup {
         }
         guard let user = facts.userID else {
             return LookupVerdict(kind: .unknownToUs, text: "\(paid) (\(what)), but no upload, order or grant of ours ties it to a user: "
-                                     + "ask the customer for their user id")
+                                     + "ask the customer for their user id",
+                                 report: d.unattributed.isEmpty ? nil : .unattributed,
+                                 findingKeys: d.unattributed.map { key(PlayRules.unattributedKey($0)) })
         }
         if let unknown = p.lines.first(where: { facts.products[$0.productID] == nil }) {
             return LookupVerdict(kind: .unknownProduct,

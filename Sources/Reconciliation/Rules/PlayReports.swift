@@ -121,7 +121,7 @@ enum PlayRefunds {
               settings.inRefundWindow(latest.voidedAt) else { return [] }
         let paid = purchase.units - voided.total
         let active = Compensate.activeUnits(grants)
-        let state: PlayRefundState = facts.order?.contradictsVoid == true ? .contradicted
+        let state: PlayRefundState = facts.order?.contradicts(latest) == true ? .contradicted
             : latest.reason == PlayVoid.unacknowledged ? .salesLost
             : grants.isEmpty ? .neverGranted
             : active > paid ? .stillGranted : .clawedBack

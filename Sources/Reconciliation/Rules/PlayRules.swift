@@ -15,6 +15,8 @@ public struct PlayDecision: Sendable, Equatable {
     public var clawbacks: [ClawbackRow] = []
     public var refunds: [PlayRefundRow] = []
     public var acknowledge: [AcknowledgeRow] = []
+    /// unattributed.csv: a production purchase nothing of ours ties to a user.
+    public var unattributed: [UnattributedRow] = []
 
     public init() {}
 }
@@ -43,12 +45,23 @@ public enum PlayRules {
             decision.clawbacks = standing.map { clawback($0, units: $0.quantity, reason: reason, facts, voided) }
             standing = []
         } else {
-            decision.duplicates = duplicates(standing, facts)
-            let duplicated = Set(decision.duplicates.map(\.grantID))
-            standing.removeAll { duplicated.contains($0.grantID) }
-            decision.clawbacks = partialClawbacks(standing: standing, facts, voided)
+            // Each product of the purchase against its own units (one line: every grant of it).
+            let lines = facts.purchase.lines
+            for (i, line) in lines.enumerated() {
+                var ofLine = lines.count == 1 ? standing : standing.filter { $0.productID == line.productID }
+                let duplicates = duplicates(ofLine, units: line.units, facts)
+                let duplicated = Set(duplicates.map(\.grantID))
+                ofLine.removeAll { duplicated.contains($0.grantID) }
+                decision.duplicates += duplicates
+                decision.clawbacks += partialClawbacks(standing: ofLine, paid: line.units - voided.perLine[i], facts, voided)
+            }
+            decision.duplicates += crossAccount(standing.filter { g in !decision.duplicates.contains { $0.grantID == g.grantID } }, facts)
+            let order = Dictionary(standing.enumerated().map { ($1.grantID, $0) }, uniquingKeysWith: { a, _ in a })
+            decision.duplicates.sort { (order[$0.grantID] ?? 0) < (order[$1.grantID] ?? 0) }
+            decision.clawbacks.sort { (order[$0.grantID] ?? 0) < (order[$1.grantID] ?? 0) }
         }
         decision.compensations = compensations(facts, grants: grants, voided: voided, settings: settings)
+        decision.unattributed = unattributed(facts, grants: grants, voided: voided, settings: settings)
         decision.refunds = PlayRefunds.rows(facts, grants: grants, voided: voided, settings: settings)
         decision.acknowledge = PlayAcknowledge.rows(facts, grants: grants, voided: voided, settings: settings)
         return decision
@@ -77,11 +90,11 @@ public enum PlayRules {
         }
     }
 
-    /// Some units voided: the standing grants hold more units than are still paid for. The excess
-    /// is clawed back from the latest grants first, each unit once.
-    static func partialClawbacks(standing: [Grant], _ facts: PlayFacts, _ voided: PlayVoided) -> [ClawbackRow] {
+    /// Some units voided: the standing grants of a product hold more units than are still paid
+    /// for (`paid`). The excess is clawed back from the latest grants first, each unit once.
+    static func partialClawbacks(standing: [Grant], paid: Int, _ facts: PlayFacts, _ voided: PlayVoided) -> [ClawbackRow] {
         guard let latest = voided.latest, facts.purchase.verdict == .purchased else { return [] }
-        var excess = standing.reduce(0) { $0 + $1.quantity } - (facts.purchase.units - voided.total)
+        var excess = standing.reduce(0) { $0 + $1.quantity } - paid
         var rows: [ClawbackRow] = []
         for grant in standing.reversed() where excess > 0 {
             let units = min(excess, grant.quantity)
@@ -110,34 +123,63 @@ public enum PlayRules {
         PriceFacts(apple: facts.purchase.lines.count == 1 ? facts.order?.total : nil, listUnit: facts.products[productID]?.listUnit)
     }
 
-    /// duplicate_grants.csv for Play: `same_transaction` (grants of the order beyond its units; the
-    /// first is kept), then `cross_account` (a non-consumable's kept grants of other users than the
-    /// earliest). A restored Play purchase is the same order, so a restore granted as a purchase is
-    /// `same_transaction`.
-    static func duplicates(_ standing: [Grant], _ facts: PlayFacts) -> [DuplicateGrantRow] {
+    /// duplicate_grants.csv's `same_transaction` for one product of a Play purchase: its grants are
+    /// kept in order while they add up to at most its `units`, the first always; later ones are
+    /// duplicates of the first. A restored Play purchase is the same order, so a restore granted
+    /// as a purchase is `same_transaction`.
+    static func duplicates(_ standing: [Grant], units: Int, _ facts: PlayFacts) -> [DuplicateGrantRow] {
         guard standing.count > 1, let first = standing.first else { return [] }
-        var kinds: [String: (DuplicateKind, String)] = [:]
         var delivered = first.quantity
         var full = false
+        var rows: [DuplicateGrantRow] = []
         for grant in standing.dropFirst() {
-            if !full && delivered + grant.quantity <= facts.purchase.units {
+            if !full && delivered + grant.quantity <= units {
                 delivered += grant.quantity
             } else {
                 full = true
-                kinds[grant.grantID] = (.sameTransaction, first.grantID)
+                rows.append(duplicate(grant, .sameTransaction, kept: first, facts))
             }
         }
-        let kept = standing.filter { kinds[$0.grantID] == nil && facts.products[$0.productID]?.type == .nonConsumable }
-        if let earliest = kept.first {
-            for other in kept where other.userID != earliest.userID { kinds[other.grantID] = (.crossAccount, earliest.grantID) }
+        return rows
+    }
+
+    /// `cross_account`: a non-consumable's kept grants of other users than the earliest's.
+    static func crossAccount(_ kept: [Grant], _ facts: PlayFacts) -> [DuplicateGrantRow] {
+        let owned = kept.filter { facts.products[$0.productID]?.type == .nonConsumable }
+        guard let earliest = owned.first else { return [] }
+        return owned.filter { $0.userID != earliest.userID }.map { duplicate($0, .crossAccount, kept: earliest, facts) }
+    }
+
+    static func duplicate(_ grant: Grant, _ kind: DuplicateKind, kept: Grant, _ facts: PlayFacts) -> DuplicateGrantRow {
+        DuplicateGrantRow(
+            grantID: grant.grantID, userID: grant.userID, orderID: grant.orderID, productID: grant.productID,
+            productType: facts.products[grant.productID]!.type, transactionID: grant.transactionID,
+            originalTransactionID: grant.originalTransactionID, kind: kind, keptGrantID: kept.grantID, grantedAt: grant.grantedAt)
+    }
+
+    /// unattributed.csv for Play: a production purchase Google calls PURCHASED, completed in the
+    /// window, not every unit voided, never granted, that nothing of ours ties to a user.
+    static func unattributed(_ facts: PlayFacts, grants: [Grant], voided: PlayVoided,
+                             settings: DecisionSettings) -> [UnattributedRow] {
+        let p = facts.purchase
+        guard p.verdict == .purchased, !p.test, facts.userID == nil, facts.grants.isEmpty, voided.total < p.units,
+              let completed = p.completedAt, settings.inWindow(completed) else { return [] }
+        return p.lines.map { line in
+            UnattributedRow(transactionID: p.transactionID, productID: line.productID, purchaseDate: completed,
+                            amount: price(facts, productID: line.productID).amount(units: line.units, transactionQuantity: line.units),
+                            storefront: nil)
         }
-        return standing.compactMap { grant in
-            guard let (kind, keptID) = kinds[grant.grantID] else { return nil }
-            return DuplicateGrantRow(
-                grantID: grant.grantID, userID: grant.userID, orderID: grant.orderID, productID: grant.productID,
-                productType: facts.products[grant.productID]!.type, transactionID: grant.transactionID,
-                originalTransactionID: grant.originalTransactionID, kind: kind, keptGrantID: keptID, grantedAt: grant.grantedAt)
-        }
+    }
+
+    /// A Play compensation's key (before `findingKeyPrefix`): one per purchase and product, so the
+    /// products of one purchase are findings of their own.
+    public static func compensationKey(_ row: CompensationRow) -> String {
+        "compensate|\(row.transactionID)|\(row.productID)"
+    }
+
+    /// A Play unattributed row's key (before `findingKeyPrefix`), one per purchase and product.
+    public static func unattributedKey(_ row: UnattributedRow) -> String {
+        "unattributed|\(row.transactionID)|\(row.productID)"
     }
 
     /// compensate.csv for Play: a production purchase Google calls PURCHASED, completed in the
