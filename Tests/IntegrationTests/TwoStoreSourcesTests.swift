@@ -469,7 +469,15 @@ struct TwoStoreSourcesTests {
             UPDATE recon.play_voided_positions SET position_ms = (extract(epoch FROM now()) * 1000)::bigint - 35::bigint * 86400000
             WHERE package = 'com.example.playgame'
             """)
+        // An order asked before its purchase's refund: asked again, its answer replacing the old one.
+        try w.t.db.execute("""
+            UPDATE recon.play_orders SET asked_at = '2026-01-01T00:00:00Z', state = 'STALE'
+            WHERE order_id = 'GPA.3301-0000-0000-00001'
+            """)
         let gap = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(try w.t.scalar("SELECT state || ' ' || (asked_at > '2026-02-01') FROM recon.play_orders WHERE order_id = 'GPA.3301-0000-0000-00001'")
+                != "STALE false")
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_orders WHERE state = 'STALE'") == 0)
         #expect(gap.status == 0 && gap.stderr.contains("the voided purchases of com.example.playgame from"), "\(gap.stderr)")
         let gapSummary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: day.appendingPathComponent("summary.json"))) as? [String: Any])
         let gapVoided = try #require((gapSummary["google_play"] as? [String: Any])?["voided"] as? [String: Any])

@@ -25,7 +25,8 @@ public struct PlayOrderCounts: Sendable, Equatable {
 /// purchased, from `orders.batchget` (1 to 1,000 distinct ids of one package a call), stored exact
 /// in `play_orders`. One unknown id fails the whole call (404): the batch is split in halves and
 /// each asked again, until the unknown order is alone (stored `unknown`, no money). An order is
-/// asked once; a batch Google does not answer is asked again next night.
+/// asked once, and again after a voided record of its purchase newer than its answer (the refund
+/// rules read its `state`); a batch Google does not answer is asked again next night.
 public struct PlayOrderMoney {
     let settings: JobSettings
     let play: PlaySettings
@@ -50,7 +51,11 @@ public struct PlayOrderMoney {
                 """
                 SELECT DISTINCT p.order_id FROM \(S).play_purchases p
                 WHERE p.package = \(package) AND p.verdict = 'purchased' AND p.order_id IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM \(S).play_orders o WHERE o.order_id = p.order_id)
+                  AND (NOT EXISTS (SELECT 1 FROM \(S).play_orders o WHERE o.order_id = p.order_id)
+                       -- asked before a refund of it: its state said nothing of the refund
+                       OR EXISTS (SELECT 1 FROM \(S).play_orders o JOIN \(S).play_voided v ON v.token = p.token
+                                  WHERE o.order_id = p.order_id AND NOT o.unknown
+                                    AND o.asked_at < to_timestamp(v.voided_ms / 1000.0)))
                 ORDER BY 1
                 """)
             var waiting: [[String]] = stride(from: 0, to: r.rowCount, by: Self.batch).map { start in
@@ -105,7 +110,12 @@ public struct PlayOrderMoney {
                 \(o.total.map { Int($0.nanos) }), \(o.tax?.currency), \(o.tax?.units), \(o.tax.map { Int($0.nanos) }),
                 \(o.developerRevenue?.currency), \(o.developerRevenue?.units), \(o.developerRevenue.map { Int($0.nanos) }),
                 now(), \(runID))
-            ON CONFLICT (order_id) DO NOTHING
+            ON CONFLICT (order_id) DO UPDATE SET
+                token = EXCLUDED.token, state = EXCLUDED.state, unknown = false,
+                total_currency = EXCLUDED.total_currency, total_units = EXCLUDED.total_units, total_nanos = EXCLUDED.total_nanos,
+                tax_currency = EXCLUDED.tax_currency, tax_units = EXCLUDED.tax_units, tax_nanos = EXCLUDED.tax_nanos,
+                revenue_currency = EXCLUDED.revenue_currency, revenue_units = EXCLUDED.revenue_units,
+                revenue_nanos = EXCLUDED.revenue_nanos, asked_at = EXCLUDED.asked_at, run_id = EXCLUDED.run_id
             """)
     }
 }
