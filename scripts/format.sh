@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
-roots=(Sources/PlayStore Tests/PlayStoreTests Sources/PlaySimulator Tests/PlaySimulatorTests Sources/JobStore Sources/TransportCore Sources/StoreIO Sources/NightLearn Sources/NightDecide Sources/NightReview Sources/Desk Sources/SimulatorData Sources/iap-reconcile)
+roots=(Sources/PlayStore Tests/PlayStoreTests Sources/PlayNight Sources/PlaySimulator Tests/PlaySimulatorTests Sources/JobStore Sources/TransportCore Sources/StoreIO Sources/NightLearn Sources/NightDecide Sources/NightReview Sources/Desk Sources/SimulatorData Sources/iap-reconcile)
 formatted() { case "$1" in */Migrations/00*|*/Migrations/MigrationHistory.swift) return 1 ;; *.swift) ;; *) return 1 ;; esac
   for r in "${roots[@]}"; do [[ "$1" == "$r"/* ]] && return 0; done; return 1; }
 if [ "${1:-}" != "--check" ]; then

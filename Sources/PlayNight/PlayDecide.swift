@@ -76,7 +76,9 @@ package struct PlayDecide: Sendable {
         let open = try gather.openOrders(db, of: candidates.filter { $0.exactOrder == nil })
         let matched = Decide.matchOrders(candidates, openOrders: open)
         try write(db, matched.map { (.compensate, PlayRules.compensationKey($0), $0.cells) }, into: &result, once: &written)
-        logger.info("Google Play: \(result.tokens) purchase tokens decided: \(result.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
+        logger.info(
+            "Google Play: \(result.tokens) purchase tokens decided: \(result.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))"
+        )
         return result
     }
 
@@ -112,7 +114,8 @@ package struct PlayDecide: Sendable {
         let options: SQL = temporary ? "" : "WITH (autovacuum_enabled = false)"
         let S: SQL = temporary ? "pg_temp" : S
         // The night made play_known_products with its working tables; lookup makes its own.
-        let known: SQL = temporary ? SourceRelation.playKnownProductsSQL(views: views, table: "pg_temp.play_known_products", temporary: true) : ""
+        let known: SQL =
+            temporary ? SourceRelation.playKnownProductsSQL(views: views, table: "pg_temp.play_known_products", temporary: true) : ""
         return """
             \(known)
             DROP TABLE IF EXISTS \(S).play_g, \(S).play_r, \(S).play_o, \(S).play_p;
@@ -158,8 +161,10 @@ package struct PlayDecide: Sendable {
     /// Findings into `current_findings`, each key after `keyPrefix`, cells padded to the table's
     /// width. A key already written tonight is written once (`once`): two tokens Google gave one
     /// order id would name the same grants twice, and the history takes a key once.
-    func write(_ db: PGConnection, _ rows: [(ReportFile, String, [String])], into result: inout Result,
-               once written: inout Set<String>) throws {
+    func write(
+        _ db: PGConnection, _ rows: [(ReportFile, String, [String])], into result: inout Result,
+        once written: inout Set<String>
+    ) throws {
         let rows = rows.filter { written.insert($0.1).inserted }
         guard !rows.isEmpty else { return }
         let width = ReportFile.findingsCells

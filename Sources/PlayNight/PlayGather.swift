@@ -93,8 +93,10 @@ package struct PlayGather {
         for row in r.rows {
             guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }), let q = row[2].flatMap({ Int($0) })
             else { continue }
-            facts[i].voids.append(PlayVoid(voidedAt: at, quantity: q == 0 ? nil : q, source: row[3].flatMap { Int($0) } ?? 0,
-                                           reason: row[4].flatMap { Int($0) } ?? 0))
+            facts[i].voids.append(
+                PlayVoid(
+                    voidedAt: at, quantity: q == 0 ? nil : q, source: row[3].flatMap { Int($0) } ?? 0,
+                    reason: row[4].flatMap { Int($0) } ?? 0))
         }
     }
 
@@ -113,7 +115,8 @@ package struct PlayGather {
             guard let i = row[0].flatMap({ byOrder[$0] }) else { continue }
             var money: Money?
             if let currency = row[2], let units = row[3].flatMap({ Int64($0) }), let nanos = row[4].flatMap({ Int32($0) }),
-               let milli = PlayOrderFacts.milliunits(units: units, nanos: nanos) {
+                let milli = PlayOrderFacts.milliunits(units: units, nanos: nanos)
+            {
                 money = Money(milliunits: milli, currency: currency)
             }
             facts[i].order = PlayOrderFacts(state: row[1], total: money, askedAt: row[5].flatMap { Int64($0) })
@@ -138,10 +141,12 @@ package struct PlayGather {
             """)
         for row in g.rows {
             guard let id = row[0], let user = row[1], let product = row[3], let tid = row[4], let i = byTransaction[tid],
-                  let quantity = row[6].flatMap({ Int($0) }), let granted = row[7].flatMap({ Int64($0) }) else { continue }
-            facts[i].grants.append(Grant(
-                grantID: id, userID: user, orderID: row[2], productID: product, transactionID: tid,
-                originalTransactionID: row[5], quantity: quantity, grantedAt: granted, revokedAt: row[8].flatMap { Int64($0) }))
+                let quantity = row[6].flatMap({ Int($0) }), let granted = row[7].flatMap({ Int64($0) })
+            else { continue }
+            facts[i].grants.append(
+                Grant(
+                    grantID: id, userID: user, orderID: row[2], productID: product, transactionID: tid,
+                    originalTransactionID: row[5], quantity: quantity, grantedAt: granted, revokedAt: row[8].flatMap { Int64($0) }))
         }
         let at = index(facts)
         let u = try db.query(
@@ -173,10 +178,13 @@ package struct PlayGather {
         for i in facts.indices {
             let purchase = facts[i].purchase
             let account = accounts[purchase.token].flatMap { byID[$0] }
-            let uploaded = uploadOrder[i].flatMap { byID[$0] }.flatMap { o in purchase.lines.contains { $0.productID == o.productID } ? o : nil }
+            let uploaded = uploadOrder[i].flatMap { byID[$0] }.flatMap { o in
+                purchase.lines.contains { $0.productID == o.productID } ? o : nil
+            }
             facts[i].exactOrder = ofTransaction[i] ?? account ?? uploaded
-            facts[i].userID = PlayOwner.of(uploader: uploader[i], accountUser: account?.userID,
-                                           earliestGrantUser: facts[i].grants.first?.userID)
+            facts[i].userID = PlayOwner.of(
+                uploader: uploader[i], accountUser: account?.userID,
+                earliestGrantUser: facts[i].grants.first?.userID)
         }
     }
 
@@ -191,8 +199,9 @@ package struct PlayGather {
             """)
         return r.rows.compactMap { row in
             guard let id = row[0], let user = row[1], let product = row[2], let created = row[6].flatMap({ Int64($0) }) else { return nil }
-            return Order(orderID: id, userID: user, productID: product, quantity: row[3].flatMap { Int($0) } ?? 1,
-                         status: row[4] ?? "", transactionID: row[5], createdAt: created)
+            return Order(
+                orderID: id, userID: user, productID: product, quantity: row[3].flatMap { Int($0) } ?? 1,
+                status: row[4] ?? "", transactionID: row[5], createdAt: created)
         }
     }
 }

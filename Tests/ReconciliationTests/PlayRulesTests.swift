@@ -13,26 +13,38 @@ private let products: [String: PlayProduct] = [
 ]
 
 /// A Play purchase of `quantity` units of `product`, completed `ago` before `asOf`.
-private func play(_ product: String = "coins", quantity: Int = 1, ago: EpochMillis = 2 * day,
-                  verdict: GooglePurchase.Verdict = .purchased, order: String? = gpa, acknowledged: Bool = true,
-                  test: Bool = false, consumed: Bool = false) -> GooglePurchase {
-    GooglePurchase(token: token, package: "com.example.game", verdict: verdict, orderID: order, acknowledged: acknowledged,
-                 completedAt: asOf - ago, test: test,
-                 lines: [.init(productID: product, quantity: quantity,
-                               consumptionState: consumed ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED")])
+private func play(
+    _ product: String = "coins", quantity: Int = 1, ago: EpochMillis = 2 * day,
+    verdict: GooglePurchase.Verdict = .purchased, order: String? = gpa, acknowledged: Bool = true,
+    test: Bool = false, consumed: Bool = false
+) -> GooglePurchase {
+    GooglePurchase(
+        token: token, package: "com.example.game", verdict: verdict, orderID: order, acknowledged: acknowledged,
+        completedAt: asOf - ago, test: test,
+        lines: [
+            .init(
+                productID: product, quantity: quantity,
+                consumptionState: consumed ? "CONSUMPTION_STATE_CONSUMED" : "CONSUMPTION_STATE_YET_TO_BE_CONSUMED")
+        ])
 }
 
-private func decide(_ purchase: GooglePurchase, voids: [PlayVoid] = [], grants: [Grant] = [], user: String? = "u1",
-                    total: Money? = Money(milliunits: 9900, currency: "USD"), state: String? = nil,
-                    settings: DecisionSettings = DecisionSettings(asOf: asOf, windowDays: 30, refundWindowDays: 90)) -> PlayDecision {
-    PlayRules.decide(PlayFacts(purchase: purchase, voids: voids, order: PlayOrderFacts(state: state, total: total, askedAt: asOf),
-                               userID: user,
-                               receiptID: "r1", products: products, grants: grants),
-                     settings: settings)
+private func decide(
+    _ purchase: GooglePurchase, voids: [PlayVoid] = [], grants: [Grant] = [], user: String? = "u1",
+    total: Money? = Money(milliunits: 9900, currency: "USD"), state: String? = nil,
+    settings: DecisionSettings = DecisionSettings(asOf: asOf, windowDays: 30, refundWindowDays: 90)
+) -> PlayDecision {
+    PlayRules.decide(
+        PlayFacts(
+            purchase: purchase, voids: voids, order: PlayOrderFacts(state: state, total: total, askedAt: asOf),
+            userID: user,
+            receiptID: "r1", products: products, grants: grants),
+        settings: settings)
 }
 
-private func playGrant(_ id: String, user: String = "u1", product: String = "coins", quantity: Int = 1,
-                       at: EpochMillis = asOf - day, revoked: EpochMillis? = nil) -> Grant {
+private func playGrant(
+    _ id: String, user: String = "u1", product: String = "coins", quantity: Int = 1,
+    at: EpochMillis = asOf - day, revoked: EpochMillis? = nil
+) -> Grant {
     grant(id, tx: gpa, user: user, product: product, quantity: quantity, at: at, revoked: revoked)
 }
 
@@ -49,15 +61,18 @@ struct PlayRulesTests {
         let revoked = decide(play(), grants: [playGrant("g1", revoked: asOf - hour)])
         #expect(revoked.compensations.map(\.reason) == [.revokedNotRefunded])
         #expect(decide(play(), grants: [playGrant("g1")]).compensations.isEmpty)
-        for nothing in [decide(play(verdict: .pending)), decide(play(verdict: .cancelled)), decide(play(test: true)),
-                        decide(play(ago: 31 * day)), decide(play(), user: nil), decide(play(verdict: .unknown))] {
+        for nothing in [
+            decide(play(verdict: .pending)), decide(play(verdict: .cancelled)), decide(play(test: true)),
+            decide(play(ago: 31 * day)), decide(play(), user: nil), decide(play(verdict: .unknown)),
+        ] {
             #expect(nothing.compensations.isEmpty)
         }
         // No order id: the token is the transaction id.
         #expect(decide(play(order: nil)).compensations.first?.transaction.transactionID == token)
         // Units voided are owed to nobody: 10 bought, 3 refunded, 4 granted: 3 owed.
-        let voided = decide(play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 3)],
-                            grants: [playGrant("g1", quantity: 4)])
+        let voided = decide(
+            play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 3)],
+            grants: [playGrant("g1", quantity: 4)])
         #expect(voided.compensations.map(\.owed) == [3])
         // Every unit voided (reason 8: never acknowledged, never granted): nothing owed, a sale lost.
         let lost = decide(play(acknowledged: false), voids: [PlayVoid(voidedAt: asOf - hour, source: 2, reason: 8)])
@@ -97,7 +112,9 @@ struct PlayRulesTests {
         #expect(n1.refunds.map(\.percentageMilli) == [20_000] && n1.refunds[0].state == .stillGranted)
         #expect(n1.refunds[0].refunded == Money(milliunits: 1980, currency: "USD"))
         // Customer service took the 10 back and granted 8: the next night, 3 more voided: 3 back from the 8.
-        let adjusted = [playGrant("g10", quantity: 10, revoked: asOf - 2 * day - hour), playGrant("g8", quantity: 8, at: asOf - 2 * day - hour)]
+        let adjusted = [
+            playGrant("g10", quantity: 10, revoked: asOf - 2 * day - hour), playGrant("g8", quantity: 8, at: asOf - 2 * day - hour),
+        ]
         #expect(decide(ten, voids: [r1], grants: adjusted).clawbacks.isEmpty)
         let n2 = decide(ten, voids: [r1, r2], grants: adjusted)
         #expect(n2.clawbacks.map(\.grantID) == ["g8"] && n2.clawbacks.map(\.quantity) == [3])
@@ -111,7 +128,8 @@ struct PlayRulesTests {
         let split = decide(ten, voids: [r1, r2], grants: [playGrant("a", quantity: 6, at: asOf - 3 * day), playGrant("b", quantity: 4)])
         #expect(split.clawbacks.map { "\($0.grantID):\($0.quantity)" } == ["a:1", "b:4"])
         // A hostile record (a negative quantity) takes nothing.
-        #expect(decide(ten, voids: [PlayVoid(voidedAt: asOf - day, quantity: -4)], grants: [playGrant("g", quantity: 10)]).clawbacks.isEmpty)
+        #expect(
+            decide(ten, voids: [PlayVoid(voidedAt: asOf - day, quantity: -4)], grants: [playGrant("g", quantity: 10)]).clawbacks.isEmpty)
     }
 
     @Test("duplicates: grants of one order beyond its units, a non-consumable granted to two accounts")
@@ -119,18 +137,28 @@ struct PlayRulesTests {
         let twice = decide(play(), grants: [playGrant("g1", at: asOf - 2 * day), playGrant("g2")])
         #expect(twice.duplicates.map(\.grantID) == ["g2"] && twice.duplicates[0].kind == .sameTransaction)
         #expect(twice.duplicates[0].keptGrantID == "g1" && twice.compensations.isEmpty)
-        let shared = decide(play("sword"), grants: [playGrant("g1", product: "sword", at: asOf - 2 * day),
-                                                    playGrant("g2", user: "u2", product: "sword")])
+        let shared = decide(
+            play("sword"),
+            grants: [
+                playGrant("g1", product: "sword", at: asOf - 2 * day),
+                playGrant("g2", user: "u2", product: "sword"),
+            ])
         #expect(shared.duplicates.map(\.grantID) == ["g2"] && shared.duplicates.map(\.kind) == [.sameTransaction])
-        let tenOfTwo = decide(play("sword", quantity: 2), grants: [playGrant("g1", product: "sword", at: asOf - 2 * day),
-                                                                   playGrant("g2", user: "u2", product: "sword")])
+        let tenOfTwo = decide(
+            play("sword", quantity: 2),
+            grants: [
+                playGrant("g1", product: "sword", at: asOf - 2 * day),
+                playGrant("g2", user: "u2", product: "sword"),
+            ])
         #expect(tenOfTwo.duplicates.map(\.kind) == [.crossAccount] && tenOfTwo.duplicates[0].grantID == "g2")
         // A whole refund takes every grant back: no duplicate is listed besides.
-        let refunded = decide(play(), voids: [PlayVoid(voidedAt: asOf - hour)], grants: [playGrant("g1", at: asOf - 2 * day), playGrant("g2")])
+        let refunded = decide(
+            play(), voids: [PlayVoid(voidedAt: asOf - hour)], grants: [playGrant("g1", at: asOf - 2 * day), playGrant("g2")])
         #expect(refunded.duplicates.isEmpty && refunded.clawbacks.map(\.grantID) == ["g1", "g2"])
         // A partial refund after a duplicate: the duplicate whole, then the excess of the kept grant.
-        let both = decide(play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 2)],
-                          grants: [playGrant("g1", quantity: 10, at: asOf - 2 * day), playGrant("g2", quantity: 10)])
+        let both = decide(
+            play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 2)],
+            grants: [playGrant("g1", quantity: 10, at: asOf - 2 * day), playGrant("g2", quantity: 10)])
         #expect(both.duplicates.map(\.grantID) == ["g2"] && both.clawbacks.map { "\($0.grantID):\($0.quantity)" } == ["g1:2"])
     }
 
@@ -143,20 +171,27 @@ struct PlayRulesTests {
         #expect(decide(play(ago: 3 * day + 1, acknowledged: false), grants: [playGrant("g1")]).acknowledge.map(\.action) == [.overdue])
         // The deadline itself is not past.
         #expect(decide(play(ago: 3 * day, acknowledged: false), grants: [playGrant("g1")]).acknowledge.map(\.action) == [.acknowledge])
-        for none in [decide(play(acknowledged: true)), decide(play(acknowledged: false, consumed: true)),
-                     decide(play(acknowledged: false, test: true)), decide(play(verdict: .pending, acknowledged: false)),
-                     decide(play(ago: 4 * day + 1, acknowledged: false)),
-                     decide(play(acknowledged: false), voids: [PlayVoid(voidedAt: asOf - hour)])] {
+        for none in [
+            decide(play(acknowledged: true)), decide(play(acknowledged: false, consumed: true)),
+            decide(play(acknowledged: false, test: true)), decide(play(verdict: .pending, acknowledged: false)),
+            decide(play(ago: 4 * day + 1, acknowledged: false)),
+            decide(play(acknowledged: false), voids: [PlayVoid(voidedAt: asOf - hour)]),
+        ] {
             #expect(none.acknowledge.isEmpty)
         }
         // Partly granted: still owed, so grant and acknowledge; the units are those still paid for.
-        let part = decide(play(quantity: 5, acknowledged: false), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 1)],
-                          grants: [playGrant("g", quantity: 2)])
+        let part = decide(
+            play(quantity: 5, acknowledged: false), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 1)],
+            grants: [playGrant("g", quantity: 2)])
         #expect(part.acknowledge.map(\.quantity) == [4] && part.acknowledge.map(\.action) == [.grantAndAcknowledge])
-        let rows = [AcknowledgeRow(acknowledgeBy: 5, action: .acknowledge, package: "p", transactionID: "b", token: "t",
-                                   productIDs: "x", quantity: 1, userID: nil, orderID: nil, completedAt: 1),
-                    AcknowledgeRow(acknowledgeBy: 3, action: .overdue, package: "p", transactionID: "c", token: "t",
-                                   productIDs: "x", quantity: 1, userID: nil, orderID: nil, completedAt: 1)]
+        let rows = [
+            AcknowledgeRow(
+                acknowledgeBy: 5, action: .acknowledge, package: "p", transactionID: "b", token: "t",
+                productIDs: "x", quantity: 1, userID: nil, orderID: nil, completedAt: 1),
+            AcknowledgeRow(
+                acknowledgeBy: 3, action: .overdue, package: "p", transactionID: "c", token: "t",
+                productIDs: "x", quantity: 1, userID: nil, orderID: nil, completedAt: 1),
+        ]
         #expect(rows.sorted(by: AcknowledgeRow.urgentFirst).map(\.transactionID) == ["c", "b"])
         #expect(AcknowledgeRow.layout.first?.column.name == "acknowledge_by" && missed.acknowledge[0].cells.count == 10)
     }
@@ -166,20 +201,26 @@ struct PlayRulesTests {
         let v = PlayVoid(voidedAt: asOf - day, source: 1, reason: 3)
         let row = decide(play(), voids: [v], grants: [playGrant("g2"), playGrant("g1", at: asOf - 2 * day)]).refunds[0]
         #expect(row.state == .stillGranted && row.reason == 3 && row.source == 1 && row.grantIDs.sorted() == ["g1", "g2"])
-        #expect(row.cells.count == ReportFile.refunds.layout.cells
+        #expect(
+            row.cells.count == ReportFile.refunds.layout.cells
                 && PlayRefundRow.layout.map(\.column.name) == ReportFile.refunds.layout.cellNames)
         #expect(decide(play(), voids: [v]).refunds.map(\.state) == [.neverGranted])
         #expect(decide(play(), voids: [v], grants: [playGrant("g1", revoked: asOf)]).refunds.map(\.state) == [.clawedBack])
-        #expect(decide(play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 8)], grants: [playGrant("g1")]).refunds.map(\.state) == [.salesLost])
+        #expect(
+            decide(play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 8)], grants: [playGrant("g1")]).refunds.map(\.state) == [
+                .salesLost
+            ])
         // Google's order says PROCESSED while its voided list says refunded: listed with both.
         let contradicted = decide(play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 7)], grants: [playGrant("g1")], state: "PROCESSED")
         #expect(contradicted.refunds.map(\.state) == [.contradicted] && contradicted.refunds[0].reason == 7)
         #expect(decide(play(), voids: [v], state: "REFUNDED").refunds.map(\.state) == [.neverGranted])
         #expect(decide(play(), voids: [v], state: "PENDING_REFUND").refunds.map(\.state) == [.neverGranted])
         // An order asked before the refund (stored the night after the purchase) says nothing of it.
-        let stale = PlayRules.decide(PlayFacts(purchase: play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 7)],
-                                               order: PlayOrderFacts(state: "PROCESSED", askedAt: asOf - day - 1), userID: "u1",
-                                               products: products, grants: [playGrant("g1")]), settings: standardSettings)
+        let stale = PlayRules.decide(
+            PlayFacts(
+                purchase: play(), voids: [PlayVoid(voidedAt: asOf - day, reason: 7)],
+                order: PlayOrderFacts(state: "PROCESSED", askedAt: asOf - day - 1), userID: "u1",
+                products: products, grants: [playGrant("g1")]), settings: standardSettings)
         #expect(stale.refunds.map(\.state) == [.stillGranted])
         // A tester's refund, a refund out of the window, a token Google does not know: not listed.
         #expect(decide(play(test: true), voids: [v]).refunds.isEmpty)
@@ -205,23 +246,28 @@ struct PlayRulesTests {
     @Test("lookup's verdict on a Play purchase: the night's decision, in words, with an acknowledgement still due")
     func lookupVerdicts() {
         func verdict(_ p: GooglePurchase, voids: [PlayVoid] = [], grants: [Grant] = [], user: String? = "u1") -> LookupVerdict {
-            let facts = PlayFacts(purchase: p, voids: voids, order: PlayOrderFacts(total: Money(milliunits: 990, currency: "USD")),
-                                  userID: user, products: products, grants: grants)
+            let facts = PlayFacts(
+                purchase: p, voids: voids, order: PlayOrderFacts(total: Money(milliunits: 990, currency: "USD")),
+                userID: user, products: products, grants: grants)
             return PlayLookup.verdict(facts, decision: PlayRules.decide(facts, settings: standardSettings), settings: standardSettings)
         }
         let missed = verdict(play(acknowledged: false))
-        #expect(missed.kind == .compensate && missed.owed == 1 && missed.report == .compensate
+        #expect(
+            missed.kind == .compensate && missed.owed == 1 && missed.report == .compensate
                 && missed.findingKeys == ["google_play|compensate|\(gpa)|coins"])
-        #expect(missed.text.contains("never granted: compensate 1 × coins to user u1") && missed.text.contains("acknowledge token \(token)"))
+        #expect(
+            missed.text.contains("never granted: compensate 1 × coins to user u1") && missed.text.contains("acknowledge token \(token)"))
         let back = verdict(play(), voids: [PlayVoid(voidedAt: asOf - hour, reason: 7)], grants: [playGrant("g1")])
-        #expect(back.kind == .clawBack && back.grantIDs == ["g1"] && back.text.contains("charged back")
+        #expect(
+            back.kind == .clawBack && back.grantIDs == ["g1"] && back.text.contains("charged back")
                 && back.findingKeys == ["google_play|clawback|g1"])
         #expect(verdict(play(verdict: .pending)).kind == .notPaid && verdict(play(verdict: .cancelled)).kind == .notPaid)
         #expect(verdict(play(verdict: .unknown)).kind == .notPaid && verdict(play(test: true)).kind == .sandbox)
         #expect(verdict(play(), voids: [PlayVoid(voidedAt: asOf - hour)]).kind == .refunded)
         let granted = verdict(play(), grants: [playGrant("g1")])
         #expect(granted.kind == .granted && !granted.text.contains("acknowledge"))
-        let partly = verdict(play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 3)], grants: [playGrant("g", quantity: 4)])
+        let partly = verdict(
+            play(quantity: 10), voids: [PlayVoid(voidedAt: asOf - hour, quantity: 3)], grants: [playGrant("g", quantity: 4)])
         #expect(partly.kind == .compensate && partly.owed == 3 && partly.text.contains("granted 4 of 10"))
         #expect(verdict(play(), user: nil).kind == .unknownToUs && verdict(play("shield")).kind == .unknownProduct)
         #expect(verdict(play(ago: 40 * day)).kind == .outsideWindow)
@@ -239,10 +285,12 @@ struct PlayRulesTests {
         let twice = decide(two, grants: [playGrant("g1", at: asOf - 2 * day), playGrant("g2")])
         #expect(twice.duplicates.map(\.grantID) == ["g2"] && twice.compensations.map(\.transaction.productID) == ["sword"])
         // A unit voided is the first line's (coins): its grant is clawed back, never the sword's.
-        let five = GooglePurchase(token: token, package: "p", verdict: .purchased, orderID: gpa, acknowledged: true,
-                                  completedAt: asOf - day, lines: [.init(productID: "coins", quantity: 5), .init(productID: "sword", quantity: 1)])
-        let back = decide(five, voids: [PlayVoid(voidedAt: asOf - hour, quantity: 1)],
-                          grants: [playGrant("c", quantity: 5, at: asOf - 2 * day), playGrant("s", product: "sword")])
+        let five = GooglePurchase(
+            token: token, package: "p", verdict: .purchased, orderID: gpa, acknowledged: true,
+            completedAt: asOf - day, lines: [.init(productID: "coins", quantity: 5), .init(productID: "sword", quantity: 1)])
+        let back = decide(
+            five, voids: [PlayVoid(voidedAt: asOf - hour, quantity: 1)],
+            grants: [playGrant("c", quantity: 5, at: asOf - 2 * day), playGrant("s", product: "sword")])
         #expect(back.clawbacks.map { "\($0.grantID):\($0.quantity)" } == ["c:1"])
         // Nobody's: listed to find, one row per product.
         #expect(decide(two, user: nil).unattributed.map(\.productID) == ["coins", "sword"])

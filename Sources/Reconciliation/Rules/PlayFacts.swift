@@ -42,8 +42,10 @@ public struct GooglePurchase: Sendable, Equatable {
     public var test: Bool
     public var lines: [Line]
 
-    public init(token: String, package: String, verdict: Verdict, orderID: String? = nil, acknowledged: Bool = false,
-                completedAt: EpochMillis? = nil, test: Bool = false, lines: [Line] = []) {
+    public init(
+        token: String, package: String, verdict: Verdict, orderID: String? = nil, acknowledged: Bool = false,
+        completedAt: EpochMillis? = nil, test: Bool = false, lines: [Line] = []
+    ) {
         self.token = token
         self.package = package
         self.verdict = verdict
@@ -141,9 +143,11 @@ public struct PlayFacts: Sendable, Equatable {
     /// Every grant (active or revoked, any user) whose `transaction_id` is the purchase's.
     public var grants: [Grant]
 
-    public init(purchase: GooglePurchase, voids: [PlayVoid] = [], order: PlayOrderFacts? = nil, userID: String? = nil,
-                receiptID: String? = nil, exactOrder: OrderRef? = nil,
-                products: [String: PlayProduct] = [:], grants: [Grant] = []) {
+    public init(
+        purchase: GooglePurchase, voids: [PlayVoid] = [], order: PlayOrderFacts? = nil, userID: String? = nil,
+        receiptID: String? = nil, exactOrder: OrderRef? = nil,
+        products: [String: PlayProduct] = [:], grants: [Grant] = []
+    ) {
         self.purchase = purchase
         self.voids = voids
         self.order = order

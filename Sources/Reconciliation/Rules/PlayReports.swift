@@ -52,17 +52,21 @@ enum PlayAcknowledge {
     static func rows(_ facts: PlayFacts, grants: [Grant], voided: PlayVoided, settings: DecisionSettings) -> [AcknowledgeRow] {
         let purchase = facts.purchase
         guard purchase.verdict == .purchased, !purchase.test, !purchase.acknowledged,
-              !purchase.lines.contains(where: \.isConsumed), let completed = purchase.completedAt,
-              completed <= settings.asOf, settings.asOf - completed <= PlayRules.acknowledgeListedFor else { return [] }
+            !purchase.lines.contains(where: \.isConsumed), let completed = purchase.completedAt,
+            completed <= settings.asOf, settings.asOf - completed <= PlayRules.acknowledgeListedFor
+        else { return [] }
         let paid = purchase.units - voided.total
         guard paid > 0 else { return [] }
         let by = completed + PlayRules.acknowledgeWithin
-        let action: AcknowledgeAction = settings.asOf > by
+        let action: AcknowledgeAction =
+            settings.asOf > by
             ? .overdue : Compensate.activeUnits(grants) >= paid ? .acknowledge : .grantAndAcknowledge
-        return [AcknowledgeRow(
-            acknowledgeBy: by, action: action, package: purchase.package, transactionID: purchase.transactionID,
-            token: purchase.token, productIDs: purchase.lines.map(\.productID).joined(separator: " "), quantity: paid,
-            userID: facts.userID, orderID: facts.exactOrder?.orderID, completedAt: completed)]
+        return [
+            AcknowledgeRow(
+                acknowledgeBy: by, action: action, package: purchase.package, transactionID: purchase.transactionID,
+                token: purchase.token, productIDs: purchase.lines.map(\.productID).joined(separator: " "), quantity: paid,
+                userID: facts.userID, orderID: facts.exactOrder?.orderID, completedAt: completed)
+        ]
     }
 }
 
@@ -118,13 +122,18 @@ enum PlayRefunds {
     static func rows(_ facts: PlayFacts, grants: [Grant], voided: PlayVoided, settings: DecisionSettings) -> [PlayRefundRow] {
         let purchase = facts.purchase
         guard let latest = voided.latest, !purchase.test, purchase.verdict != .unknown,
-              settings.inRefundWindow(latest.voidedAt) else { return [] }
+            settings.inRefundWindow(latest.voidedAt)
+        else { return [] }
         let paid = purchase.units - voided.total
         let active = Compensate.activeUnits(grants)
-        let state: PlayRefundState = facts.order?.contradicts(latest) == true ? .contradicted
-            : latest.reason == PlayVoid.unacknowledged ? .salesLost
-            : grants.isEmpty ? .neverGranted
-            : active > paid ? .stillGranted : .clawedBack
+        let state: PlayRefundState =
+            facts.order?.contradicts(latest) == true
+            ? .contradicted
+            : latest.reason == PlayVoid.unacknowledged
+                ? .salesLost
+                : grants.isEmpty
+                    ? .neverGranted
+                    : active > paid ? .stillGranted : .clawedBack
         return purchase.lines.enumerated().compactMap { i, line in
             let units = voided.perLine[i]
             guard units > 0 else { return nil }

@@ -105,8 +105,10 @@ public enum PlayRules {
         return rows.reversed()
     }
 
-    static func clawback(_ grant: Grant, units: Int, reason: ClawbackReason, _ facts: PlayFacts,
-                         _ voided: PlayVoided) -> ClawbackRow {
+    static func clawback(
+        _ grant: Grant, units: Int, reason: ClawbackReason, _ facts: PlayFacts,
+        _ voided: PlayVoided
+    ) -> ClawbackRow {
         let byVoid = [.refunded, .chargeback, .unacknowledged].contains(reason)
         return ClawbackRow(
             grantID: grant.grantID, userID: grant.userID, orderID: grant.orderID, productID: grant.productID,
@@ -159,15 +161,19 @@ public enum PlayRules {
 
     /// unattributed.csv for Play: a production purchase Google calls PURCHASED, completed in the
     /// window, not every unit voided, never granted, that nothing of ours ties to a user.
-    static func unattributed(_ facts: PlayFacts, grants: [Grant], voided: PlayVoided,
-                             settings: DecisionSettings) -> [UnattributedRow] {
+    static func unattributed(
+        _ facts: PlayFacts, grants: [Grant], voided: PlayVoided,
+        settings: DecisionSettings
+    ) -> [UnattributedRow] {
         let p = facts.purchase
         guard p.verdict == .purchased, !p.test, facts.userID == nil, facts.grants.isEmpty, voided.total < p.units,
-              let completed = p.completedAt, settings.inWindow(completed) else { return [] }
+            let completed = p.completedAt, settings.inWindow(completed)
+        else { return [] }
         return p.lines.map { line in
-            UnattributedRow(transactionID: p.transactionID, productID: line.productID, purchaseDate: completed,
-                            amount: price(facts, productID: line.productID).amount(units: line.units, transactionQuantity: line.units),
-                            storefront: nil)
+            UnattributedRow(
+                transactionID: p.transactionID, productID: line.productID, purchaseDate: completed,
+                amount: price(facts, productID: line.productID).amount(units: line.units, transactionQuantity: line.units),
+                storefront: nil)
         }
     }
 
@@ -185,11 +191,14 @@ public enum PlayRules {
     /// compensate.csv for Play: a production purchase Google calls PURCHASED, completed in the
     /// window, with a user and known products, whose units still paid for (less those voided) its
     /// active grants do not cover. PENDING and CANCELLED are no payment.
-    static func compensations(_ facts: PlayFacts, grants: [Grant], voided: PlayVoided,
-                              settings: DecisionSettings) -> [CompensationCandidate] {
+    static func compensations(
+        _ facts: PlayFacts, grants: [Grant], voided: PlayVoided,
+        settings: DecisionSettings
+    ) -> [CompensationCandidate] {
         let purchase = facts.purchase
         guard purchase.verdict == .purchased, !purchase.test, let completed = purchase.completedAt,
-              settings.inWindow(completed), let userID = facts.userID else { return [] }
+            settings.inWindow(completed), let userID = facts.userID
+        else { return [] }
         var found: [CompensationCandidate] = []
         for (i, line) in purchase.lines.enumerated() {
             guard let product = facts.products[line.productID] else { continue }
@@ -200,11 +209,12 @@ public enum PlayRules {
             let transaction = AppleTransaction(
                 transactionID: purchase.transactionID, originalTransactionID: purchase.transactionID,
                 productID: line.productID, quantity: line.units, purchaseDate: completed, environment: .production)
-            found.append(CompensationCandidate(
-                transaction: transaction, productType: product.type, userID: userID, receiptID: facts.receiptID, owed: owed,
-                reason: reason, exactOrder: facts.exactOrder,
-                amount: price(facts, productID: line.productID).amount(units: owed, transactionQuantity: line.units),
-                source: facts.receiptID == nil ? .notification : .receipt))
+            found.append(
+                CompensationCandidate(
+                    transaction: transaction, productType: product.type, userID: userID, receiptID: facts.receiptID, owed: owed,
+                    reason: reason, exactOrder: facts.exactOrder,
+                    amount: price(facts, productID: line.productID).amount(units: owed, transactionQuantity: line.units),
+                    source: facts.receiptID == nil ? .notification : .receipt))
         }
         return found
     }
