@@ -152,7 +152,7 @@ let package = Package(
         .target(
             name: "Desk",
             dependencies: [
-                "NightReview", "NightDecide", "PlayNight", "NightLearn", "StoreIO", "TransportCore", "JobStore", "AppStore", "HTTP",
+                "NightReview", "NightDecide", "PlayNight", "NightLearn", "PlayStore", "StoreIO", "TransportCore", "JobStore", "AppStore", "HTTP",
                 "Reconciliation", "Postgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

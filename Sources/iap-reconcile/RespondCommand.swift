@@ -9,7 +9,8 @@ import Reconciliation
 struct RespondCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "respond",
-        abstract: "Answer Apple's refund requests (CONSUMPTION_REQUEST) with what our grants prove, within 12 hours.",
+        abstract:
+            "Answer Apple's refund requests (CONSUMPTION_REQUEST, 12 hours) and Google Play's refund reviews (24 hours) with what our grants prove.",
         discussion: """
             When a player asks Apple for a refund, Apple sends a CONSUMPTION_REQUEST notification and weighs \
             the developer's answer, if it comes within 12 hours. respond finds new requests in Get Notification \
@@ -31,8 +32,17 @@ struct RespondCommand: ParsableCommand {
             Run it every 15 minutes (jobs/iap-reconcile-respond.timer, or the cron line in jobs/). It has its own \
             lock (it runs while the night runs), never migrates, and uses --share-percent of Apple's limits.
 
+            Google Play: with PLAY_PUBSUB_SUBSCRIPTION (the job's own pull subscription on the apps' notification \
+            topic), each run pulls it, storing each message before acknowledging it, and answers each pending \
+            refund review (orders.reviewrefund) within Google's 24 hours by the night's Play rules: \
+            refundPreference NEUTRAL, or with --refund-preference from-delivery APPROVE for a purchase our grants \
+            do not cover and DECLINE for one consumed at or above --decline-above; consumptionPercentageMilliunits \
+            from iap_consumption by Google's order id. Google keeps the first answer: each is sent once. Without \
+            the subscription, Play's refund defense is off and respond says so.
+
             Exit codes: 0 done; 64 bad option; 75 Apple or the database unreachable, or another respond holds \
-            the lock; 78 credentials missing or refused, or the job schema behind (run iap-reconcile migrate).
+            the lock; 78 credentials missing or refused (neither the Server API key nor a Play subscription), or \
+            the job schema behind (run iap-reconcile migrate).
             """ + "\n\n" + environmentHelp)
 
     @Option(help: ArgumentHelp("respond's clock (ISO 8601), for tests and replays; default: now.", valueName: "time"))

@@ -234,46 +234,26 @@ struct TwoStoreSourcesTests {
     /// Play's packages of `playNight`: one where Google knows the tokens, one where it knows none.
     static let playPackage = "com.example.playgame", otherPackage = "com.example.otherplay", noAccess = "com.example.noaccess"
 
+    /// One purchase of `playPackage`'s gems, completed `daysBefore` the night's `--as-of`.
+    static func playPurchase(
+        _ token: String, _ order: String?, state: PlayTruth.State = .purchased, acknowledged: Bool = true,
+        daysBefore: Int64 = 2, account: String = "acct-1"
+    ) -> PlayTruth.Purchase {
+        let asOf = Int64(ISO8601DateFormatter().date(from: N.asOf)!.timeIntervalSince1970 * 1000)
+        let usd = PlayTruth.Money(currency: "USD", units: 0, nanos: 990_000_000)
+        return PlayTruth.Purchase(
+            packageName: playPackage, purchaseToken: token, orderID: order, productID: "play.only.gems", quantity: 1,
+            state: state, acknowledged: acknowledged,
+            completionTimeMs: state == .pending ? nil : asOf - daysBefore * 86_400_000, regionCode: "DE",
+            obfuscatedAccountID: account, total: usd, tax: usd, developerRevenue: usd)
+    }
+
     /// The simulator's Play truth, its key file, and the job's Play variables for it.
     static func playWorld(_ label: String) throws -> (N.World, [String: String]) {
         let dir = try Harness.scratchDirectory("\(label)-play")
         let keyFile = dir.appendingPathComponent("key.json"), truthFile = dir.appendingPathComponent("truth.tsv")
         try Data(PlayKeyFile.json(key: PlayHarness.jobKey, keyID: "k1")).write(to: keyFile)
-        let asOf = Int64(ISO8601DateFormatter().date(from: N.asOf)!.timeIntervalSince1970 * 1000)
-        let usd = PlayTruth.Money(currency: "USD", units: 0, nanos: 990_000_000)
-        let realNow = Int64(Date().timeIntervalSince1970 * 1000), day: Int64 = 86_400_000
-        func purchase(
-            _ token: String, _ order: String?, state: PlayTruth.State = .purchased, acknowledged: Bool = true,
-            daysBefore: Int64 = 2
-        ) -> PlayTruth.Purchase {
-            PlayTruth.Purchase(
-                packageName: playPackage, purchaseToken: token, orderID: order, productID: "play.only.gems", quantity: 1,
-                state: state, acknowledged: acknowledged,
-                completionTimeMs: state == .pending ? nil : asOf - daysBefore * 86_400_000, regionCode: "DE",
-                obfuscatedAccountID: "acct-1", total: usd, tax: usd, developerRevenue: usd)
-        }
-        let truth = PlayTruth(
-            purchases: [
-                purchase("tok-acknowledged", "GPA.3301-0000-0000-00001"),
-                purchase("tok-pending", nil, state: .pending, acknowledged: false),
-                purchase("tok-cancelled", "GPA.3301-0000-0000-00003", state: .cancelled, acknowledged: false),
-                purchase("tok-unacknowledged", "GPA.3301-0000-0000-00004", acknowledged: false, daysBefore: 1),
-            ] + [
-                {
-                    var p = purchase("tok-of-the-other-package-never-asked", nil); p.packageName = otherPackage; return p
-                }()
-            ],
-            voided: [
-                PlayTruth.Voided(
-                    packageName: playPackage, purchaseToken: "tok-acknowledged", orderID: "GPA.3301-0000-0000-00001",
-                    purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - 2 * day, source: 2, reason: 7, voidedQuantity: 1),
-                PlayTruth.Voided(
-                    packageName: playPackage, purchaseToken: "tok-cancelled", orderID: "GPA.3301-0000-0000-00003",
-                    purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - day, source: 0, reason: 1),
-                PlayTruth.Voided(
-                    packageName: otherPackage, purchaseToken: "tok-of-the-other-package-never-asked", orderID: nil,
-                    purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - day, source: 1, reason: 0),
-            ])
+        let truth = playTruth()
         try Data(truth.fileText().utf8).write(to: truthFile)
         let w = try N.world(
             label, users: 120,
@@ -317,6 +297,33 @@ struct TwoStoreSourcesTests {
         env["PLAY_API_URL"] = "http://127.0.0.1:\(w.sim.port)"
         env["PLAY_TOKEN_URL"] = "http://127.0.0.1:\(w.sim.port)/token"
         return (w, env)
+    }
+
+    /// playWorld's Play truth: Google's purchases and voided records by the real clock.
+    static func playTruth() -> PlayTruth {
+        let realNow = Int64(Date().timeIntervalSince1970 * 1000), day: Int64 = 86_400_000
+        return PlayTruth(
+            purchases: [
+                playPurchase("tok-acknowledged", "GPA.3301-0000-0000-00001"),
+                playPurchase("tok-pending", nil, state: .pending, acknowledged: false),
+                playPurchase("tok-cancelled", "GPA.3301-0000-0000-00003", state: .cancelled, acknowledged: false),
+                playPurchase("tok-unacknowledged", "GPA.3301-0000-0000-00004", acknowledged: false, daysBefore: 1),
+            ] + [
+                {
+                    var p = playPurchase("tok-of-the-other-package-never-asked", nil); p.packageName = otherPackage; return p
+                }()
+            ],
+            voided: [
+                PlayTruth.Voided(
+                    packageName: playPackage, purchaseToken: "tok-acknowledged", orderID: "GPA.3301-0000-0000-00001",
+                    purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - 2 * day, source: 2, reason: 7, voidedQuantity: 1),
+                PlayTruth.Voided(
+                    packageName: playPackage, purchaseToken: "tok-cancelled", orderID: "GPA.3301-0000-0000-00003",
+                    purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - day, source: 0, reason: 1),
+                PlayTruth.Voided(
+                    packageName: otherPackage, purchaseToken: "tok-of-the-other-package-never-asked", orderID: nil,
+                    purchaseTimeMs: realNow - 3 * day, voidedTimeMs: realNow - day, source: 1, reason: 0),
+            ])
     }
 
     /// Play's lists of `playWorld`'s first night: the missed order compensated and listed to

@@ -80,12 +80,12 @@ struct UpgradeTests {
     /// The last migration of the previous release (0.6.0); this build adds 19 to 21.
     static let previous = 18
 
-    /// The job schema as the previous release left it: migrations 19 to 21 undone (they only add
-    /// tables: Google Play's purchases, voided purchases and orders).
+    /// The job schema as the previous release left it: migrations 19 to 22 undone (they only add
+    /// tables: Google Play's purchases, voided purchases, orders and notifications).
     static func undoThisRelease(_ db: PGConnection) throws {
         try db.execute("""
             DROP TABLE recon.play_orders, recon.play_voided, recon.play_voided_positions, recon.play_purchase_lines,
-                recon.play_purchases, recon.play_attempts;
+                recon.play_purchases, recon.play_attempts, recon.play_messages, recon.play_refund_reviews;
             DELETE FROM recon.schema_migrations WHERE version > 18
             """)
     }
@@ -114,7 +114,7 @@ struct UpgradeTests {
 
     @Test("a schema at the previous migration, migrated while respond runs every two seconds: no answer sent twice, no request missed, at most one failed respond; rolled back: the previous migration's schema, nothing answered again")
     func upgradeWhileResponding() throws {
-        try #require(Migrations.latest == 21, "undoThisRelease builds the previous release's schema: write the undo of each new migration")
+        try #require(Migrations.latest == 22, "undoThisRelease builds the previous release's schema: write the undo of each new migration")
         let dir = try Harness.scratchDirectory("upgrade-guide")
         let log = dir.appendingPathComponent("consumption.jsonl")
         let w = try ServerAPINightTests.world("upgrade_guide", share: "0.25", simArguments: ["--consumption-log", log.path])
@@ -193,7 +193,7 @@ struct UpgradeTests {
         #expect(try w.t.int("SELECT count(*) FROM recon.consumption_requests WHERE state = 'sent' AND sends = 1") == sent)
         // This build, on the restored schema, asks for migrate and answers nothing.
         let behind = try respond(N.asOf).wait(timeout: 120)
-        #expect(behind.status == 78 && behind.stderr.contains("at migration 18 of 21"), "\(behind.stderr)")
+        #expect(behind.status == 78 && behind.stderr.contains("at migration 18 of 22"), "\(behind.stderr)")
         // Forward again: nothing the previous answers covered is answered again.
         #expect(try Self.runBlock("upgrade", in: dir, environment: env).status == 0)
         let again = try respond(N.asOf).wait(timeout: 120)
@@ -245,7 +245,7 @@ extension UpgradeTests {
     @Test("rolled back for real: the previous release's binary on the restored schema finds its own migrations, runs its night and respond, and answers nothing twice",
           .enabled(if: previousBinDir != nil, "make test-rollback builds the previous release and runs this"))
     func previousReleaseOnTheRestoredSchema() throws {
-        try #require(Migrations.latest == 21, "undoThisRelease builds the previous release's schema")
+        try #require(Migrations.latest == 22, "undoThisRelease builds the previous release's schema")
         let dir = try Harness.scratchDirectory("rollback-previous")
         let log = dir.appendingPathComponent("consumption.jsonl")
         let w = try ServerAPINightTests.world("rollback_previous", share: "0.25", simArguments: ["--consumption-log", log.path])

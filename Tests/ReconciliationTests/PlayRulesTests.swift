@@ -305,3 +305,56 @@ struct PlayRulesTests {
         #expect(PlayOwner.of(uploader: nil, accountUser: nil, earliestGrantUser: nil) == nil)
     }
 }
+
+@Suite("Google Play's refund defense: what respond answers a pending refund review")
+struct PlayRefundDefenseTests {
+    /// The answer to a review announced an hour before `now` for `facts`, under `settings`.
+    private func answer(
+        _ purchase: GooglePurchase, grants: [Grant] = [], voids: [PlayVoid] = [], consumption: Int? = nil, sample: Bool? = nil,
+        requestedAt: EpochMillis = asOf - 3_600_000, settings: RefundDefenseSettings = .init(refundPreference: .fromDelivery)
+    ) -> PlayReviewDecision {
+        let rules = DecisionSettings(asOf: asOf, windowDays: 30, refundWindowDays: 90)
+        let facts = PlayFacts(
+            purchase: purchase, voids: voids, order: PlayOrderFacts(state: nil, total: nil, askedAt: asOf), userID: "u1",
+            receiptID: "r1", products: products, grants: grants)
+        let d = PlayRules.decide(facts, settings: rules)
+        return PlayRefundDefense.decide(
+            facts, verdict: PlayLookup.verdict(facts, decision: d, settings: rules), consumption: consumption,
+            sampleContentProvided: sample, requestedAt: requestedAt, now: asOf, settings: settings)
+    }
+
+    @Test("delivered and consumed at or above the line: DECLINE; below: NEUTRAL; undelivered: APPROVE with 0; off: NEUTRAL")
+    func preferences() {
+        let granted = [playGrant("g1")]
+        #expect(
+            answer(play(), grants: granted, consumption: 80_000)
+                == .answer(.init(delivered: true, preference: .decline, sampleContentProvided: false, consumptionMilliunits: 80_000)))
+        #expect(
+            answer(play(), grants: granted, consumption: 49_999, sample: true)
+                == .answer(.init(delivered: true, preference: .neutral, sampleContentProvided: true, consumptionMilliunits: 49_999)))
+        #expect(
+            answer(play(), grants: granted, consumption: 100_001)
+                == .answer(.init(delivered: true, preference: .neutral, sampleContentProvided: false, consumptionMilliunits: nil)))
+        #expect(
+            answer(play(), consumption: 90_000)
+                == .answer(.init(delivered: false, preference: .approve, sampleContentProvided: false, consumptionMilliunits: 0)))
+        #expect(
+            answer(play(quantity: 3), grants: [playGrant("g1", quantity: 2)], consumption: 90_000)
+                == .answer(.init(delivered: false, preference: .approve, sampleContentProvided: false, consumptionMilliunits: 0)))
+        #expect(
+            answer(play(), consumption: 90_000, settings: .init())
+                == .answer(.init(delivered: false, preference: .neutral, sampleContentProvided: false, consumptionMilliunits: 0)))
+    }
+
+    @Test("past 24 hours: expired; refunded, clawed back, a tester's, cancelled or unknown: not judged")
+    func notAnswered() {
+        #expect(answer(play(), grants: [playGrant("g1")], requestedAt: asOf - 24 * 3_600_000 - 1) == .expired)
+        #expect(answer(play(), grants: [playGrant("g1")], requestedAt: asOf - 24 * 3_600_000) != .expired)
+        let chargeback = PlayVoid(voidedAt: asOf - day, quantity: nil, source: 1, reason: 7)
+        #expect(answer(play(), grants: [playGrant("g1")], voids: [chargeback]) == .notJudged("claw_back"))
+        #expect(answer(play(), voids: [chargeback]) == .notJudged("refunded"))
+        #expect(answer(play(test: true), grants: [playGrant("g1")]) == .notJudged("claw_back"))
+        #expect(answer(play(verdict: .cancelled)) == .notJudged("not_paid"))
+        #expect(answer(play(verdict: .unknown)) == .notJudged("not_paid"))
+    }
+}

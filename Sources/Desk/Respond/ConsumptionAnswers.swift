@@ -107,7 +107,9 @@ struct ConsumptionAnswers {
         decisionSettings.asOf = now
         let decided = try LookupFamilies(db: db, source: source, settings: decisionSettings).decide(Array(unique.values))
         let rules = decisionSettings.decisionSettings
-        let shop = try ShopFacts.read(db: source, schema: settings.sourceSchema, logger: logger)
+        // In a two-store shop the optional relations are in the shop's schema, not the App Store's views.
+        let shop = try ShopFacts.read(
+            db: source, schema: settings.storeRows ?? settings.sourceSchema, productsSchema: settings.sourceSchema, logger: logger)
 
         for o in open {
             var decision: ConsumptionDecision

@@ -4,6 +4,7 @@ import JobStore
 import Logging
 import NightDecide
 import NightLearn
+import PlayStore
 import Postgres
 import Reconciliation
 import StoreIO
@@ -48,8 +49,19 @@ public struct RespondResult: Sendable, Encodable {
     /// by respond's clock; 0 when none waits). Waiting: not sent yet (`new`, `sending`,
     /// `not_judged`, and `would_send` when sending is on).
     public var oldest_unanswered_age_seconds = 0.0
+    /// Google Play's refund reviews; nil without Play configured.
+    public var google_play: PlayRespondResult?
 
     public var lines: [String] {
+        var out = apple ? appleLines : []
+        if let google_play { out += google_play.lines }
+        return out
+    }
+
+    /// Whether Apple's refund requests were read (the Server API is configured).
+    public var apple = true
+
+    private var appleLines: [String] {
         var out = [
             "\(found) new refund request(s) found (\(read) read, \(rejected) rejected); \(decided.count) decided"
                 + (send ? "" : " (sending is off: --send or IAP_CONSUMPTION_RESPONSES=send)")
@@ -90,11 +102,15 @@ public struct RespondRun {
     public mutating func run() throws -> RespondResult {
         if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
-        guard let api = settings.serverAPI else {
+        try settings.configurePlay()
+        let api = settings.serverAPI
+        let play = settings.transport.play
+        guard api != nil || play?.subscription != nil else {
             throw JobError(
                 .configuration,
                 "respond reads and answers Apple's refund requests through the App Store Server API: "
-                    + "set IAP_ISSUER_ID, IAP_KEY_ID and IAP_PRIVATE_KEY_FILE (an In-App Purchase key) and IAP_BUNDLE_IDS")
+                    + "set IAP_ISSUER_ID, IAP_KEY_ID and IAP_PRIVATE_KEY_FILE (an In-App Purchase key) and IAP_BUNDLE_IDS; "
+                    + "for Google Play's refund reviews, PLAY_SERVICE_ACCOUNT_FILE, PLAY_PACKAGE_NAMES and PLAY_PUBSUB_SUBSCRIPTION")
         }
         let db: PGConnection
         do { db = try JobDatabase.connect(settings) } catch { throw JobError.from(error, doing: "connecting to the database") }
@@ -118,19 +134,43 @@ public struct RespondRun {
                 return settings
             }
             self.settings = settings
-            let sources = RequestSources(settings: settings, logger: logger, now: now)
-            try sources.sweepHistory(db: db, api: api, share: options.sharePercent / 100, counts: &counts, pager: &pager)
-            (result.read, result.found, result.rejected) = (counts.read, counts.stored, counts.rejected)
-            var answers = ConsumptionAnswers(settings: settings, options: options, logger: logger, db: db)
-            result.decided = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
-                try answers.decideOpen(now: now, source: source)
+            result.apple = api != nil
+            if let api {
+                let sources = RequestSources(settings: settings, logger: logger, now: now)
+                try sources.sweepHistory(db: db, api: api, share: options.sharePercent / 100, counts: &counts, pager: &pager)
+                (result.read, result.found, result.rejected) = (counts.read, counts.stored, counts.rejected)
+                var answers = ConsumptionAnswers(settings: settings, options: options, logger: logger, db: db)
+                result.decided = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
+                    try answers.decideOpen(now: now, source: source)
+                }
+                if options.send {
+                    try answers.send(&result.decided, api: api)
+                }
+                try count(&result, db: db)
             }
-            if options.send {
-                try answers.send(&result.decided, api: api)
-            }
-            try count(&result, db: db)
+            if let play { result.google_play = try answerPlay(play, db: db) }
             return result
         }.mapError { JobError.from($0, doing: "answering refund requests") }.get()
+    }
+
+    /// Google Play's part: the subscription pulled (each message stored before it is
+    /// acknowledged), then every open pending refund review decided and, with `--send`, answered.
+    private func answerPlay(_ play: PlaySettings, db: PGConnection) throws -> PlayRespondResult {
+        var out = PlayRespondResult()
+        guard play.subscription != nil else {
+            out.off =
+                "refund defense is off: no PLAY_PUBSUB_SUBSCRIPTION, so Google's pending refund reviews are never read "
+                + "(a nightly pull alone would miss their 24 hours)"
+            return out
+        }
+        let counts = try PlayNotificationPull(settings: settings, play: play, runID: nil, logger: logger).run(db: db)
+        (out.pulled, out.stored, out.refund_reviews, out.skipped) = (counts.pulled, counts.stored, counts.refundReviews, counts.skipped)
+        let answers = PlayReviewAnswers(settings: settings, options: options, logger: logger, db: db)
+        out.decided = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
+            try answers.decideOpen(now: now, source: source)
+        }
+        if options.send, let stopped = try answers.send(&out.decided, play: play) { out.skipped = stopped }
+        return out
     }
 
     /// The stored requests per answer, and the wait of the oldest one not answered yet.

@@ -14,6 +14,8 @@ import Reconciliation
 /// status) is left out with a warning: never sent.
 struct ShopFacts {
     let schema: String
+    /// Where `iap_products` is read: the App Store's views in a two-store shop.
+    let productsSchema: String
     let consents: Bool
     let consumption: Bool
     let deliveryStatus: Bool
@@ -21,11 +23,14 @@ struct ShopFacts {
     let logger: Logger
     var src: SQL { "\(ident: schema)" }
 
-    static func read(db: PGConnection, schema: String, logger: Logger) throws -> ShopFacts {
+    /// The shop's relations in `schema` (in a two-store shop, the schema of its own rows, not the
+    /// views), `iap_products` in `productsSchema`.
+    static func read(db: PGConnection, schema: String, productsSchema: String, logger: Logger) throws -> ShopFacts {
         let r = try db.query(
             """
             SELECT table_name, column_name FROM information_schema.columns
-            WHERE table_schema = \(schema) AND table_name IN ('iap_consents', 'iap_consumption', 'iap_products')
+            WHERE (table_schema = \(schema) AND table_name IN ('iap_consents', 'iap_consumption'))
+               OR (table_schema = \(productsSchema) AND table_name = 'iap_products')
             """)
         var columns: [String: Set<String>] = [:]
         for i in 0..<r.rowCount { columns[r.value(i, 0) ?? "", default: []].insert(r.value(i, 1) ?? "") }
@@ -41,7 +46,8 @@ struct ShopFacts {
             }
         }
         return ShopFacts(
-            schema: schema, consents: columns["iap_consents"] != nil, consumption: columns["iap_consumption"] != nil,
+            schema: schema, productsSchema: productsSchema, consents: columns["iap_consents"] != nil,
+            consumption: columns["iap_consumption"] != nil,
             deliveryStatus: columns["iap_consumption"]?.contains("delivery_status") ?? false,
             sampleContent: columns["iap_products"]?.contains("sample_content_provided") ?? false, logger: logger)
     }
@@ -99,7 +105,7 @@ struct ShopFacts {
         if sampleContent {
             let r = try db.query(
                 """
-                SELECT bool_or(sample_content_provided) FROM \(src).iap_products WHERE product_id::text = \(transaction.productID)
+                SELECT bool_or(sample_content_provided) FROM \(ident: productsSchema).iap_products WHERE product_id::text = \(transaction.productID)
                 """)
             if let v = r.value(0, 0) { facts.sampleContentProvided = v == "t" }
         }

@@ -112,5 +112,6 @@ extension Migrations {
         19: [ShippedText("7d30311b913f4bcfc2ea5d0c43281a4c5c4e627c6faef7fe3f02789e5aae3d25", shipped: "from this build", functions: [])],
         20: [ShippedText("186393174fc4efa1cbabc561c92020e74fc734f379a60d3211db84381b6442be", shipped: "from this build", functions: [])],
         21: [ShippedText("20e022707a9a812c24e346dd06cce923f57fb76bd4ef0628ba881cde698505f7", shipped: "from this build", functions: [])],
+        22: [ShippedText("b6e5d056870b9be097bee15cac571c451477fcc65f075cbbfd3c3a4e3cba609e", shipped: "from this build", functions: [])],
     ]
 }

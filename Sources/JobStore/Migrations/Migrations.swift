@@ -27,7 +27,7 @@ struct Migration: Sendable {
 /// checksums are compared with this build's (`SchemaCheck`): a database migrated by a different
 /// build stops the job (exit 78) and is left as it is.
 package enum Migrations {
-    static let all: [Migration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21]
+    static let all: [Migration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22]
 
     /// The newest migration this build knows (the schema a run needs).
     package static var latest: Int { all.last?.version ?? 0 }

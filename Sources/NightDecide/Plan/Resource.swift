@@ -80,6 +80,8 @@ enum JobTable: String, Sendable {
     case playVoided = "play_voided"
     case playOrders = "play_orders"
     case playVoidedPositions = "play_voided_positions"
+    case playMessages = "play_messages"
+    case playRefundReviews = "play_refund_reviews"
 }
 
 /// The decide stage's working tables: the copies of the sources (`r`, `o`, `g`, `p`), their rows

@@ -69,14 +69,26 @@ extension VerifyStage {
         guard let play = values.base.transport.play else { return }
         plan.add(
             "verify Play purchases", "verify", .main,
-            reads: [.source(.receipts), .source(.orders), .source(.products), .job(.playPurchases), .value(.settings), .value(.runID)],
-            writes: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .job(.playOrders), .value(.googlePlay)],
-            note: "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP, then the money of their orders "
+            reads: [
+                .source(.receipts), .source(.orders), .source(.products), .job(.playPurchases), .job(.playMessages), .value(.settings),
+                .value(.runID),
+            ],
+            writes: [
+                .job(.playPurchases), .job(.playPurchaseLines), .job(.playAttempts), .job(.playOrders), .job(.playMessages),
+                .job(.playRefundReviews), .value(.googlePlay),
+            ],
+            note: "Play's notifications pulled (with PLAY_PUBSUB_SUBSCRIPTION), each stored before it is acknowledged; then "
+                + "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP, then the money of their orders "
                 + "(orders.batchget); nothing without Play's rows mapped"
         ) { c in
             let settings = try values.settings()
             guard settings.storeRows != nil else { return }
+            // The notifications first: the tokens they name are asked with tonight's.
+            let notifications =
+                play.subscription == nil
+                ? nil : try PlayNotificationPull(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
             var counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
+            counts.notifications = notifications
             if counts.skipped == nil {
                 counts.orders = try PlayOrderMoney(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
             }
@@ -91,6 +103,9 @@ extension VerifyStage {
                 }
                 for package in counts.doubtedPackages {
                     $0.summary.skippedChecks.append(RunSummary.playDoubtedPackageCheck(package))
+                }
+                if let reason = notifications?.skipped {
+                    $0.summary.skippedChecks.append(RunSummary.playNotificationsCheck(reason))
                 }
             }
         }

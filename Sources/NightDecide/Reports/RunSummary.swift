@@ -97,6 +97,8 @@ public struct RunSummary: Sendable {
             + "a fresh token: its tokens were not asked; give the account access to the app in Play Console)"
     }
     static let playCheckPrefix = "google_play_verification "
+    /// `skipped_checks` when Play's notifications were not all pulled (the tokens of the receipts were still asked).
+    static func playNotificationsCheck(_ reason: String) -> String { "google_play_notifications (" + reason + ")" }
 
     /// What a night without App Store Server API credentials cannot check.
     public static let checksNeedingServerAPI = [
@@ -173,6 +175,11 @@ public struct RunSummary: Sendable {
             var skipped: String?
             var orders: Orders
             var voided: Voided?
+            var notifications: Notifications?
+        }
+        struct Notifications: Encodable {
+            var pulled, stored, unreadable, tokens, refund_reviews, pulls: Int
+            var skipped: String?
         }
         struct Orders: Encodable {
             var asked, stored, unknown, unanswered, requests: Int
@@ -286,7 +293,12 @@ public struct RunSummary: Sendable {
                     orders: Orders(
                         asked: $0.orders.asked, stored: $0.orders.stored, unknown: $0.orders.unknown,
                         unanswered: $0.orders.unanswered, requests: $0.orders.requests),
-                    voided: voided)
+                    voided: voided,
+                    notifications: $0.notifications.map {
+                        Notifications(
+                            pulled: $0.pulled, stored: $0.stored, unreadable: $0.unreadable, tokens: $0.tokens,
+                            refund_reviews: $0.refundReviews, pulls: $0.pulls, skipped: $0.skipped)
+                    })
             }
             coverage = s.coverage.map { c in
                 Coverage(

@@ -36,6 +36,8 @@ public struct PlayCounts: Sendable, Equatable {
     public var seconds = 0.0
     /// The money of the purchased orders (`PlayOrderMoney`), asked after the tokens.
     public var orders = PlayOrderCounts()
+    /// Play's notifications pulled before the tokens were asked; nil without `PLAY_PUBSUB_SUBSCRIPTION`.
+    public var notifications: PlayNotificationCounts?
 
     public init() {}
 }
@@ -217,7 +219,8 @@ public struct PlayPurchases {
     }
 
     /// The next batch of tokens after `after` (in token order), with the package their receipt's
-    /// order names (its product's `bundle_id`, when one of `PLAY_PACKAGE_NAMES`).
+    /// order names (its product's `bundle_id`, when one of `PLAY_PACKAGE_NAMES`), or their
+    /// notification's package.
     private func candidates(_ db: PGConnection, after: String) throws -> [Candidate] {
         let S = settings.jobSchema.sql
         let views = try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql
@@ -225,22 +228,30 @@ public struct PlayPurchases {
             "\(views).iap_receipts", jobSchema: settings.jobSchema, store: .googlePlay)
         let start: SQL = "to_timestamp(\(settings.windowStart)::bigint / 1000.0)"
         let now: SQL = "to_timestamp(\(settings.asOf)::bigint / 1000.0)"
+        // A token Play's notifications named (its package the message's) is asked as an uploaded one.
         let r = try db.query(
             """
-            SELECT DISTINCT ON (x.receipt_data) x.receipt_data::text, pk.package
-            FROM \(receipts) x
-            LEFT JOIN LATERAL (
-                SELECT pr.bundle_id::text AS package FROM \(views).iap_orders o
-                JOIN \(views).iap_products pr ON pr.product_id = o.product_id
-                WHERE o.order_id = x.order_id AND pr.bundle_id::text = ANY(\(play.packages)::text[])
-                ORDER BY 1 LIMIT 1
-            ) pk ON true
-            LEFT JOIN \(S).play_purchases pp ON pp.token = x.receipt_data::text
-            WHERE x.submitted_at >= \(start) AND x.submitted_at < \(now) AND x.receipt_data::text > \(after)
-              AND (pp.token IS NULL OR pp.verdict = 'pending'
-                   OR (pp.verdict = 'purchased' AND pp.acknowledgement IS DISTINCT FROM 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED'
-                       AND pp.completed_at >= \(now) - interval '4 days'))
-            ORDER BY x.receipt_data, pk.package NULLS LAST
+            SELECT DISTINCT ON (c.token) c.token, c.package
+            FROM (
+                SELECT x.receipt_data::text AS token, pk.package
+                FROM \(receipts) x
+                LEFT JOIN LATERAL (
+                    SELECT pr.bundle_id::text AS package FROM \(views).iap_orders o
+                    JOIN \(views).iap_products pr ON pr.product_id = o.product_id
+                    WHERE o.order_id = x.order_id AND pr.bundle_id::text = ANY(\(play.packages)::text[])
+                    ORDER BY 1 LIMIT 1
+                ) pk ON true
+                WHERE x.submitted_at >= \(start) AND x.submitted_at < \(now) AND x.receipt_data::text > \(after)
+                UNION ALL
+                SELECT m.token, m.package FROM \(S).play_messages m
+                WHERE m.token IS NOT NULL AND m.token > \(after) AND m.package = ANY(\(play.packages)::text[])
+                  AND m.published_at >= \(start)
+            ) c
+            LEFT JOIN \(S).play_purchases pp ON pp.token = c.token
+            WHERE pp.token IS NULL OR pp.verdict = 'pending'
+                  OR (pp.verdict = 'purchased' AND pp.acknowledgement IS DISTINCT FROM 'ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED'
+                      AND pp.completed_at >= \(now) - interval '4 days')
+            ORDER BY c.token, c.package NULLS LAST
             LIMIT \(literal: .int(Self.batch))
             """)
         return r.rows.compactMap { row in row[0].map { Candidate(token: $0, package: row[1]) } }
