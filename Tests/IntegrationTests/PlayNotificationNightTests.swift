@@ -7,6 +7,7 @@ import Foundation
 import PlaySimulator
 import PlayStore
 import Postgres
+import Reconciliation
 import Testing
 
 @testable import NightLearn
@@ -206,6 +207,26 @@ struct PlayNotificationNightTests {
         let again = try respond(["--send"], environment: env)
         #expect(again.status == 0, "\(again.stderr)")
         #expect(harness.service.refundReviews.count == 2 && harness.service.refundReviews.allSatisfy { $0.ignoredRepeats == 0 })
+
+        // consumption_requests.csv lists the reviews with the answers, each ending google_play, by
+        // time then message; a night after the chargeback of order 1 (Google voided it after the
+        // review) says refunded.
+        let realNow = Int64(Date().timeIntervalSince1970 * 1000)
+        let later = try w.run(["--source-schema", "shop"], asOf: UTC.timestamp(realNow), environment: env)
+        #expect(later.status == 0, "\(later.stderr)")
+        let requests = T.rows(
+            w.out.appendingPathComponent(String(UTC.timestamp(realNow).prefix(10))).appendingPathComponent("consumption_requests.csv"),
+            store: "google_play")
+        let cells = requests.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        #expect(requests.first?.hasPrefix("requested_at,environment,transaction_id,") == true, "\(requests)")
+        #expect(
+            cells.map { [$0[2], $0[5], $0[6], $0[7], $0[8], $0[10], $0[13], $0[14], $0[17]].joined(separator: " ") } == [
+                "GPA.3301-0000-0000-00006 play.only.gems 1 0.99 USD expired   pending",
+                "GPA.3301-0000-0000-00006 play.only.gems 1 0.99 USD sent 80000 DECLINE pending",
+                "GPA.3301-0000-0000-00005 play.only.gems 1 0.99 USD sent 0 APPROVE pending",
+                "GPA.3301-0000-0000-00001 play.only.gems 1 0.99 USD not_judged   refunded",
+                "GPA.3301-0000-0000-00077     not_judged   pending",
+            ], "\(requests)")
 
         // Neither Apple's key nor a subscription: nothing to answer, exit 78 naming what to set.
         var none = env

@@ -22,7 +22,10 @@ extension ReportWriter {
         let fileReads: [ReportFile: [Resource]] = [
             .unresolved: [.night(.r), .night(.unresolvedIDs), .job(.receiptState)],
             .inputErrors: [.job(.inputErrors)],
-            .consumptionRequests: [.job(.consumptionRequests), .job(.notifications), .job(.appleTransactions)],
+            .consumptionRequests: [
+                .job(.consumptionRequests), .job(.notifications), .job(.appleTransactions), .job(.playRefundReviews), .job(.playVoided),
+                .job(.playPurchases), .job(.playPurchaseLines), .job(.playOrders),
+            ],
             .coverage: coverageReads,
             .acknowledge: [.night(.play)],
         ]

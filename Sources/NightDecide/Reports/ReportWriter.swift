@@ -279,7 +279,8 @@ struct ReportWriter {
 
     /// The `store` of a row of a report that is not a findings report: closed.csv's from its
     /// finding's key, input_errors.csv's from its problem (an unknown `store` is in neither),
-    /// acknowledge.csv's Google Play's, the others' (Apple's receipts, requests, sales) the App Store's.
+    /// acknowledge.csv's Google Play's, consumption_requests.csv's from its transaction id, the
+    /// others' (Apple's receipts, sales) the App Store's.
     static func store(of cells: [String], in file: ReportFile) -> String {
         switch file {
         case .closed: return cells.count > 1 && cells[1].hasPrefix(PlayDecide.keyPrefix) ? "google_play" : "app_store"
@@ -287,6 +288,9 @@ struct ReportWriter {
             if cells.count > 3, cells[3].hasPrefix("google_play: ") { return "google_play" }
             return cells.count > 2 && cells[2] == "store" ? "" : "app_store"
         case .acknowledge: return "google_play"
+        // Apple's transaction ids are digits; a Play review's is Google's order id (GPA.…).
+        case .consumptionRequests:
+            return cells.count > 2 && !cells[2].isEmpty && !cells[2].utf8.allSatisfy { $0 >= 48 && $0 <= 57 } ? "google_play" : "app_store"
         default: return "app_store"
         }
     }
