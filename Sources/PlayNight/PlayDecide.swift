@@ -32,6 +32,8 @@ package struct PlayDecide: Sendable {
         package var tokens = 0
         /// Rows written, per report file.
         package var rows: [String: Int] = [:]
+        /// The nearest `acknowledge_by` not passed yet (acknowledge.csv's rows but `overdue`); nil: none.
+        package var nextAcknowledgeBy: EpochMillis?
     }
 
     /// `settings` with the night's source shape (`storeRows`) known.
@@ -72,6 +74,9 @@ package struct PlayDecide: Sendable {
             try write(db, rows, into: &result, once: &written)
             try write(db, acknowledge)
             result.rows["acknowledge.csv", default: 0] += acknowledge.count
+            for a in acknowledge where a.action != .overdue {
+                result.nextAcknowledgeBy = min(result.nextAcknowledgeBy ?? a.acknowledgeBy, a.acknowledgeBy)
+            }
         }
         let open = try gather.openOrders(db, of: candidates.filter { $0.exactOrder == nil })
         let matched = Decide.matchOrders(candidates, openOrders: open)

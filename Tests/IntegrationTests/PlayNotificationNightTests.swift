@@ -61,9 +61,20 @@ struct PlayNotificationNightTests {
         // First night: every acknowledgement refused (503, each attempt): the messages are stored,
         // not acknowledged, and the night goes on.
         harness.service.setFaults(PlayFaultPlan(rules: [.share(1, of: [.unavailable], endpoint: .pubsubAcknowledge)]))
-        let first = try w.run(["--source-schema", "shop"], environment: env)
+        let metrics = w.out.appendingPathComponent("metrics.prom")
+        let first = try w.run(["--source-schema", "shop", "--metrics-file", metrics.path], environment: env)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(harness.service.pubsub.acknowledged.isEmpty)
+        // The metrics an operator alerts on: the nearest acknowledgement deadline (the two purchases
+        // completed a day before the night: three days from then), the sweep's position, Play not skipped.
+        let prom = try String(contentsOf: metrics, encoding: .utf8)
+        let asOf = Int64(ISO8601DateFormatter().date(from: N.asOf)!.timeIntervalSince1970)
+        #expect(prom.contains("\niap_reconcile_play_acknowledge_next_deadline_timestamp_seconds \(asOf + 2 * 86_400)\n"), "\(prom)")
+        #expect(prom.contains("\niap_reconcile_play_skipped 0\n"), "\(prom)")
+        let age = prom.split(separator: "\n").first {
+            $0.hasPrefix("iap_reconcile_play_voided_position_age_seconds{package=\"com.example.playgame\"} ")
+        }
+        #expect(age.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 >= 0 && $0 < 900 } == true, "\(prom)")
         let messages = try w.t.db.query(
             """
             SELECT kind || ' ' || coalesce(package, '-') || ' ' || coalesce(token, '-') || ' ' || coalesce(order_id, '-')

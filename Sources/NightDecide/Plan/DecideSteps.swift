@@ -61,10 +61,14 @@ extension DecideStage {
             plan.add(
                 "Google Play's purchases", "decide", .pool,
                 reads: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playVoided), .job(.playOrders), .source(nil)],
-                writes: [.findings(.compensate), .findings(.duplicateGrants), .findings(.clawback), .findings(.refunds), .night(.play)],
+                writes: [
+                    .findings(.compensate), .findings(.duplicateGrants), .findings(.clawback), .findings(.refunds), .night(.play),
+                    .value(.playAcknowledge),
+                ],
                 note: "what Google said of each purchase token, with the shop's Play rows, decided by the rule book's Play rules"
             ) { c in
-                _ = try PlayDecide(settings: try values.settings(), logger: logger).run(c.db)
+                let result = try PlayDecide(settings: try values.settings(), logger: logger).run(c.db)
+                values.with { $0.summary.playAcknowledgeNext = result.nextAcknowledgeBy }
             }
         }
         tallySteps(plan, values: values)

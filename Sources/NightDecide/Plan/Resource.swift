@@ -136,6 +136,8 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     case googlePlay
     /// The sweep of Google Play's voided purchases' counts.
     case googlePlayVoided
+    /// The nearest acknowledgement deadline of Play's decided purchases.
+    case playAcknowledge
     case catalog
     case families
     /// The tally of one relation; nil: the whole tally.
@@ -152,7 +154,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     var handed: Bool {
         switch self {
         case .settings, .runID, .catalog, .families, .held, .counts, .oldest, .nights: return true
-        case .verification, .sweeps, .salesReports, .googlePlay, .googlePlayVoided, .tally, .coverage: return false
+        case .verification, .sweeps, .salesReports, .googlePlay, .googlePlayVoided, .playAcknowledge, .tally, .coverage: return false
         }
     }
 
@@ -165,6 +167,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
         case .salesReports: return "sales reports"
         case .googlePlay: return "google play"
         case .googlePlayVoided: return "google play voided"
+        case .playAcknowledge: return "google play acknowledge"
         case .catalog: return "catalog"
         case .families: return "families"
         case .tally(nil): return "tally"

@@ -191,6 +191,24 @@ package enum Metrics {
                 apps.flatMap { app in
                     s.apps[app]!.requests.sorted { $0.key < $1.key }.map { ([("app", app), ("api", $0.key)], Double($0.value)) }
                 })
+            if let play = s.googlePlay {
+                gauge(
+                    "play_skipped",
+                    "1 when the last run skipped Google Play (the service account refused, Google unreachable): its "
+                        + "tokens wait for the next night; the App Store's reports were written.", [([], play.skipped == nil ? 0 : 1)])
+                gauge(
+                    "play_acknowledge_next_deadline_timestamp_seconds",
+                    "The nearest acknowledge_by of acknowledge.csv not passed yet (UNIX seconds; 0: none): Google refunds a "
+                        + "purchase nobody acknowledged by then.",
+                    [([], s.playAcknowledgeNext.map(seconds) ?? 0)])
+            }
+            if let voided = s.googlePlayVoided {
+                gauge(
+                    "play_voided_position_age_seconds",
+                    "Per package, the age of the position of Google's voided purchases sweep after the last run (seconds; "
+                        + "Google lists 30 days back).",
+                    voided.positionAgeSeconds.sorted { $0.key < $1.key }.map { ([("package", $0.key)], $0.value) })
+            }
             gauge(
                 "stage_seconds", "Seconds per stage of the last run.",
                 s.stageSeconds.sorted { $0.key < $1.key }.map { ([("stage", $0.key)], $0.value) })

@@ -25,6 +25,8 @@ public struct RunSummary: Sendable {
     public var googlePlay: PlayCounts?
     /// The sweep of Google Play's voided purchases; nil: not run.
     public var googlePlayVoided: PlayVoidedCounts?
+    /// The nearest acknowledgement deadline not passed yet among Play's decided purchases (nil: none).
+    public var playAcknowledgeNext: EpochMillis?
     /// Apple's sales reports against the purchases the job learned (nil: the ASC_* variables are not set).
     public var coverage: SalesCoverage?
     /// Checks not done in this run, and why (no Server API credentials).
@@ -176,6 +178,7 @@ public struct RunSummary: Sendable {
             var orders: Orders
             var voided: Voided?
             var notifications: Notifications?
+            var acknowledge_next: String?
         }
         struct Notifications: Encodable {
             var pulled, stored, unreadable, tokens, refund_reviews, pulls: Int
@@ -189,6 +192,7 @@ public struct RunSummary: Sendable {
             var finished, unfinished, stale: [String]
             var lost: [String: String]
             var skipped: String?
+            var position_age_seconds: [String: Double]
         }
         var coverage: Coverage?
         var held: [HoldReason]?
@@ -282,7 +286,8 @@ public struct RunSummary: Sendable {
             let voided = s.googlePlayVoided.map {
                 Voided(
                     records: $0.records, stored: $0.stored, requests: $0.requests, rate_limited: $0.rateLimited,
-                    finished: $0.finished, unfinished: $0.unfinished, stale: $0.stale, lost: $0.lost, skipped: $0.skipped)
+                    finished: $0.finished, unfinished: $0.unfinished, stale: $0.stale, lost: $0.lost, skipped: $0.skipped,
+                    position_age_seconds: $0.positionAgeSeconds)
             }
             google_play = s.googlePlay.map {
                 GooglePlay(
@@ -298,7 +303,8 @@ public struct RunSummary: Sendable {
                         Notifications(
                             pulled: $0.pulled, stored: $0.stored, unreadable: $0.unreadable, tokens: $0.tokens,
                             refund_reviews: $0.refundReviews, pulls: $0.pulls, skipped: $0.skipped)
-                    })
+                    },
+                    acknowledge_next: s.playAcknowledgeNext.map(UTC.timestamp))
             }
             coverage = s.coverage.map { c in
                 Coverage(

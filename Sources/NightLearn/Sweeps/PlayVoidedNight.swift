@@ -25,6 +25,9 @@ public struct PlayVoidedCounts: Sendable, Equatable {
     public var rateLimited = 0
     /// Why Google Play skipped the sweep (refused, unreachable); nil: swept.
     public var skipped: String?
+    /// Per package with a position after tonight, its age by the real clock (seconds): small once
+    /// a sweep finished, growing while sweeps are cut short (the metric an alert watches).
+    public var positionAgeSeconds: [String: Double] = [:]
 
     public init() {}
 }
@@ -73,6 +76,9 @@ public struct PlayVoidedNight {
             sweeps, progress: StageProgress(stage: "play voided", enabled: settings.progress), counts: &paged)
         if let failure { throw failure }
         for sweep in sweeps {
+            if let at = sweep.finished ? sweep.end : positions[sweep.package] {
+                counts.positionAgeSeconds[sweep.package] = Double(max(0, now - at)) / 1000
+            }
             if let lost = sweep.lostSpan { counts.lost[sweep.package] = UTC.timestamp(lost.from) + ".." + UTC.timestamp(lost.to) }
             guard sweep.finished else {
                 counts.unfinished.append(sweep.package)
