@@ -62,8 +62,8 @@ extension DecideStage {
                 "Google Play's purchases", "decide", .pool,
                 reads: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playVoided), .job(.playOrders), .source(nil)],
                 writes: [
-                    .findings(.compensate), .findings(.duplicateGrants), .findings(.clawback), .findings(.refunds), .night(.play),
-                    .value(.playAcknowledge),
+                    .findings(.compensate), .findings(.duplicateGrants), .findings(.clawback), .findings(.refunds),
+                    .findings(.unattributed), .night(.play), .value(.playAcknowledge),
                 ],
                 note: "what Google said of each purchase token, with the shop's Play rows, decided by the rule book's Play rules"
             ) { c in
