@@ -188,6 +188,16 @@ public struct JobSettings: Sendable {
     /// many days is warned about (Google lists 30 days back).
     public var playVoidedAlertDays = 20
 
+    /// What a Play purchase's `obfuscatedExternalAccountId` holds (`--play-account-id`).
+    public enum PlayAccountID: String, Sendable, CaseIterable {
+        /// Our order id, or the lowercase hex SHA-256 of it: the purchase's order.
+        case order
+        /// Our user id, or the lowercase hex SHA-256 of it: the purchase's user.
+        case user
+    }
+    /// `--play-account-id`.
+    public var playAccountID = PlayAccountID.order
+
     /// The `PLAY_*` variables (and `GOOGLE_APPLICATION_CREDENTIALS`) as the environment gave them,
     /// not empty; read by `configurePlay`.
     public var playVariables: [String: String] = [:]

@@ -118,6 +118,9 @@ package struct PlayDecide: Sendable {
         let new: SQL = temporary ? "TEMPORARY TABLE" : "UNLOGGED TABLE"
         let options: SQL = temporary ? "" : "WITH (autovacuum_enabled = false)"
         let S: SQL = temporary ? "pg_temp" : S
+        // What obfuscatedExternalAccountId names (--play-account-id), as it is or hashed: the
+        // hash of each order's order id or user id, once, beside the order.
+        let hashed: SQL = settings.playAccountID == .order ? "x.order_id::text" : "x.user_id::text"
         // The night made play_known_products with its working tables; lookup makes its own.
         let known: SQL =
             temporary ? SourceRelation.playKnownProductsSQL(views: views, table: "pg_temp.play_known_products", temporary: true) : ""
@@ -141,13 +144,14 @@ package struct PlayDecide: Sendable {
             CREATE \(new) \(S).play_o \(options) AS
                 SELECT x.order_id::text AS order_id, x.user_id::text AS user_id, x.product_id::text AS product_id,
                        x.quantity::int AS quantity, x.status::text AS status, x.transaction_id::text AS transaction_id,
-                       \(ms("created_at")) AS created_ms
+                       \(ms("created_at")) AS created_ms, encode(sha256(convert_to(\(hashed), 'UTF8')), 'hex') AS account_hash
                 FROM \(clean(.orders)) x;
             CREATE INDEX ON \(S).play_g (transaction_id);
             CREATE INDEX ON \(S).play_r (token);
             CREATE INDEX ON \(S).play_o (transaction_id);
             CREATE INDEX ON \(S).play_o (order_id);
             CREATE INDEX ON \(S).play_o (user_id, product_id);
+            CREATE INDEX ON \(S).play_o (account_hash);
             ANALYZE \(S).play_g; ANALYZE \(S).play_r; ANALYZE \(S).play_o; ANALYZE \(S).play_p
             """
     }

@@ -161,29 +161,45 @@ package struct PlayGather {
             uploader[i] = row[2]
             uploadOrder[i] = row[3]
         }
-        let named = Array(Set(accounts.values).union(uploadOrder.values))
+        // obfuscatedExternalAccountId names an order (or a user: --play-account-id), as it is or
+        // as the lowercase hex SHA-256 of it.
+        let byOrder = settings.playAccountID == .order
+        let named = Array(Set(byOrder ? Array(accounts.values) : []).union(uploadOrder.values))
+        let hashes = Array(Set(accounts.values.filter { $0.utf8.count == 64 }))
+        let users = byOrder ? [] : Array(Set(accounts.values))
         let o = try db.query(
             """
-            SELECT order_id, user_id, product_id, created_ms, transaction_id FROM \(rows).play_o
+            SELECT order_id, user_id, product_id, created_ms, transaction_id, account_hash FROM \(rows).play_o
             WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[]) OR order_id = ANY(\(named)::text[])
+               OR account_hash = ANY(\(hashes)::text[]) OR user_id = ANY(\(users)::text[])
             ORDER BY created_ms, order_id COLLATE "C"
             """)
         var ofTransaction: [Int: OrderRef] = [:], byID: [String: OrderRef] = [:]
+        /// What an account names: the order (by id or hash), or the user (by id or hash) of an order.
+        var byAccount: [String: OrderRef] = [:], userOf: [String: String] = [:]
         for row in o.rows {
             guard let id = row[0], let user = row[1], let product = row[2], let created = row[3].flatMap({ Int64($0) }) else { continue }
             let ref = OrderRef(orderID: id, userID: user, productID: product, createdAt: created)
             if let tid = row[4], let i = byTransaction[tid], ofTransaction[i] == nil { ofTransaction[i] = ref }
             byID[id] = ref
+            if byOrder {
+                if byAccount[id] == nil { byAccount[id] = ref }
+                if let hash = row[5], byAccount[hash] == nil { byAccount[hash] = ref }
+            } else {
+                userOf[user] = user
+                if let hash = row[5] { userOf[hash] = user }
+            }
         }
         for i in facts.indices {
             let purchase = facts[i].purchase
-            let account = accounts[purchase.token].flatMap { byID[$0] }
+            let account = byOrder ? accounts[purchase.token].flatMap { byAccount[$0] } : nil
+            let accountUser = byOrder ? account?.userID : accounts[purchase.token].flatMap { userOf[$0] }
             let uploaded = uploadOrder[i].flatMap { byID[$0] }.flatMap { o in
                 purchase.lines.contains { $0.productID == o.productID } ? o : nil
             }
             facts[i].exactOrder = ofTransaction[i] ?? account ?? uploaded
             facts[i].userID = PlayOwner.of(
-                uploader: uploader[i], accountUser: account?.userID,
+                uploader: uploader[i], accountUser: accountUser,
                 earliestGrantUser: facts[i].grants.first?.userID)
         }
     }

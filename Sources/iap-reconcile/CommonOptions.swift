@@ -86,6 +86,18 @@ struct CommonOptions: ParsableArguments {
             discussion: "Google lists voided purchases 30 days back: a position older than that has lost records for good."))
     var playVoidedAlertDays = JobSettings.defaults.playVoidedAlertDays
 
+    @Option(
+        name: .customLong("play-account-id"),
+        help: ArgumentHelp(
+            "What the Play app sets as obfuscatedExternalAccountId: order (our order id) or user (our user id).",
+            discussion: """
+                Either as it is or as its lowercase hex SHA-256 (64 characters, as Google asks: no cleartext \
+                personal data). order ties the purchase to that order (an exact match); user to that user (the \
+                order match is then inferred among the user's open orders).
+                """,
+            valueName: "order|user"))
+    var playAccountID = JobSettings.defaults.playAccountID.rawValue
+
     @Option(help: "App Store requests in flight at once.")
     var concurrency = JobSettings.defaults.concurrency
 
@@ -157,6 +169,9 @@ struct CommonOptions: ParsableArguments {
             throw ValidationError("\(name) must be at least \(minimum)")
         }
         guard playVoidedAlertDays <= 29 else { throw ValidationError("--play-voided-alert-days must be at most 29") }
+        guard let account = JobSettings.PlayAccountID(rawValue: playAccountID) else {
+            throw ValidationError("--play-account-id must be order or user")
+        }
         guard concurrency <= 1024 else { throw ValidationError("--concurrency must be at most 1024") }
         guard lockWaitSeconds <= 3600 else { throw ValidationError("--lock-wait-seconds must be at most 3600") }
         var s: JobSettings
@@ -194,6 +209,7 @@ struct CommonOptions: ParsableArguments {
         s.sweepLimit = sweepLimit
         s.sweepIntervalHours = sweepIntervalHours
         s.playVoidedAlertDays = playVoidedAlertDays
+        s.playAccountID = account
         s.concurrency = concurrency
         s.timeoutMs = timeoutMs
         s.maxAttempts = maxAttempts

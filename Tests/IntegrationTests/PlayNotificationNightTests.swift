@@ -246,6 +246,52 @@ struct PlayNotificationNightTests {
         #expect(off.status == 78 && off.stderr.contains("PLAY_PUBSUB_SUBSCRIPTION"), "\(off.status) \(off.stderr)")
     }
 
+    @Test(
+        "--play-account-id: an obfuscatedExternalAccountId that is our order id's SHA-256 ties the purchase to that order; under user, the user id's SHA-256 makes it that user's"
+    )
+    func accountIDs() throws {
+        let (w, base) = try T.playWorld("play_account_ids")
+        defer { w.stop() }
+        let hash = { (id: String) throws -> String in try #require(try w.t.scalar("SELECT encode(sha256(\(id)::bytea), 'hex')")) }
+        let asOf = Int64(ISO8601DateFormatter().date(from: N.asOf)!.timeIntervalSince1970 * 1000)
+        var truth = T.playTruth()
+        truth.purchases += [
+            T.playPurchase("tok-order-hash", "GPA.3301-0000-0000-00010", daysBefore: 1, account: try hash("PO-H")),
+            T.playPurchase("tok-user-hash", "GPA.3301-0000-0000-00011", daysBefore: 1, account: try hash("P1")),
+        ]
+        truth.notifications = ["tok-order-hash", "tok-user-hash"].map {
+            .init(
+                packageName: T.playPackage, eventTimeMs: asOf - 20 * 3_600_000,
+                kind: .oneTimeProduct(notificationType: 1, purchaseToken: $0, sku: "play.only.gems"))
+        }
+        let harness = try PlayHarness(truth: truth, packages: [T.playPackage], subscription: Self.subscription)
+        try w.t.db.execute("INSERT INTO shop.play_orders VALUES ('PO-H', 'play.only.gems')")
+        let env = Self.environment(base, harness)
+        let day = w.out.appendingPathComponent("2026-11-21")
+        func lists(_ extra: [String]) throws -> (compensate: [String], unattributed: [String]) {
+            let r = try w.run(["--source-schema", "shop"] + extra, environment: env)
+            #expect(r.status == 0, "\(r.stderr)")
+            let pick = { (file: String) in
+                T.rows(day.appendingPathComponent(file), store: "google_play").filter { $0.contains("GPA.3301-0000-0000-0001") }
+            }
+            return (pick("compensate.csv"), pick("unattributed.csv"))
+        }
+        // order (the default): the hash of PO-H names PO-H; the hash of a user names no order.
+        let byOrder = try lists([])
+        #expect(byOrder.compensate.count == 1 && byOrder.compensate.first?.hasPrefix("PO-H,P1,play.only.gems,") == true, "\(byOrder)")
+        #expect(byOrder.compensate.first?.contains(",GPA.3301-0000-0000-00010,") == true, "\(byOrder)")
+        #expect(byOrder.compensate.first?.contains(",exact,") == true, "\(byOrder)")
+        #expect(byOrder.unattributed.count == 1 && byOrder.unattributed.first?.hasPrefix("GPA.3301-0000-0000-00011,") == true, "\(byOrder)")
+        // user: the hash of P1 makes the purchase P1's (its order inferred); the order's hash names no user.
+        let byUser = try lists(["--play-account-id", "user"])
+        let mine = byUser.compensate.filter { $0.contains(",GPA.3301-0000-0000-00011,") }
+        #expect(mine.count == 1 && mine.first?.split(separator: ",", omittingEmptySubsequences: false)[1] == "P1", "\(byUser)")
+        #expect(mine.first?.contains(",exact,") == false, "\(byUser)")
+        #expect(byUser.unattributed.count == 1 && byUser.unattributed.first?.hasPrefix("GPA.3301-0000-0000-00010,") == true, "\(byUser)")
+        let bad = try w.run(["--source-schema", "shop", "--play-account-id", "email"], environment: env)
+        #expect(bad.status == 64 && bad.stderr.contains("--play-account-id must be order or user"), "\(bad.stderr)")
+    }
+
     /// `base` with Google Play at `harness`: its one package, its API, token endpoint and Pub/Sub subscription.
     static func environment(_ base: [String: String], _ harness: PlayHarness) -> [String: String] {
         var env = base
