@@ -7,6 +7,8 @@ import TransportCore
 public struct TransportSettings: Sendable {
     /// `--concurrency`: requests in flight at most.
     public var concurrency = 16
+    /// `--play-rate`: requests per second per Google Play budget name (`PlayRows`), as given.
+    public var playRates: [String: Double] = [:]
     /// `--timeout-ms`: one request's limit.
     public var timeoutMs = 15_000
     /// `--max-attempts`, `--retry-base-ms`, `--retry-delay-minutes`: the retry policy.

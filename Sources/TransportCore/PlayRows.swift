@@ -24,6 +24,11 @@ package enum PlayRows {
     /// budget only keeps a loop from hammering it.
     package static let pubsub = AppStoreBudget(name: "play_pubsub", appleRate: 20)
 
+    /// `--play-rate`'s buckets: the option's name of each, and its budget.
+    package static let buckets: [(option: String, budget: AppStoreBudget)] = [
+        ("one_time_purchases", oneTimePurchases), ("orders", orders), ("voided_purchases", voidedPurchases),
+    ]
+
     /// Budgets Google counts per package, not per project.
     static func isPerPackage(_ budget: AppStoreBudget) -> Bool { budget == voidedPurchases }
 

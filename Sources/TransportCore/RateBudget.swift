@@ -58,9 +58,11 @@ package struct RateBudget {
     /// This budget's pause (`hourlyPauseNs`; a test shortens it).
     var hourlyPause = RateBudget.hourlyPauseNs
 
-    init(rates: [ServerAPIEndpoint: Double], share: Double = RateBudget.safety) {
+    /// `rates` per Server API endpoint (`--api-rate`), `named` per budget name (Google Play's
+    /// buckets: `--play-rate`), each requests per second, taken as given.
+    init(rates: [ServerAPIEndpoint: Double], named: [String: Double] = [:], share: Double = RateBudget.safety) {
         self.share = share
-        self.rates = Dictionary(uniqueKeysWithValues: rates.map { ($0.key.rawValue, $0.value) })
+        self.rates = named.merging(rates.map { ($0.key.rawValue, $0.value) }) { $1 }
     }
 
     /// Requests a window holds for `key`: `--api-rate`, else 90% of Apple's; a tenth in the sandbox.

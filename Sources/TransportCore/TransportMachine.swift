@@ -95,7 +95,7 @@ package struct TransportMachine<E: AppStoreExchange> {
         self.apps = apps
         self.breaker = breaker
         self.counts = counts
-        budget = RateBudget(rates: limits.rates, share: limits.share)
+        budget = RateBudget(rates: limits.rates, named: limits.namedRates, share: limits.share)
         budget.hourlyPause = limits.hourlyPauseNs
     }
 
@@ -291,6 +291,8 @@ package struct TransportLimits: Sendable {
     package var policy: RetryPolicy
     /// Requests per second per endpoint (`--api-rate`); missing: a `share` of Apple's.
     package var rates: [ServerAPIEndpoint: Double] = [:]
+    /// Requests per second per budget name (`--play-rate`: Google Play's buckets).
+    package var namedRates: [String: Double] = [:]
     /// The share of Apple's limits used where `rates` does not say (`RateBudget.share`).
     package var share = RateBudget.safety
     /// How long an App Store Connect endpoint whose hourly allowance ran low waits.

@@ -7,6 +7,7 @@ import Logging
 import NightLearn
 import Reconciliation
 import StoreIO
+import TransportCore
 
 /// Options shared by every stage. Options come from the command line only; the environment
 /// variables listed in `environmentHelp` carry connection, App Store and secret settings.
@@ -145,6 +146,17 @@ struct CommonOptions: ParsableArguments {
             valueName: "endpoint=n"))
     var apiRate: [String] = []
 
+    @Option(
+        name: .customLong("play-rate"),
+        help: ArgumentHelp(
+            "The job's own budget for one Google Play bucket, BUCKET=N queries a minute (repeatable).",
+            discussion:
+                "Buckets and Google's quotas: one_time_purchases and orders 3,000 a minute per project, voided_purchases 30 in "
+                + "any 30 s per package. Without this option the job uses 2,640, 2,640 and 60 (one a second, the least it paces). "
+                + "A value given here is used as it is (for a quota Google raised).",
+            valueName: "bucket=n"))
+    var playRate: [String] = []
+
     func settings() throws -> JobSettings {
         let env = ProcessInfo.processInfo.environment
         let asOfMillis: EpochMillis
@@ -264,6 +276,17 @@ struct CommonOptions: ParsableArguments {
                         + "ENDPOINT one of " + ServerAPIEndpoint.allCases.map(\.rawValue).joined(separator: ", "))
             }
             s.apiRates[endpoint] = n
+        }
+        for rate in playRate {
+            let parts = rate.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let bucket = PlayRows.buckets.first(where: { $0.option == parts[0] }),
+                let n = Double(parts[1]), n >= 1, n <= 1_000_000
+            else {
+                throw ValidationError(
+                    "--play-rate '\(rate)' is not BUCKET=N with N queries a minute (1…1000000) and BUCKET one of "
+                        + PlayRows.buckets.map(\.option).joined(separator: ", "))
+            }
+            s.transport.playRates[bucket.budget.name] = n / 60
         }
         return s
     }

@@ -290,6 +290,10 @@ struct PlayNotificationNightTests {
         #expect(byUser.unattributed.count == 1 && byUser.unattributed.first?.hasPrefix("GPA.3301-0000-0000-00010,") == true, "\(byUser)")
         let bad = try w.run(["--source-schema", "shop", "--play-account-id", "email"], environment: env)
         #expect(bad.status == 64 && bad.stderr.contains("--play-account-id must be order or user"), "\(bad.stderr)")
+        for rate in ["orders=0", "purchases=10", "orders", "voided_purchases=-1", "orders=1e9"] {
+            let r = try w.run(["--source-schema", "shop", "--play-rate", rate], environment: env)
+            #expect(r.status == 64 && r.stderr.contains("--play-rate '\(rate)' is not BUCKET=N"), "\(rate): \(r.stderr)")
+        }
     }
 
     /// `base` with Google Play at `harness`: its one package, its API, token endpoint and Pub/Sub subscription.

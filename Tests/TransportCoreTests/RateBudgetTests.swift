@@ -96,6 +96,20 @@ struct RateBudgetTests {
         #expect(defaults.limit(RateBudget.Key(endpoint: .transactionInfo, environment: .sandbox)) == 4)
     }
 
+    @Test("Google Play's buckets: 44 a second by default (2,640 a minute), the voided list one; --play-rate's per-second rate as given")
+    func playBuckets() {
+        let play = { (budget: AppStoreBudget) in RateBudget.Key(budget: budget, environment: .production, app: "com.example.game") }
+        let defaults = RateBudget(rates: [:])
+        #expect(defaults.limit(play(PlayRows.oneTimePurchases)) == 44 && defaults.limit(play(PlayRows.orders)) == 44)
+        #expect(defaults.limit(play(PlayRows.voidedPurchases)) == 1)
+        let set = RateBudget(
+            rates: [.transactionInfo: 7], named: [PlayRows.oneTimePurchases.name: 100, PlayRows.voidedPurchases.name: 0.5])
+        #expect(set.limit(play(PlayRows.oneTimePurchases)) == 100 && set.limit(play(PlayRows.orders)) == 44)
+        // The least the budget paces is one a second.
+        #expect(set.limit(play(PlayRows.voidedPurchases)) == 1)
+        #expect(set.limit(Self.info) == 7)
+    }
+
     @Test("a 429's Retry-After (UNIX ms) holds the endpoint until then, and a shorter one does not shorten it")
     func retryAfter() {
         var budget = RateBudget(rates: [:])
@@ -142,8 +156,9 @@ struct RateBudgetTests {
         #expect(TransportLines.believable(retryAfter: 9_999_999_999_999_999, nowMs: now) == nil)
         // In the past: believed, and RateBudget.block waits nought.
         var budget = RateBudget(rates: [:])
-        budget.block(Self.info, untilUnixMs: TransportLines.believable(retryAfter: now - 5000, nowMs: now)!, nowUnixMs: now,
-                     now: 10 * Self.second)
+        budget.block(
+            Self.info, untilUnixMs: TransportLines.believable(retryAfter: now - 5000, nowMs: now)!, nowUnixMs: now,
+            now: 10 * Self.second)
         #expect(budget.admit(Self.info, now: 10 * Self.second) == nil)
     }
 }

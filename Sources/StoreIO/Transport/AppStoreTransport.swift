@@ -30,6 +30,8 @@ package struct AppStoreTransport {
     let service: String
     /// Requests per second per endpoint (`--api-rate`); missing: 90% of Apple's.
     package var rates: [ServerAPIEndpoint: Double] = [:]
+    /// Requests per second per budget name (`--play-rate`).
+    package var namedRates: [String: Double] = [:]
     /// The share of Apple's limits used where `rates` does not say (`RateBudget.share`).
     package var share = RateBudget.safety
     /// How long an App Store Connect endpoint whose hourly allowance (`X-Rate-Limit`) ran low waits
@@ -59,6 +61,7 @@ package struct AppStoreTransport {
         connect = settings.appStoreConnect
         play = settings.play
         rates = settings.serverAPI?.rates ?? [:]
+        namedRates = settings.playRates
         apps = settings.nightApps
     }
 
@@ -155,6 +158,7 @@ package struct AppStoreTransport {
     var limits: TransportLimits {
         var limits = TransportLimits(concurrency: concurrency, policy: policy)
         limits.rates = rates
+        limits.namedRates = namedRates
         limits.share = share
         limits.hourlyPauseNs = hourlyPauseNs
         limits.stopSendingAtNs = stopSendingAtNs
