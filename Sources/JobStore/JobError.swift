@@ -24,10 +24,14 @@ public enum ExitStatus: Int32, Sendable {
 public struct JobError: Error, CustomStringConvertible, Sendable {
     public var code: ExitStatus
     public var message: String
+    /// The store that did not answer (the transport's outage: exit 75), when that is why; nil for
+    /// every other error (a database unreachable is temporary too, and is not a store's outage).
+    public var unreachableStore: String?
 
-    public init(_ code: ExitStatus, _ message: String) {
+    public init(_ code: ExitStatus, _ message: String, unreachableStore: String? = nil) {
         self.code = code
         self.message = message
+        self.unreachableStore = unreachableStore
     }
 
     public var description: String { message }

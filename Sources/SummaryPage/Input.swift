@@ -34,6 +34,9 @@ extension SummaryPage {
         public var refundRequests: [String: String] = [:]
         /// Per app of IAP_BUNDLE_IDS (summary.json `apps`); the page shows them from two apps on.
         public var apps: [App] = []
+        /// Per store (summary.json `stores`, with Google Play configured): `bundleID` the store's
+        /// name (`app_store`, `google_play`), `requests` unused.
+        public var stores: [App] = []
         /// Apple's daily sales reports against what the job learned (summary.json `coverage`); nil:
         /// not set up (the ASC_* variables).
         /// Why the night was held (docs/contract.md, "Held nights"); empty: published. The page

@@ -38,6 +38,9 @@ struct Labels {
     let app: String
     let requests: String
     let keyRefused: String
+    /// The block per store (with Google Play configured): its title and each store's name.
+    let perStore: String
+    let stores: [String: String]
 
     /// The order reports are shown in: the work first, then what needs a look, then the rest.
     static let reportOrder = ["compensate", "acknowledge", "duplicate_grants", "clawback", "refunds", "unattributed", "unresolved",
@@ -81,7 +84,8 @@ struct Labels {
                     "refund_rate_answered": "Refund rate, answered", "refund_rate_unanswered": "Refund rate, not answered",
                 ],
                 perApp: "Per app", app: "App", requests: "App Store requests",
-                keyRefused: "key refused by Apple tonight (HTTP 401): not swept")
+                keyRefused: "key refused by Apple tonight (HTTP 401): not swept",
+                perStore: "Per store", stores: ["app_store": "App Store", "google_play": "Google Play"])
         case .zh:
             return Labels(
                 lang: "zh-CN", title: "对账摘要", run: "运行", asOf: "截至（UTC）",
@@ -111,7 +115,8 @@ struct Labels {
                     "refund_rate_unanswered": "退款率（未答复）",
                 ],
                 perApp: "按应用", app: "应用", requests: "App Store 请求数",
-                keyRefused: "今晚苹果拒绝了该应用的密钥（HTTP 401）：未扫描")
+                keyRefused: "今晚苹果拒绝了该应用的密钥（HTTP 401）：未扫描",
+                perStore: "按商店", stores: ["app_store": "App Store", "google_play": "Google Play"])
         }
     }
 

@@ -30,6 +30,7 @@ public enum SummaryPage {
         html += refundRequests(input, l)
         html += coverage(input, language)
         html += perApp(input, l)
+        html += perStore(input, l)
         html += oldest(input, l)
         html += history(input, l)
         html += "<footer>\(e(l.footer))</footer></main></body></html>\n"
@@ -190,6 +191,29 @@ public enum SummaryPage {
             html += figure(l.kind("owed"), amounts(app, "owed"))
                 + figure(l.kind("claw_back"), amounts(app, "claw_back"))
                 + figure(l.requests, String(app.requests))
+            html += "</dl></div>"
+        }
+        return html + "</section>"
+    }
+
+    /// One block per store (with Google Play configured): the rows of each list people act on and
+    /// the money owed and to claw back per currency, as the per-app blocks show them.
+    private static func perStore(_ input: Input, _ l: Labels) -> String {
+        guard !input.stores.isEmpty else { return "" }
+        let reports = ["compensate", "acknowledge", "duplicate_grants", "clawback", "refunds", "unattributed"]
+        var html = "<section data-section=\"stores\"><h2>\(e(l.perStore))</h2>"
+        for store in input.stores {
+            html += "<div class=\"app\" data-store=\"\(e(store.bundleID))\"><h3>\(e(l.stores[store.bundleID] ?? store.bundleID))</h3>"
+                + "<dl class=\"figures\">"
+            for r in reports where store.counts[r] != nil {
+                html += "<div><dt>\(e(l.report(r)))</dt><dd>\(store.counts[r] ?? 0)</dd></div>"
+            }
+            for kind in ["owed", "claw_back"] {
+                let parts = store.money.keys.sorted().compactMap { c in
+                    store.money[c]?[kind].map { "<span class=\"amount\">\(e($0)) \(e(c))</span>" }
+                }
+                html += "<div><dt>\(e(l.kind(kind)))</dt><dd>\(parts.isEmpty ? "–" : parts.joined(separator: "; "))</dd></div>"
+            }
             html += "</dl></div>"
         }
         return html + "</section>"

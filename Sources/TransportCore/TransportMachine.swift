@@ -227,7 +227,7 @@ package struct TransportMachine<E: AppStoreExchange> {
         var verdict = breaker.verdict(moreFirstRequests: !feedDone || held != nil)
         // A whole wave went out and failed (retries among it), and no more may go: unreachable.
         if verdict == .goOn && !mayWiden && inFlight.isEmpty { verdict = .unreachable }
-        return verdict == .goOn ? nil : JobError(.temporary, breaker.message(verdict, service: service))
+        return verdict == .goOn ? nil : JobError(.temporary, breaker.message(verdict, service: service), unreachableStore: service)
     }
 
     /// After `.finished`: the error the run ends with (an answer ours to fix, a host that never
@@ -235,7 +235,7 @@ package struct TransportMachine<E: AppStoreExchange> {
     package func finish() throws {
         if let stopping { throw stopping }
         if sentHere > 0 && breaker.answers == 0 {
-            throw JobError(.temporary, breaker.message(.unreachable, service: service))
+            throw JobError(.temporary, breaker.message(.unreachable, service: service), unreachableStore: service)
         }
     }
 

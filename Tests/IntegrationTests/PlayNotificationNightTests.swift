@@ -106,6 +106,16 @@ struct PlayNotificationNightTests {
             notes["pulled"] as? Int == 4 && notes["stored"] as? Int == 4 && notes["tokens"] as? Int == 1
                 && notes["refund_reviews"] as? Int == 1 && notes["unreadable"] as? Int == 0 && notes["skipped"] is String, "\(notes)")
         #expect((summary["skipped_checks"] as? [String] ?? []).contains { $0.hasPrefix("google_play_notifications (") })
+        // Each store's rows: the Play rows of each file, and the App Store's the rest.
+        let stores = try #require(summary["stores"] as? [String: [String: Any]], "\(summary.keys.sorted())")
+        let counts = try #require(summary["counts"] as? [String: Int])
+        for file in ["compensate", "clawback", "acknowledge", "refunds", "unattributed"] {
+            let play = T.rows(day.appendingPathComponent(file + ".csv"), store: "google_play").count - 1
+            let byStore = stores.mapValues { ($0["counts"] as? [String: Int])?[file] }
+            #expect(byStore["google_play"] == play && byStore["app_store"] == (counts[file] ?? 0) - play, "\(file): \(byStore) \(play)")
+        }
+        let page = try String(contentsOf: day.appendingPathComponent("summary.html"), encoding: .utf8)
+        #expect(page.contains("data-section=\"stores\"") && page.contains("data-store=\"google_play\""))
         let compensateBefore = try Data(contentsOf: day.appendingPathComponent("compensate.csv"))
 
         // The leases run out; the next night is delivered the same messages again: nothing new is
@@ -294,6 +304,35 @@ struct PlayNotificationNightTests {
             let r = try w.run(["--source-schema", "shop", "--play-rate", rate], environment: env)
             #expect(r.status == 64 && r.stderr.contains("--play-rate '\(rate)' is not BUCKET=N"), "\(rate): \(r.stderr)")
         }
+    }
+
+    @Test(
+        "Apple unreachable while Google Play answers: the night goes on, Play's lists written, the App Store's part skipped and said so; neither store answering: exit 75"
+    )
+    func oneStoreDown() throws {
+        let harness = try PlayHarness(truth: T.playTruth(), packages: [T.playPackage])
+        let (w, base) = try T.playWorld("play_apple_down")
+        defer { w.stop() }
+        var env = Self.environment(base, harness)
+        env["PLAY_PUBSUB_SUBSCRIPTION"] = nil
+        // Apple's simulator (verifyReceipt) is gone: every request is refused a connection.
+        w.sim.stop()
+        let night = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(night.status == 0, "\(night.stderr)")
+        let day = w.out.appendingPathComponent("2026-11-21")
+        let summary = try Self.summary(day)
+        let skipped = summary["skipped_checks"] as? [String] ?? []
+        #expect(skipped.contains { $0.hasPrefix("app_store_verification (") }, "\(skipped)")
+        #expect(night.stderr.contains("the App Store's part is skipped tonight"), "\(night.stderr)")
+        let compensate = T.rows(day.appendingPathComponent("compensate.csv"), store: "google_play")
+        #expect(compensate.contains { $0.hasPrefix("PO-U,P1,play.only.gems,") }, "\(compensate)")
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_purchases") > 0)
+
+        // Google gone too: nothing to do tonight, exit 75 naming both.
+        env["PLAY_API_URL"] = "http://127.0.0.1:9"
+        env["PLAY_TOKEN_URL"] = "http://127.0.0.1:9/token"
+        let both = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(both.status == 75 && both.stderr.contains("neither store answered tonight"), "\(both.status) \(both.stderr)")
     }
 
     /// `base` with Google Play at `harness`: its one package, its API, token endpoint and Pub/Sub subscription.

@@ -19,8 +19,13 @@ extension VerifyStage {
             ],
             note: "receipts to Apple over HTTP, signed transactions on the verifier threads; answers written on a session of its own"
         ) { c in
-            let counts = try VerifyStage(settings: try values.settings(), runID: values.runID, logger: logger).run(db: c.db)
-            values.with { $0.summary.verification = counts }
+            let settings = try values.settings()
+            do {
+                let counts = try VerifyStage(settings: settings, runID: values.runID, logger: logger).run(db: c.db)
+                values.with { $0.summary.verification = counts }
+            } catch let error as JobError where Self.appStoreMaySkip(error, settings) {
+                Self.skipAppStore(RunSummary.appStoreVerificationCheck, error, values: values, logger: logger)
+            }
         }
         playSteps(plan, values: values, logger: logger)
         if let api = settings.serverAPI, settings.apiSweeps {
@@ -36,9 +41,13 @@ extension VerifyStage {
                 ],
                 note: "notification history and customers' transaction histories, over HTTP"
             ) { c in
-                let s = try ServerAPISweeps(settings: try values.settings(), api: api, runID: values.runID, logger: logger)
-                    .run(db: c.db)
-                values.with { $0.summary.sweeps = s }
+                let settings = try values.settings()
+                do {
+                    let s = try ServerAPISweeps(settings: settings, api: api, runID: values.runID, logger: logger).run(db: c.db)
+                    values.with { $0.summary.sweeps = s }
+                } catch let error as JobError where Self.appStoreMaySkip(error, settings) {
+                    Self.skipAppStore(RunSummary.appStoreSweepsCheck, error, values: values, logger: logger)
+                }
             }
         }
         guard salesReports, let connect = settings.appStoreConnect else { return }
@@ -60,6 +69,22 @@ extension VerifyStage {
                     $0.summary.skippedChecks.append(SalesReports.checkPrefix + "(" + reason + ")")
                 }
             }
+        }
+    }
+
+    /// With Google Play configured and its rows mapped, the App Store not answering is no reason to
+    /// stop the night (contract "Exit codes": 75 only when every store is unreachable): its
+    /// receipts stay unresolved, its positions where they were, and Play's lists are written.
+    static func appStoreMaySkip(_ error: JobError, _ settings: JobSettings) -> Bool {
+        error.unreachableStore != nil && settings.transport.play != nil && settings.storeRows != nil
+    }
+
+    /// Records the App Store's part skipped (`skipped_checks` `check (…)`, a warning).
+    static func skipAppStore(_ check: (String) -> String, _ error: JobError, values: NightValues, logger: Logger) {
+        logger.warning("\(error.message); the App Store's part is skipped tonight, Google Play's goes on")
+        values.with {
+            $0.summary.appStoreUnreachable = $0.summary.appStoreUnreachable ?? error.message
+            $0.summary.skippedChecks.append(check(error.message))
         }
     }
 
@@ -89,6 +114,9 @@ extension VerifyStage {
                 ? nil : try PlayNotificationPull(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
             var counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
             counts.notifications = notifications
+            if let apple = values.summary.appStoreUnreachable, let play = counts.skipped {
+                throw JobError(.temporary, "neither store answered tonight: \(apple); Google Play: \(play)")
+            }
             if counts.skipped == nil {
                 counts.orders = try PlayOrderMoney(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
             }

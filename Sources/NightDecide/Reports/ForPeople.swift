@@ -43,6 +43,11 @@ extension ReportWriter {
                     requests: $0.requests.values.reduce(0, +), refused: $0.refused)
             }
         }
+        input.stores = ["app_store", "google_play"].compactMap { store in
+            summary.stores[store].map {
+                SummaryPage.App(bundleID: store, counts: $0.counts, money: RunSummary.texts($0.money), requests: 0, refused: false)
+            }
+        }
         let zone = reportZone
         if zone.identifier != "UTC" {
             let f = DateFormatter()
@@ -105,6 +110,15 @@ extension ReportWriter {
                 }
                 lines.append(("app \(app): App Store requests", String(f.requests.values.reduce(0, +))))
                 if f.refused { lines.append(("app \(app): key refused (HTTP 401)", "not swept tonight")) }
+            }
+        }
+        // Per store, with Google Play configured (summary.json `stores`).
+        for (store, f) in s.stores.sorted(by: { $0.key < $1.key }) {
+            for (file, n) in f.counts.sorted(by: { $0.key < $1.key }) { lines.append(("store \(store): rows: \(file)", String(n))) }
+            for (currency, kinds) in f.money.sorted(by: { $0.key < $1.key }) {
+                for (kind, milli) in kinds.sorted(by: { $0.key < $1.key }) {
+                    lines.append(("store \(store): money: \(kind) (\(currency))", Money.text(milli, currency: currency)))
+                }
             }
         }
         if let c = s.coverage {

@@ -68,6 +68,8 @@ struct ReportWriter {
         /// Per app (its product's `iap_products.bundle_id`, `RunSummary.otherApp` when that is no
         /// app of IAP_BUNDLE_IDS): rows and money, for the files with a `product_id`.
         var perApp: [String: (rows: Int, money: MoneyTotals)] = [:]
+        /// Per `store` (with Google Play configured): the rows and their money.
+        var perStore: [String: (rows: Int, money: MoneyTotals)] = [:]
     }
 
     var folder: Folder { Folder(out: settings.out, day: UTC.date(settings.asOf)) }
@@ -117,6 +119,20 @@ struct ReportWriter {
         summary.money = money.totals
         summary.refundRequests = RefundFunnel(written[.consumptionRequests]?.answersAndOutcomes ?? [:])
         countPerApp(written, into: &summary)
+        if settings.playReports {
+            // Each store's rows and money: every report's rows, both stores named even when empty.
+            var stores: [String: RunSummary.StoreFigures] = ["app_store": .init(), "google_play": .init()]
+            for file in settings.reportFiles {
+                for store in stores.keys { stores[store]!.counts[file.name] = 0 }
+                for (store, w) in written[file]?.perStore ?? [:] {
+                    stores[store, default: .init()].counts[file.name] = w.rows
+                    var total = MoneyTotals(totals: stores[store]?.money ?? [:])
+                    total.merge(w.money)
+                    stores[store]?.money = total.totals
+                }
+            }
+            summary.stores = stores
+        }
         let play = summary.tally.values.reduce(0) { $0 + ($1.buckets[Conservation.otherStore] ?? 0) }
         // With Google Play configured its rows are decided (PlayDecide): no check is skipped.
         if play > 0, !settings.playReports { summary.skippedChecks.append(RunSummary.otherStoreCheck(rows: play)) }
@@ -248,6 +264,7 @@ struct ReportWriter {
         let productIndex = apps.isEmpty ? nil : file.columns.firstIndex(of: "product_id")
         let productApps = productIndex == nil ? [:] : try productApps(db)
         var perApp: [String: (rows: Int, money: MoneyTotals)] = [:]
+        var perStore: [String: (rows: Int, money: MoneyTotals)] = [:]
         try db.copyOut("COPY (\(query(for: file))) TO STDOUT") { line in
             var cells = CopyText.fields(line).map { $0 ?? "" }
             guard cells.count == fromQuery else {
@@ -262,6 +279,10 @@ struct ReportWriter {
             n += 1
             if let reasonIndex, reasonIndex < cells.count { perReason[cells[reasonIndex], default: 0] += 1 }
             if let answerIndex, let outcomeIndex { pairs[cells[answerIndex], default: [:]][cells[outcomeIndex], default: 0] += 1 }
+            if settings.playReports, let store = cells.last, !store.isEmpty {
+                perStore[store, default: (0, MoneyTotals())].rows += 1
+                perStore[store]!.money.add(layout, cells)
+            }
             // Per app of IAP_BUNDLE_IDS: the App Store's rows (a Play row's product is Play's own).
             if let productIndex, !(settings.playReports && cells.last == "google_play") {
                 let named = productApps[cells[productIndex]] ?? ""
@@ -274,7 +295,8 @@ struct ReportWriter {
         guard fclose(handle) == 0 else {
             throw JobError(.cannotWrite, "writing \(url.path) failed: \(String(cString: strerror(errno)))")
         }
-        return Written(rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs, perApp: perApp)
+        return Written(
+            rows: n, perReason: perReason, money: money, answersAndOutcomes: pairs, perApp: perApp, perStore: perStore)
     }
 
     /// The `store` of a row of a report that is not a findings report: closed.csv's from its

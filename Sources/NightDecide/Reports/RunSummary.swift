@@ -25,6 +25,8 @@ public struct RunSummary: Sendable {
     public var googlePlay: PlayCounts?
     /// The sweep of Google Play's voided purchases; nil: not run.
     public var googlePlayVoided: PlayVoidedCounts?
+    /// Why the App Store's part was skipped tonight (it did not answer, Google Play did); nil: asked.
+    public var appStoreUnreachable: String?
     /// The nearest acknowledgement deadline not passed yet among Play's decided purchases (nil: none).
     public var playAcknowledgeNext: EpochMillis?
     /// Apple's sales reports against the purchases the job learned (nil: the ASC_* variables are not set).
@@ -48,6 +50,14 @@ public struct RunSummary: Sendable {
     public var windowRows: [String: Int] = [:]
 
     /// One app's night.
+    /// With Google Play configured: per `store` (`app_store`, `google_play`), each report's rows
+    /// (0 when none) and the money of them, as `counts` and `money` are for both.
+    public var stores: [String: StoreFigures] = [:]
+    public struct StoreFigures: Sendable, Equatable {
+        public var counts: [String: Int] = [:]
+        public var money: [String: [String: Int64]] = [:]
+    }
+
     public struct AppFigures: Sendable, Equatable {
         /// Rows per report with a `product_id`, money as `money`.
         public var counts: [String: Int] = [:]
@@ -99,6 +109,9 @@ public struct RunSummary: Sendable {
             + "a fresh token: its tokens were not asked; give the account access to the app in Play Console)"
     }
     static let playCheckPrefix = "google_play_verification "
+    /// `skipped_checks` when the App Store did not answer and Google Play's part went on.
+    static func appStoreVerificationCheck(_ reason: String) -> String { "app_store_verification (" + reason + ")" }
+    static func appStoreSweepsCheck(_ reason: String) -> String { "app_store_sweeps (" + reason + ")" }
     /// `skipped_checks` when Play's notifications were not all pulled (the tokens of the receipts were still asked).
     static func playNotificationsCheck(_ reason: String) -> String { "google_play_notifications (" + reason + ")" }
 
@@ -169,6 +182,11 @@ public struct RunSummary: Sendable {
         var sweeps: Sweeps?
         var refund_requests: RefundFunnel
         var apps: [String: App]?
+        var stores: [String: Store]?
+        struct Store: Encodable {
+            var counts: [String: Int]
+            var money: [String: [String: String]]
+        }
         var sales_reports: SalesReports?
         var google_play: GooglePlay?
         struct GooglePlay: Encodable {
@@ -274,6 +292,7 @@ public struct RunSummary: Sendable {
                         notifications: $0.notifications, history_customers: $0.historyCustomers, refused: $0.refused,
                         not_asked: $0.notAsked)
                 }
+            stores = s.stores.isEmpty ? nil : s.stores.mapValues { Store(counts: $0.counts, money: RunSummary.texts($0.money)) }
             sales_reports = s.salesReports.map {
                 SalesReports(
                     vendor_number: $0.vendorNumber, window: .init(from: $0.from, to: $0.to, time_zone: $0.timeZone),
