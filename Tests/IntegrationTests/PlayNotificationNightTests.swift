@@ -335,6 +335,50 @@ struct PlayNotificationNightTests {
         #expect(both.status == 75 && both.stderr.contains("neither store answered tonight"), "\(both.status) \(both.stderr)")
     }
 
+    @Test(
+        "killed (SIGKILL) mid-sweep of Google's voided purchases and run again: every record stored once, the position moved only by the sweep that read every page"
+    )
+    func killedMidVoidedSweep() throws {
+        let realNow = Int64(Date().timeIntervalSince1970 * 1000)
+        var truth = T.playTruth()
+        // Five pages of 1,000 records, one page a second at most (Google's 30 per 30 s).
+        truth.voided += (0..<4500).map { i in
+            PlayTruth.Voided(
+                packageName: T.playPackage, purchaseToken: "tok-voided-\(i)", orderID: nil,
+                purchaseTimeMs: realNow - 5 * 86_400_000, voidedTimeMs: realNow - 4 * 86_400_000 + Int64(i) * 1000, source: 0, reason: 1)
+        }
+        let harness = try PlayHarness(truth: truth, packages: [T.playPackage])
+        let (w, base) = try T.playWorld("play_voided_kill")
+        defer { w.stop() }
+        var env = Self.environment(base, harness)
+        env["PLAY_PUBSUB_SUBSCRIPTION"] = nil
+        let job = try startTool(
+            "iap-reconcile",
+            [
+                "run", "--source-schema", "shop", "--as-of", N.asOf, "--out", w.out.path, "--no-progress", "--timeout-ms", "3000",
+                "--retry-base-ms", "20",
+            ], environment: env)
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline, job.process.isRunning, (try? w.t.int("SELECT count(*) FROM recon.play_voided")) ?? 0 < 1000 {
+            usleep(20_000)
+        }
+        let killedInSweep = job.process.isRunning
+        job.kill9()
+        #expect(killedInSweep, "the run ended before the sweep could be interrupted")
+        let storedBefore = try w.t.int("SELECT count(*) FROM recon.play_voided")
+        #expect(storedBefore >= 1000 && storedBefore < 4502, "\(storedBefore)")
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_voided_positions") == 0, "the position moved before the sweep ended")
+
+        let again = try w.run(["--source-schema", "shop"], environment: env)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_voided") == 4502)
+        #expect(try w.t.int("SELECT count(*) FROM recon.play_voided_positions WHERE package = \(T.playPackage)") == 1)
+        let voided = try #require(
+            (try Self.summary(w.out.appendingPathComponent("2026-11-21"))["google_play"] as? [String: Any])?["voided"] as? [String: Any])
+        // The whole span read again (the old position), each record new to the job only once.
+        #expect(voided["records"] as? Int == 4502 && voided["stored"] as? Int == 4502 - storedBefore, "\(voided)")
+    }
+
     /// `base` with Google Play at `harness`: its one package, its API, token endpoint and Pub/Sub subscription.
     static func environment(_ base: [String: String], _ harness: PlayHarness) -> [String: String] {
         var env = base
