@@ -200,7 +200,7 @@ let package = Package(
         // The data generator: seeded source rows, the truth of every purchase, expected reports.
         .target(
             name: "SimulatorData",
-            dependencies: ["AppStoreSimulator", "Reconciliation", "Postgres", "AppStore"],
+            dependencies: ["AppStoreSimulator", "Reconciliation", "Postgres", "AppStore", "PlaySimulator"],
             swiftSettings: v6
         ),
         .executableTarget(

@@ -54,6 +54,16 @@ public struct SeedOptions: Sendable {
     public var expectProceeds = false
     /// libpq conninfo; nil = $DATABASE_URL, else the libpq environment.
     public var conninfo: String?
+    /// `--play-users`: Google Play players (PlayScenarios.swift); 0 leaves the seed an App Store
+    /// shop's, byte for byte.
+    public var playUsers = 0
+    /// `--play-package`: the Play app's package name (its products' `bundle_id`).
+    public var playPackage = "com.example.game"
+    /// `--play-truth`: where to write what Google knows, for `iap-sim serve --play-truth`.
+    public var playTruthPath: String?
+    /// The real clock when the seed runs (Unix ms): Google lists voided purchases and delivers
+    /// notifications by its own now, so a Play seed's --as-of must lie near it.
+    public var realNow: Int64 = 0
 
     public init(asOf: Int64) { self.asOf = asOf }
 }
@@ -79,6 +89,11 @@ public struct SeedSummary: Sendable {
     public var consumptionRows = 0
     /// Per app (by bundle id; the bad-row block counts in the first app): what it got.
     public var apps: [String: AppCounts] = [:]
+    /// Google Play's players per family, and Google's purchases, voided records and notifications.
+    public var playFamilies: [String: Int] = [:]
+    public var playPurchases = 0
+    public var playVoided = 0
+    public var playNotifications = 0
 }
 
 /// One app's share of a seed (`SeedSummary.apps`).

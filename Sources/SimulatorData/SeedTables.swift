@@ -15,7 +15,7 @@ enum SeedTables {
     /// Makes and fills the relations of `plan` in `schema` (checked and quoted: `Seeder.ident`);
     /// returns the rows written per relation.
     static func load(
-        _ plan: ScenarioPlan, settings: GeneratorSettings, options: SeedOptions, schema s: SQL,
+        _ plan: ScenarioPlan, settings: GeneratorSettings, options: SeedOptions, play: PlayWorld? = nil, schema s: SQL,
         signer: UploadSigner?, refundLines: String,
         progress: @escaping @Sendable (String) -> Void
     ) throws -> [String: Int] {
@@ -50,6 +50,13 @@ enum SeedTables {
                 transaction_id text, original_transaction_id text, quantity int, granted_at timestamptz,
                 revoked_at timestamptz)
             """)
+        if play != nil {
+            // A shop selling on both stores: every row names its store (contract, "Two stores in
+            // one shop"); the App Store's rows, loaded as always, take the default.
+            for rel in relations {
+                try setup.execute("ALTER TABLE \(s).\(ident: rel) ADD COLUMN store text DEFAULT 'app_store'")
+            }
+        }
         if options.truthTable {
             try setup.execute(
                 """
@@ -206,6 +213,7 @@ enum SeedTables {
         }
         if let first = errors.withLock({ $0.first }) { throw first }
         for (k, v) in counts.withLock({ $0 }) { rows[k] = v }
+        if let play { try loadPlay(play, setup, schema: s, rows: &rows) }
 
         // Indexes (after the load: faster) and statistics.
         progress("indexes")
@@ -231,5 +239,25 @@ enum SeedTables {
         }
         try setup.execute("ANALYZE \(s).iap_products; ANALYZE \(s).iap_orders; ANALYZE \(s).iap_receipts; ANALYZE \(s).iap_grants")
         return rows
+    }
+
+    /// Google Play's rows, after the App Store's, each with `store = 'google_play'`.
+    static func loadPlay(_ play: PlayWorld, _ db: PGConnection, schema s: SQL, rows: inout [String: Int]) throws {
+        let tables: [(String, SQL, [PlayRow])] = [
+            ("iap_products", "product_id, product_type, bundle_id, price, currency, sample_content_provided", play.products),
+            ("iap_orders", "order_id, user_id, product_id, quantity, status, transaction_id, created_at", play.orders),
+            ("iap_receipts", "receipt_id, user_id, order_id, transaction_id, receipt_data, submitted_at, verify_status", play.receipts),
+            (
+                "iap_grants",
+                "grant_id, user_id, order_id, product_id, transaction_id, original_transaction_id, quantity, granted_at, revoked_at",
+                play.grants
+            ),
+        ]
+        for (rel, columns, cells) in tables {
+            try db.copyIn("COPY \(s).\(ident: rel) (\(columns), store) FROM STDIN") { w in
+                for row in cells { try w.row(row + ["google_play"]) }
+            }
+            rows[rel, default: 0] += cells.count
+        }
     }
 }

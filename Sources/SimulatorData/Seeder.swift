@@ -69,6 +69,21 @@ public enum Seeder {
                     + "give the refund list another name (e.g. refund-list.csv)")
         }
 
+        // Google Play's players (its own random stream: the App Store's data stay as they are).
+        var play: PlayWorld?
+        if options.playUsers > 0 {
+            if let problem = PlayWorld.clockProblem(asOf: options.asOf, realNow: options.realNow) {
+                throw SimulatorError(message: "--play-users: \(problem)")
+            }
+            let world = PlayWorld(
+                users: options.playUsers, package: options.playPackage, asOf: options.asOf, seed: options.seed,
+                appleUsers: options.users)
+            if let problem = world.truth.problem {
+                throw SimulatorError(message: "--play-package \(options.playPackage): Google would not answer for it: \(problem)")
+            }
+            play = world
+        }
+
         // 1. Expected files, refund list and the scenario census (in memory: findings only).
         var summary = SeedSummary()
         var expected: [ExpectedReport: [[String]]] = [:]
@@ -118,6 +133,13 @@ public enum Seeder {
         if let path = options.refundsPath {
             try write(refundLines, to: path)
         }
+        if let play {
+            summary.playFamilies = play.census
+            summary.playPurchases = play.truth.purchases.count
+            summary.playVoided = play.truth.voided.count
+            summary.playNotifications = play.truth.notifications.count
+            if let path = options.playTruthPath { try write(play.truth.fileText(), to: path) }
+        }
         if let path = options.appleTruthPath {
             let n = try AppleTruthWriter.write(plan: plan, refundsServed: options.refundsPath != nil, to: path)
             summary.unseenPurchases = n.unseen
@@ -135,12 +157,24 @@ public enum Seeder {
                     plan: plan, refundsServed: options.refundsPath != nil,
                     zone: try zone(options), clock: now)
             }
-            // Every file, with its header even when no row is expected.
+            // Every file, with its header even when no row is expected. With Google Play every
+            // report ends with `store`, Play's rows beside the App Store's (Play's have no proceeds).
             for file in ExpectedReport.allCases {
-                try writeReport(file, ExpectedProceeds.add(expected[file] ?? [], file, perUnit: proceeds), dir: dir)
+                var rows = ExpectedProceeds.add(expected[file] ?? [], file, perUnit: proceeds)
+                if let play {
+                    rows =
+                        rows.map { $0 + [Store.appStore] }
+                        + ExpectedProceeds.add(play.expected[file] ?? [], file, perUnit: nil).map { $0 + [Store.googlePlay] }
+                    summary.expected[file.rawValue] = rows.count
+                }
+                try writeReport(file, rows, dir: dir, store: play != nil)
             }
             // The night after `respond --now <as-of> --send` lists the requests (no truth: none).
-            try writeConsumptionRequests(consumptionRows, dir: dir)
+            try writeConsumptionRequests(consumptionRows, dir: dir, store: play != nil)
+            if let play {
+                summary.expected[ReportFile.acknowledge.rawValue] = play.acknowledge.count
+                try writeAcknowledge(play, dir: dir)
+            }
             // Apple's sales reports against what the nights learn (no truth: no sales reports).
             var coverage: [[String]] = []
             if options.appleTruthPath != nil {
@@ -149,15 +183,16 @@ public enum Seeder {
                     clock: now)
             }
             summary.expected[SalesCoverage.file] = coverage.count
-            var text = CSV.record(SalesCoverage.columns)
-            for row in SalesCoverage.sorted(coverage) { text += CSV.record(row) }
+            let store = play == nil ? [] : [Store.appStore]
+            var text = CSV.record(SalesCoverage.columns + (play == nil ? [] : ["store"]))
+            for row in SalesCoverage.sorted(coverage) { text += CSV.record(row + store) }
             try write(text, to: (dir as NSString).appendingPathComponent(SalesCoverage.file))
         }
         summary.expected[ReportFile.consumptionRequests.rawValue] = consumptionRows.count
 
         // 2. The source relations.
         summary.rows = try SeedTables.load(
-            plan, settings: settings, options: options, schema: s, signer: signer,
+            plan, settings: settings, options: options, play: play, schema: s, signer: signer,
             refundLines: refundLines, progress: progress)
         summary.consents = summary.rows["iap_consents"] ?? 0
         summary.consumptionRows = summary.rows["iap_consumption"] ?? 0
@@ -182,18 +217,36 @@ public enum Seeder {
         }
     }
 
-    static func writeReport(_ file: ExpectedReport, _ rows: [[String]], dir: String) throws {
-        var text = CSV.record(file.columns)
+    /// A report's `store` cells (contract, "Google Play's lists").
+    enum Store {
+        static let appStore = "app_store", googlePlay = "google_play"
+    }
+
+    /// `store`: the rows already end with their store; the header gets the column.
+    static func writeReport(_ file: ExpectedReport, _ rows: [[String]], dir: String, store: Bool = false) throws {
+        var text = CSV.record(file.columns + (store ? ["store"] : []))
         for row in sortedRows(rows) { text += CSV.record(row) }
         try write(text, to: (dir as NSString).appendingPathComponent(file.rawValue))
     }
 
     /// consumption_requests.csv: the night's columns, sorted as the night sorts them (by the
-    /// request's time, then its notification UUID), not by the first cell.
-    static func writeConsumptionRequests(_ rows: [ConsumptionRequests.ExpectedRow], dir: String) throws {
-        var text = CSV.record(ReportFile.consumptionRequests.columns)
-        for row in ConsumptionRequests.sorted(rows) { text += CSV.record(row.cells) }
+    /// request's time, then its notification UUID), not by the first cell. `store`: every request
+    /// is Apple's (the generated Play truth asks for no refund review).
+    static func writeConsumptionRequests(_ rows: [ConsumptionRequests.ExpectedRow], dir: String, store: Bool = false) throws {
+        var text = CSV.record(ReportFile.consumptionRequests.columns + (store ? ["store"] : []))
+        for row in ConsumptionRequests.sorted(rows) { text += CSV.record(row.cells + (store ? [Store.appStore] : [])) }
         try write(text, to: (dir as NSString).appendingPathComponent(ReportFile.consumptionRequests.rawValue))
+    }
+
+    /// acknowledge.csv: Play's purchases nobody acknowledged, most urgent first (`acknowledge_by`,
+    /// then `transaction_id`), each row ending `google_play`.
+    static func writeAcknowledge(_ play: PlayWorld, dir: String) throws {
+        var text = CSV.record(ReportFile.acknowledge.columns + ["store"])
+        let rows = play.acknowledge.sorted { a, b in
+            a.by != b.by ? a.by < b.by : Array(a.tid.utf8).lexicographicallyPrecedes(Array(b.tid.utf8))
+        }
+        for row in rows { text += CSV.record(row.cells + [Store.googlePlay]) }
+        try write(text, to: (dir as NSString).appendingPathComponent(ReportFile.acknowledge.rawValue))
     }
 
     static func write(_ text: String, to path: String) throws {

@@ -156,6 +156,38 @@ struct Seed: ParsableCommand {
     @Flag(name: .customLong("bad-rows"), inversion: .prefixedNo, help: "Add rows that break the contract (null user_id, unknown product_id, product_type outside the four, quantity 0, receipt_data not base64, a duplicated grant_id); they are the expected input_errors.csv.")
     var badRows = true
 
+    @Option(name: .customLong("play-users"), help: ArgumentHelp("""
+        Also sell on Google Play: N Play players, after the App Store's (0: none, and the seed is \
+        exactly an App Store shop's). The four relations get a `store` column (the App Store's rows \
+        `app_store`, Play's `google_play`, as the contract's "Two stores in one shop" maps them): \
+        Play's products under the App Store's product ids (two products each), bundle_id the \
+        --play-package; the purchase token in receipt_data; Google's order id (GPA.…), else the \
+        token, as transaction_id. The first players play every family once, the others are mostly \
+        clean: granted and acknowledged, missed order, granted but unacknowledged, overdue, a grant \
+        repeated, a second unit granted to another account, refunded (grant active, revoked or never \
+        made), chargeback, refunded for want of an acknowledgement (reason 8), quantity-based partial \
+        refunds (2 then 3; 2, 3, then the rest), a voided record its order contradicts, cancelled, \
+        pending, a test purchase, no order id, a forged token, an App Store player buying on Play, a \
+        purchase only Pub/Sub shows (its account id our order's id), one nobody owns, and bad rows. \
+        With --expected every report ends with `store` and acknowledge.csv is written too, as the \
+        night writes them with PLAY_SERVICE_ACCOUNT_FILE, PLAY_PACKAGE_NAMES=<--play-package> and \
+        PLAY_PUBSUB_SUBSCRIPTION pointing at `iap-sim serve --play-service-account <key> --play-truth \
+        <file> --play-subscription <name>` (Sources/SimulatorData/PlayScenarios.swift). Google lists \
+        voided purchases and delivers notifications by its own clock: every Play time lies within \
+        21 days before --as-of, and --as-of must lie between 8 days before now and now.
+        """, valueName: "N"))
+    var playUsers = 0
+
+    @Option(name: .customLong("play-package"), help: ArgumentHelp(
+        "The Play app's package name (with --play-users): its products' bundle_id and the job's PLAY_PACKAGE_NAMES.",
+        valueName: "name"))
+    var playPackage = "com.example.game"
+
+    @Option(name: .customLong("play-truth"), help: ArgumentHelp(
+        "With --play-users: write what Google knows here (purchases, orders' money, voided records, notifications) for `iap-sim serve --play-truth`.",
+        valueName: "file"))
+    var playTruth: String?
+
     @Option(help: "libpq connection string or URL (default: $DATABASE_URL, else the PG* variables).")
     var conninfo: String?
 
@@ -169,6 +201,10 @@ struct Seed: ParsableCommand {
                 + "(a user's transaction ids hold 20, a clean consumable user already uses up to 3)")
         }
         if let asOf, UTC.parse(asOf) == nil { throw ValidationError("--as-of: not an ISO 8601 time: \(asOf)") }
+        guard playUsers >= 0 else { throw ValidationError("--play-users must not be negative") }
+        guard playUsers == 0 || playTruth != nil else {
+            throw ValidationError("--play-users needs --play-truth <file>: the simulator answers for Play's purchases from it")
+        }
     }
 
     func run() throws {
@@ -203,6 +239,10 @@ struct Seed: ParsableCommand {
         }
         options.expectProceeds = expectProceeds
         options.conninfo = conninfo
+        options.playUsers = playUsers
+        options.playPackage = playPackage
+        options.playTruthPath = playTruth
+        options.realNow = now
         let started = Date()
         do {
             let summary = try Seeder.run(options) { FileHandle.standardError.write(Data("iap-sim: \($0)\n".utf8)) }
@@ -222,6 +262,11 @@ struct Seed: ParsableCommand {
                         + "refunds=\(c.refunds) api-only purchases=\(c.apiOnlyPurchases) consumption requests=\(c.consumptionRequests); "
                         + "expected " + c.expected.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
                 }
+            }
+            if playUsers > 0 {
+                lines.append("  google play: \(summary.playPurchases) purchases, \(summary.playVoided) voided records, "
+                    + "\(summary.playNotifications) notifications in \(playTruth ?? "-"); families: "
+                    + summary.playFamilies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             }
             lines.append("  scenarios: " + summary.scenarios.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
