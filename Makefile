@@ -1,5 +1,5 @@
 # iap-reconcile — targets:
-#   make demo          the night end to end on generated data: throwaway Postgres, simulator, reports
+#   make demo          the night end to end on generated data (App Store and Google Play): throwaway Postgres, simulator, reports
 #   make test          unit + integration + end-to-end tests against a real Postgres and the simulator
 #   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)

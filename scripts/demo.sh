@@ -1,21 +1,45 @@
 #!/usr/bin/env bash
 # make demo: a throwaway Postgres, a few thousand generated orders with every kind of finding,
-# the App Store simulator (with some latency and faults), one night, a summary and the reports.
+# the App Store and Google Play simulators (with some latency and faults), one night, a summary and
+# the reports, each compared with what the generator knows to be true.
+# DEMO_STORES: `both` (the default): a shop selling on the App Store and Google Play, 300 Play
+# players of every Play family beside the App Store's (PLAY_* variables pointing at the simulator
+# on loopback); every report ends with `store` and acknowledge.csv is written and compared too.
+# `app_store`: no Google Play setting, the reports as an Apple-only shop gets them.
 # DEMO_AS_OF=2026-12-01T03:00:00Z: the night of Tests/Golden/demo-2026-12-01 (what the generator and
-# the night give with no Google Play setting, committed before Play): its CSVs must equal them byte
-# for byte, or the demo fails. Any other time: the reports are only compared with the generator's.
+# the night give with no Google Play setting, committed before Play): DEMO_STORES defaults to
+# `app_store` for it, and its CSVs must equal the golden files byte for byte, or the demo fails.
+# Any other time: the reports are only compared with the generator's. Google Play needs an as-of
+# within 8 days before now (Google lists voided purchases by its own clock: `iap-sim seed --help`).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 start_everything
 as_of=${DEMO_AS_OF:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
 golden="$here/Tests/Golden/demo-$(date -u -d "$as_of" +%Y-%m-%d)"
+golden_night=0
+[ -d "$golden" ] && [ "$(cat "$golden/AS_OF")" = "$as_of" ] && golden_night=1
+if [ "$golden_night" = 1 ]; then stores=${DEMO_STORES:-app_store}; else stores=${DEMO_STORES:-both}; fi
+case "$stores" in both | app_store) ;; *) echo "demo: DEMO_STORES must be both or app_store, not $stores" >&2; exit 64 ;; esac
 secret="demo-shared-secret"
+play_package=com.example.game
+play_subscription=projects/iap-demo/subscriptions/iap-reconcile
 
+play_seed=() play_sim=()
+if [ "$stores" = both ]; then
+  play_seed=(--play-users 300 --play-package "$play_package" --play-truth "$work/play-truth.tsv")
+fi
 echo "== generating 3000 users' orders, receipts and grants (as of $as_of)"
 echo "   a quarter of them upload StoreKit 2 signed transactions, signed by a test PKI in $work/pki"
+[ "$stores" = both ] && echo "   and 300 Google Play players ($play_package), what Google knows in $work/play-truth.tsv"
 "$bin/iap-sim" seed --users 3000 --seed 2026 --as-of "$as_of" --bundle com.example.game \
   --refunds "$work/refunds.csv" --expected "$work/expected" --pki "$work/pki" --apple-truth "$work/apple-truth.tsv" \
-  --expect-proceeds
+  --expect-proceeds "${play_seed[@]}"
+if [ "$stores" = both ]; then
+  # A Google Cloud service-account key of our own (the Cloud console gives you a JSON file like it)
+  "$bin/iap-sim" play-key --out "$work/play-key.json" 2>/dev/null
+  play_sim=(--play-service-account "$work/play-key.json" --play-truth "$work/play-truth.tsv"
+    --play-subscription "$play_subscription")
+fi
 # An In-App Purchase key of our own (App Store Connect gives you a .p8 file like it)
 "$bin/iap-sim" keygen --out "$work/key.p8" >/dev/null
 export IAP_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a IAP_KEY_ID=DEMOKEY001 IAP_PRIVATE_KEY_FILE="$work/key.p8"
@@ -24,11 +48,17 @@ export IAP_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a IAP_KEY_ID=DEMOKEY001 
 export ASC_ISSUER_ID=69a6de7f-7d4c-47e3-e053-5b8c7c11a4d1 ASC_KEY_ID=DEMOTEAM01 ASC_PRIVATE_KEY_FILE="$work/team.p8" \
   ASC_VENDOR_NUMBER=85012345
 echo "== the simulator: verifyReceipt, the App Store Server API and the daily sales reports, from the same truth"
+[ "$stores" = both ] && echo "   and Google Play: the token endpoint, purchases, orders, voided purchases and Pub/Sub"
 start_sim --shared-secret "$secret" --refunds "$work/refunds.csv" --latency-ms 20 --fault-rate 0.1 --seed 2026 \
   --pki "$work/pki" --apple-truth "$work/apple-truth.tsv" --api-key "$work/key.p8" --api-key-id "$IAP_KEY_ID" \
-  --api-issuer "$IAP_ISSUER_ID" --api-bundle com.example.game --connect-key "$work/team.p8"
+  --api-issuer "$IAP_ISSUER_ID" --api-bundle com.example.game --connect-key "$work/team.p8" "${play_sim[@]}"
 export IAP_API_URL_PRODUCTION="http://127.0.0.1:$port/production" IAP_API_URL_SANDBOX="http://127.0.0.1:$port/sandbox"
 export ASC_API_URL="http://127.0.0.1:$port"
+if [ "$stores" = both ]; then
+  export PLAY_SERVICE_ACCOUNT_FILE="$work/play-key.json" PLAY_PACKAGE_NAMES="$play_package" \
+    PLAY_API_URL="http://127.0.0.1:$port" PLAY_TOKEN_URL="http://127.0.0.1:$port/token" \
+    PLAY_PUBSUB_URL="http://127.0.0.1:$port" PLAY_PUBSUB_SUBSCRIPTION="$play_subscription"
+fi
 
 export IAP_SHARED_SECRET="$secret" IAP_BUNDLE_IDS=com.example.game
 # the test PKI's root stands in for Apple Root CA - G3 (embedded in the job, used when this is unset)
@@ -61,7 +91,7 @@ echo "   (the reports for the date are replaced whole; refund requests now liste
 
 day=$(date -u -d "$as_of" +%Y-%m-%d)
 # The demo's times, in docs/figures.md (scripts/figures.py).
-python3 - "$work/first-run.json" "$here/reports/last-run.json" "$work/figures.json" <<'PY'
+python3 - "$work/first-run.json" "$here/reports/last-run.json" "$work/figures.json" "$stores" <<'PY'
 import datetime, json, sys
 def seconds(path):
     d = json.load(open(path))
@@ -70,7 +100,8 @@ def seconds(path):
 first, stages = seconds(sys.argv[1])
 second, _ = seconds(sys.argv[2])
 json.dump([
-    {"figure": "make demo: the first night, 3,000 users, 10% of Apple's answers failed on purpose",
+    {"figure": "make demo: the first night, 3,000 users" + (" and 300 Google Play players" if sys.argv[4] == "both" else "")
+               + ", 10% of Apple's answers failed on purpose",
      "value": f"{first:.1f} s", "floor": "the sweeps " + f"{stages.get('sweep', 0):.1f} s" + " at the simulator's rate limits"},
     {"figure": "make demo: the night again", "value": f"{second:.1f} s", "floor": ""},
 ], open(sys.argv[3], "w"))
@@ -79,12 +110,25 @@ python3 "$here/scripts/figures.py" "make demo" "$work/figures.json" >/dev/null
 echo
 echo "== what the generator knows to be true, compared with the reports"
 echo "   (receipts still unresolved are the simulator's malformed ones: 21002 is definitive after 3 runs)"
-for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv \
-  consumption_requests.csv coverage.csv; do
-  if cmp -s "$work/expected/$f" "$here/reports/$day/$f"; then verdict="matches"; else verdict="DIFFERS"; fi
-  printf '  %-24s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$verdict"
+compared=(compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv
+  consumption_requests.csv coverage.csv)
+[ "$stores" = both ] && compared+=(acknowledge.csv)
+truth_differs=0
+for f in "${compared[@]}"; do
+  if cmp -s "$work/expected/$f" "$here/reports/$day/$f"; then verdict="matches"; else verdict="DIFFERS"; truth_differs=1; fi
+  if [ "$stores" = both ] && [ -e "$here/reports/$day/$f" ]; then
+    play_rows=$(grep -c ',google_play'$'\r''$' "$here/reports/$day/$f" || true)
+    printf '  %-24s %6d rows (%4d of Google Play)  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f") - 1))" "$play_rows" "$verdict"
+  else
+    printf '  %-24s %6d rows  %s\n' "$f" "$(($(wc -l < "$here/reports/$day/$f" 2>/dev/null || echo 1) - 1))" "$verdict"
+  fi
 done
-if [ -d "$golden" ] && [ "$(cat "$golden/AS_OF")" = "$as_of" ]; then
+[ "$truth_differs" = 0 ] || echo "   (a file that DIFFERS: diff $work/expected/<file> $here/reports/$day/<file>)"
+if [ "$golden_night" = 1 ] && [ "$stores" = both ]; then
+  echo
+  echo "== not compared with the golden files of this night ($golden): they are the night without Google Play"
+  echo "   (DEMO_STORES=app_store, the default for this as-of, compares them)"
+elif [ "$golden_night" = 1 ]; then
   echo
   echo "== the golden files of this night ($golden: no Google Play setting, committed before Play)"
   differ=0
@@ -184,4 +228,15 @@ if [ -n "$order" ]; then
   echo
   echo "== customer service: iap-reconcile lookup $order (the order ID on the player's invoice)"
   "$bin/iap-reconcile" lookup "$order" | sed 's/^/  /' || true
+fi
+# The same for a Google Play player: the GPA order id of his receipt e-mail, missed by the shop.
+gpa=$(awk -F, 'NR > 1 && $NF == "google_play\r" && $6 ~ /^GPA\./ { print $6; exit }' "$here/reports/$day/compensate.csv")
+if [ "$stores" = both ] && [ -n "$gpa" ]; then
+  echo
+  echo "== customer service: iap-reconcile lookup $gpa (Google Play's order number on the player's receipt)"
+  "$bin/iap-reconcile" lookup "$gpa" | sed 's/^/  /' || true
+fi
+if [ "$truth_differs" = 1 ]; then
+  echo "demo: a report differs from the generator's truth (listed above as DIFFERS)" >&2
+  exit 1
 fi
