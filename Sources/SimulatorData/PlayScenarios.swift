@@ -153,10 +153,6 @@ struct PlayWorld {
         return rng.pick(all.filter { $0 != .clean && $0 != .badRows })
     }
 
-    /// Families no player plays: the night's report disagrees with the rule book for them, so their
-    /// expected rows would not be the night's. `unattributed`: the night decides Play's
-    /// unattributed rows (PlayRules.unattributed, in current_findings) but its plan does not order
-    /// the writing of unattributed.csv after Google Play's decisions, so the row is in the file or
-    /// not by the order the steps happen to run.
-    static let withheld: Set<PlayFamily> = [.unattributed]
+    /// Families no player plays (none: every family's expected rows are the night's).
+    static let withheld: Set<PlayFamily> = []
 }
