@@ -4,6 +4,7 @@ import Logging
 import NightLearn
 import Postgres
 import Reconciliation
+import StoreIO
 
 extension VerifyStage {
     /// What the night learns from Apple: the receipts verified, the Server API swept (with its key
@@ -106,36 +107,7 @@ extension VerifyStage {
                 + "Google Play's purchase tokens not settled yet, asked productsv2 over HTTP, then the money of their orders "
                 + "(orders.batchget); nothing without Play's rows mapped"
         ) { c in
-            let settings = try values.settings()
-            guard settings.storeRows != nil else { return }
-            // The notifications first: the tokens they name are asked with tonight's.
-            let notifications =
-                play.subscription == nil
-                ? nil : try PlayNotificationPull(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
-            var counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
-            counts.notifications = notifications
-            if let apple = values.summary.appStoreUnreachable, let play = counts.skipped {
-                throw JobError(.temporary, "neither store answered tonight: \(apple); Google Play: \(play)")
-            }
-            if counts.skipped == nil {
-                counts.orders = try PlayOrderMoney(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
-            }
-            values.with {
-                $0.summary.googlePlay = counts
-                if let reason = counts.skipped {
-                    $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
-                } else {
-                    for package in counts.refusedPackages {
-                        $0.summary.skippedChecks.append(RunSummary.playRefusedPackageCheck(package))
-                    }
-                }
-                for package in counts.doubtedPackages {
-                    $0.summary.skippedChecks.append(RunSummary.playDoubtedPackageCheck(package))
-                }
-                if let reason = notifications?.skipped {
-                    $0.summary.skippedChecks.append(RunSummary.playNotificationsCheck(reason))
-                }
-            }
+            try verifyPlay(c.db, play: play, values: values, logger: logger)
         }
         plan.add(
             "sweep Play's voided purchases", "sweep", .main,
@@ -143,29 +115,70 @@ extension VerifyStage {
             writes: [.job(.playVoided), .job(.playVoidedPositions), .value(.googlePlayVoided)],
             note: "each package's voided purchases from its position, every page, over HTTP; nothing without Play's rows mapped"
         ) { c in
-            let settings = try values.settings()
-            guard settings.storeRows != nil else { return }
-            let counts = try PlayVoidedNight(settings: settings, play: play, runID: values.runID, logger: logger).run(db: c.db)
-            values.with {
-                $0.summary.googlePlayVoided = counts
-                if let reason = counts.skipped, !$0.summary.skippedChecks.contains(RunSummary.playSkippedCheck(reason)) {
-                    $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
+            try sweepPlayVoided(c.db, play: play, values: values, logger: logger)
+        }
+    }
+
+    /// The "verify Play purchases" step: Play's notifications first (the tokens they name are asked
+    /// with tonight's), the tokens, then their orders' money; 75 when the App Store did not answer
+    /// either.
+    static func verifyPlay(_ db: PGConnection, play: PlaySettings, values: NightValues, logger: Logger) throws {
+        let settings = try values.settings()
+        guard settings.storeRows != nil else { return }
+        let notifications =
+            play.subscription == nil
+            ? nil : try PlayNotificationPull(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
+        var counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
+        counts.notifications = notifications
+        if let apple = values.summary.appStoreUnreachable, let play = counts.skipped {
+            throw JobError(.temporary, "neither store answered tonight: \(apple); Google Play: \(play)")
+        }
+        if counts.skipped == nil {
+            counts.orders = try PlayOrderMoney(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
+        }
+        values.with {
+            $0.summary.googlePlay = counts
+            if let reason = counts.skipped {
+                $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
+            } else {
+                for package in counts.refusedPackages {
+                    $0.summary.skippedChecks.append(RunSummary.playRefusedPackageCheck(package))
                 }
             }
-            for (package, span) in counts.lost.sorted(by: { $0.key < $1.key }) {
-                logger.warning(
-                    """
-                    Google Play: the voided purchases of \(package) from \(span) are no longer listed by Google (it keeps 30 \
-                    days) and were never swept: refunds and chargebacks of that span are lost for good
-                    """)
+            for package in counts.doubtedPackages {
+                $0.summary.skippedChecks.append(RunSummary.playDoubtedPackageCheck(package))
             }
-            for package in counts.stale where counts.lost[package] == nil {
-                logger.warning(
-                    """
-                    Google Play: the voided purchases of \(package) had not been swept for more than \
-                    \(settings.playVoidedAlertDays) days (--play-voided-alert-days); Google keeps 30
-                    """)
+            if let reason = notifications?.skipped {
+                $0.summary.skippedChecks.append(RunSummary.playNotificationsCheck(reason))
             }
+        }
+    }
+
+    /// The "sweep Play's voided purchases" step, and its warnings: a span Google no longer lists,
+    /// a position older than `--play-voided-alert-days`.
+    static func sweepPlayVoided(_ db: PGConnection, play: PlaySettings, values: NightValues, logger: Logger) throws {
+        let settings = try values.settings()
+        guard settings.storeRows != nil else { return }
+        let counts = try PlayVoidedNight(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
+        values.with {
+            $0.summary.googlePlayVoided = counts
+            if let reason = counts.skipped, !$0.summary.skippedChecks.contains(RunSummary.playSkippedCheck(reason)) {
+                $0.summary.skippedChecks.append(RunSummary.playSkippedCheck(reason))
+            }
+        }
+        for (package, span) in counts.lost.sorted(by: { $0.key < $1.key }) {
+            logger.warning(
+                """
+                Google Play: the voided purchases of \(package) from \(span) are no longer listed by Google (it keeps 30 \
+                days) and were never swept: refunds and chargebacks of that span are lost for good
+                """)
+        }
+        for package in counts.stale where counts.lost[package] == nil {
+            logger.warning(
+                """
+                Google Play: the voided purchases of \(package) had not been swept for more than \
+                \(settings.playVoidedAlertDays) days (--play-voided-alert-days); Google keeps 30
+                """)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NightLearn
+import PlayNight
 import Reconciliation
 
 /// What a run did: the ledger row and `summary.json`.
@@ -188,30 +189,7 @@ public struct RunSummary: Sendable {
             var money: [String: [String: String]]
         }
         var sales_reports: SalesReports?
-        var google_play: GooglePlay?
-        struct GooglePlay: Encodable {
-            var candidates, requests, purchased, pending, cancelled, unknown, unsettled, no_package, rate_limited: Int
-            var doubted_packages, refused_packages: [String]
-            var skipped: String?
-            var orders: Orders
-            var voided: Voided?
-            var notifications: Notifications?
-            var acknowledge_next: String?
-        }
-        struct Notifications: Encodable {
-            var pulled, stored, unreadable, tokens, refund_reviews, pulls: Int
-            var skipped: String?
-        }
-        struct Orders: Encodable {
-            var asked, stored, unknown, unanswered, requests: Int
-        }
-        struct Voided: Encodable {
-            var records, stored, requests, rate_limited: Int
-            var finished, unfinished, stale: [String]
-            var lost: [String: String]
-            var skipped: String?
-            var position_age_seconds: [String: Double]
-        }
+        var google_play: GooglePlayJSON?
         var coverage: Coverage?
         var held: [HoldReason]?
         var window_rows: [String: Int]?
@@ -302,28 +280,8 @@ public struct RunSummary: Sendable {
                     rows_kept: $0.rowsKept, version: $0.version, requests: $0.requests,
                     rate_limited: $0.rateLimited, retried: $0.retried, skipped: $0.skipped)
             }
-            let voided = s.googlePlayVoided.map {
-                Voided(
-                    records: $0.records, stored: $0.stored, requests: $0.requests, rate_limited: $0.rateLimited,
-                    finished: $0.finished, unfinished: $0.unfinished, stale: $0.stale, lost: $0.lost, skipped: $0.skipped,
-                    position_age_seconds: $0.positionAgeSeconds)
-            }
             google_play = s.googlePlay.map {
-                GooglePlay(
-                    candidates: $0.candidates, requests: $0.requests, purchased: $0.purchased, pending: $0.pending,
-                    cancelled: $0.cancelled, unknown: $0.unknown, unsettled: $0.unsettled, no_package: $0.noPackage,
-                    rate_limited: $0.rateLimited, doubted_packages: $0.doubtedPackages,
-                    refused_packages: $0.refusedPackages, skipped: $0.skipped,
-                    orders: Orders(
-                        asked: $0.orders.asked, stored: $0.orders.stored, unknown: $0.orders.unknown,
-                        unanswered: $0.orders.unanswered, requests: $0.orders.requests),
-                    voided: voided,
-                    notifications: $0.notifications.map {
-                        Notifications(
-                            pulled: $0.pulled, stored: $0.stored, unreadable: $0.unreadable, tokens: $0.tokens,
-                            refund_reviews: $0.refundReviews, pulls: $0.pulls, skipped: $0.skipped)
-                    },
-                    acknowledge_next: s.playAcknowledgeNext.map(UTC.timestamp))
+                GooglePlayJSON($0, voided: s.googlePlayVoided, acknowledgeNext: s.playAcknowledgeNext)
             }
             coverage = s.coverage.map { c in
                 Coverage(
