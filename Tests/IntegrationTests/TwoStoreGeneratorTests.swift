@@ -51,10 +51,11 @@ struct TwoStoreGeneratorTests {
         try #require(seeded.status == 0, "iap-sim seed: \(seeded.stderr)")
         // Every family of Play's rules is played, but the one the night cannot list yet.
         let census = try #require(seeded.stderr.components(separatedBy: "\n").first { $0.contains("google play:") })
-        for family in ["play_missed_order", "play_overdue", "play_cross_account", "play_unacknowledged_refund", "play_partial_then_rest",
+        for family in [
+            "play_missed_order", "play_overdue", "play_cross_account", "play_unacknowledged_refund", "play_partial_then_rest",
             "play_contradicted", "play_test_purchase", "play_no_order_id", "play_forged_token", "play_two_store_player",
-            "play_upload_never_came", "play_bad_rows"]
-        {
+            "play_upload_never_came", "play_bad_rows",
+        ] {
             #expect(census.contains(family + "="), "\(census)")
         }
 
@@ -88,5 +89,38 @@ struct TwoStoreGeneratorTests {
                 #expect(got == want, "\(night): \(file) differs from the generator's truth\n\(N.diff(got, want))")
             }
         }
+
+        // lookup agrees with the night on every Play row customer service acts on: asked by Google's
+        // order id (or the token of a purchase without one), the same verdict, user, order and grant.
+        func lookup(_ id: String) throws -> [String: Any] {
+            let r = try runTool(
+                "iap-reconcile", ["lookup"] + (id.hasPrefix("GPA.") ? [id] : ["--token", id]) + ["--json", "--as-of", asOf],
+                environment: env)
+            #expect(r.status == 0, "lookup \(id): \(r.stderr)")
+            let json = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            let items = json?["transactions"] as? [[String: Any]] ?? []
+            #expect(items.count == 1, "lookup \(id): \(r.stdout)")
+            return items.first ?? [:]
+        }
+        func play(_ file: String) -> [[String: String]] { LookupAgreesTests.report(day, file).filter { $0["store"] == "google_play" } }
+        var asked = 0
+        for row in play("compensate.csv") {
+            let item = try lookup(row["transaction_id"] ?? "")
+            #expect(item["verdict"] as? String == "compensate" && item["user_id"] as? String == row["user_id"], "\(row) \(item)")
+            if let order = row["order_id"], !order.isEmpty { #expect(item["order_id"] as? String == order, "\(row) \(item)") }
+            asked += 1
+        }
+        for row in play("clawback.csv") {
+            let item = try lookup(row["transaction_id"] ?? "")
+            #expect(item["verdict"] as? String == "claw_back", "\(row) \(item)")
+            #expect((item["grant_ids"] as? [String] ?? []).contains(row["grant_id"] ?? "-"), "\(row) \(item)")
+            asked += 1
+        }
+        for row in play("unattributed.csv") {
+            let item = try lookup(row["transaction_id"] ?? "")
+            #expect(item["verdict"] as? String == "unknown_to_us", "\(row) \(item)")
+            asked += 1
+        }
+        #expect(asked >= 10, "\(asked) Play rows asked")
     }
 }
