@@ -157,6 +157,30 @@ struct RespondTests {
             with: Data(contentsOf: w.out.appendingPathComponent("2026-11-21/summary.json"))) as? [String: Any])
         let funnel = try #require(summary["refund_requests"] as? [String: Any])
         #expect(funnel["requests"] as? Int == all.count && funnel["answered_in_time"] as? Int == 0, "\(funnel)")
+
+        // The same shop mapped as a two-store shop (a store column on the four relations, the
+        // shop's own relations beside them): a new request in its iap_notifications is found, and
+        // the open ones are decided as before, consents and consumption read from the shop's
+        // schema, never the App Store's views.
+        try w.t.db.execute("""
+            CREATE SCHEMA shop;
+            CREATE VIEW shop.iap_products AS SELECT *, 'app_store'::text AS store FROM public.iap_products;
+            CREATE VIEW shop.iap_orders AS SELECT *, 'app_store'::text AS store FROM public.iap_orders;
+            CREATE VIEW shop.iap_receipts AS SELECT *, 'app_store'::text AS store FROM public.iap_receipts;
+            CREATE VIEW shop.iap_grants AS SELECT *, 'app_store'::text AS store FROM public.iap_grants;
+            CREATE VIEW shop.iap_consents AS SELECT * FROM public.iap_consents;
+            CREATE VIEW shop.iap_consumption AS SELECT * FROM public.iap_consumption;
+            CREATE VIEW shop.iap_notifications AS SELECT * FROM public.iap_notifications;
+            """)
+        try insert(Self.notification(delivered[0], pki: pki, signedMs: Self.asOfMs - 30_000, uuid: Self.uuid(950)), at: Self.asOfMs - 29_000)
+        let twoStores = try Self.json(try w.run(["respond", "--now", NightTests.asOf, "--json", "--no-progress", "--source-schema", "shop"]))
+        #expect(twoStores["found"] as? Int == 1, "\(twoStores["found"] ?? "nil")")
+        let shopDecided = (twoStores["decided"] as? [[String: Any]] ?? []).filter(ours)
+        let newOne = shopDecided.filter { $0["notification_uuid"] as? String == Self.uuid(950) }
+        #expect(newOne.count == 1 && newOne.first?["state"] as? String == "would_send", "\(newOne)")
+        let sameAsBefore = shopDecided.filter { $0["notification_uuid"] as? String != Self.uuid(950) }
+            .map { "\($0["transaction_id"]!) \($0["state"]!) \($0["body"] ?? "")" }
+        #expect(sameAsBefore.sorted() == firstOpen.sorted(), "\(sameAsBefore)")
     }
 
     /// The simulator's log of accepted answers: one JSON object per line.

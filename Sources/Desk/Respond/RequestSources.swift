@@ -20,7 +20,10 @@ struct RequestSources {
     /// respond's clock (`--now`).
     let now: EpochMillis
     var S: SQL { settings.jobSchema.sql }
-    var src: SQL { "\(ident: settings.sourceSchema)" }
+    /// Where the shop's own relations are: in a two-store shop, the schema of its rows
+    /// (`storeRows`), not the App Store's views.
+    var shopSchema: String { settings.storeRows ?? settings.sourceSchema }
+    var src: SQL { "\(ident: shopSchema)" }
 
     /// `respond_positions.source` of an app's notification history: `notification_history` for
     /// the first app of IAP_BUNDLE_IDS (and when none is given), `notification_history:<bundle>`
@@ -176,7 +179,7 @@ struct RequestSources {
         let shape = try source.query(
             """
             SELECT column_name, data_type FROM information_schema.columns
-            WHERE table_schema = \(settings.sourceSchema) AND table_name = 'iap_notifications'
+            WHERE table_schema = \(shopSchema) AND table_name = 'iap_notifications'
             """)
         guard shape.rowCount > 0 else { return }
         var columns: [String: String] = [:]
@@ -184,7 +187,7 @@ struct RequestSources {
         guard columns["signed_payload"] == "text", columns["received_at"] == "timestamp with time zone" else {
             throw JobError(
                 .configuration,
-                "\(settings.sourceSchema).iap_notifications must have signed_payload text and "
+                "\(shopSchema).iap_notifications must have signed_payload text and "
                     + "received_at timestamptz (it has: \(columns.keys.sorted().joined(separator: ", "))); fix the relation or drop it")
         }
         let position = try db.query(
