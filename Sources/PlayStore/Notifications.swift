@@ -52,8 +52,14 @@ public struct PubSubMessage: Sendable, Equatable {
         }
     }
 
-    /// The body of a pull of at most `maxMessages`.
-    public static func pullBody(maxMessages: Int) -> [UInt8] { Array(#"{"maxMessages":\#(max(1, min(maxMessages, 1000)))}"#.utf8) }
+    /// The body of a pull of at most `maxMessages`. `returnImmediately`: without it Pub/Sub may hold
+    /// a pull of an empty subscription open until a message comes (a minute and more), past the
+    /// job's timeout; Google discourages it for streaming subscribers, and a batch job draining its
+    /// own subscription once a night (or `respond` every 15 minutes) is not one: a pull that comes
+    /// back empty though messages wait leaves them for the next run.
+    public static func pullBody(maxMessages: Int) -> [UInt8] {
+        Array(#"{"maxMessages":\#(max(1, min(maxMessages, 1000))),"returnImmediately":true}"#.utf8)
+    }
 
     /// The body acknowledging `ackIDs` (each as Google gave it, JSON-escaped).
     public static func acknowledgeBody(_ ackIDs: [String]) -> [UInt8] {

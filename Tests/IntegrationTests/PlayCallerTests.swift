@@ -36,11 +36,15 @@ struct PlayCallerTests {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             var truth = PlayTruth(purchases: [bought, test])
             truth.notifications = [
-                .init(packageName: game, eventTimeMs: now - 60_000,
-                      kind: .voidedPurchase(purchaseToken: "tok-bought-1", orderID: "GPA.1111-2222-3333-44444", productType: 2, refundType: 1)),
-                .init(packageName: game, eventTimeMs: now - 30_000,
-                      kind: .pendingRefundReview(pendingRefundToken: "prt-1", orderID: "GPA.1111-2222-3333-44444", refundReason: 7,
-                                                 obfuscatedAccountID: "O-1")),
+                .init(
+                    packageName: game, eventTimeMs: now - 60_000,
+                    kind: .voidedPurchase(purchaseToken: "tok-bought-1", orderID: "GPA.1111-2222-3333-44444", productType: 2, refundType: 1)
+                ),
+                .init(
+                    packageName: game, eventTimeMs: now - 30_000,
+                    kind: .pendingRefundReview(
+                        pendingRefundToken: "prt-1", orderID: "GPA.1111-2222-3333-44444", refundReason: 7,
+                        obfuscatedAccountID: "O-1")),
             ]
             harness = try PlayHarness(
                 truth: truth, packages: [game, other], subscription: PlayCallerTests.subscription, simulatorKey: simulatorKey,
@@ -156,12 +160,25 @@ struct PlayCallerTests {
         #expect(world.service.pubsub.acknowledged == Set(messages.map(\.messageID)))
         // Acknowledging again is no error and changes nothing.
         try caller.acknowledge(messages.map(\.ackID))
-        let answer = RefundReview(pendingRefundToken: review, sampleContentProvided: true, preference: .decline, consumptionMilliunits: 100_000)
-        #expect(try caller.reviewRefund(package: Self.game, orderID: order!, review: answer))
-        #expect(try caller.reviewRefund(package: Self.game, orderID: order!, review: answer))
+        let answer = RefundReview(
+            pendingRefundToken: review, sampleContentProvided: true, preference: .decline, consumptionMilliunits: 100_000)
+        #expect(try caller.reviewRefund(package: Self.game, orderID: order!, review: answer) == .accepted)
+        #expect(try caller.reviewRefund(package: Self.game, orderID: order!, review: answer) == .accepted)
         #expect(world.service.refundReviews.count == 1 && world.service.refundReviews[0].preference.rawValue == "DECLINE")
         #expect(world.service.refundReviews[0].consumptionPercentageMilliunits == 100_000)
-        #expect(try caller.reviewRefund(package: Self.game, orderID: "GPA.0000-0000", review: answer) == false)
+        let unknown = try caller.reviewRefund(package: Self.game, orderID: "GPA.0000-0000", review: answer)
+        guard case .refused(404?, _) = unknown else {
+            Issue.record("an unknown order: \(unknown)")
+            return
+        }
+        // A pending refund token Google never announced for the order: refused, its status kept.
+        let stranger = RefundReview(
+            pendingRefundToken: "prt-never-announced", sampleContentProvided: false, preference: .neutral, consumptionMilliunits: nil)
+        let refused = try caller.reviewRefund(package: Self.game, orderID: order!, review: stranger)
+        guard case .refused(let status?, _) = refused, (400..<500).contains(status), status != 404 else {
+            Issue.record("a review of a token never announced: \(refused)")
+            return
+        }
         // One access token, with both scopes, served every question.
         #expect(world.calls(.token) == 1)
         // A garbage pull is retried, never believed.

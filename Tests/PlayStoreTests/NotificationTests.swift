@@ -48,7 +48,8 @@ struct NotificationTests {
         }
         // The bodies the job sends.
         #expect(String(decoding: PubSubMessage.acknowledgeBody(["a\"b", "c"]), as: UTF8.self) == #"{"ackIds":["a\"b","c"]}"#)
-        #expect(String(decoding: PubSubMessage.pullBody(maxMessages: 5000), as: UTF8.self) == #"{"maxMessages":1000}"#)
+        #expect(
+            String(decoding: PubSubMessage.pullBody(maxMessages: 5000), as: UTF8.self) == #"{"maxMessages":1000,"returnImmediately":true}"#)
         let review = RefundReview(
             pendingRefundToken: "prt-1", sampleContentProvided: true, preference: .decline,
             consumptionMilliunits: 250_000)

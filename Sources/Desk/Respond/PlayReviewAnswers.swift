@@ -141,6 +141,18 @@ struct PlayReviewAnswers {
                 outcome = .notJudged("the nights have no answer of Google for this order (no upload or notification named its token)")
             }
             if !PlayRefundDefense.isAnswerable(requestedAt: o.requestedMs, now: now) { outcome = .expired }
+            if o.state == "sending", case .answer = outcome {
+            } else if o.state == "sending" {
+                // It may have reached Google (which keeps the first answer): never recorded as unanswered.
+                // It stays `sending` (unconfirmed after its 24 hours), its body kept, not sent again.
+                items.append(
+                    PlayRespondResult.Item(
+                        message_id: o.messageID, package: o.package, order_id: o.orderID, user_id: user,
+                        requested_at: UTC.timestamp(o.requestedMs), refund_reason: o.reason, state: "sending",
+                        detail: "sent before, Google's answer not stored; not sent again (the rules now say: \(Self.why(outcome)))",
+                        pendingRefundToken: o.token))
+                continue
+            }
             items.append(try record(o, outcome, user: user))
         }
         return items
@@ -174,6 +186,15 @@ struct PlayReviewAnswers {
         return item
     }
 
+    /// What a decision that sends nothing says.
+    static func why(_ d: PlayReviewDecision) -> String {
+        switch d {
+        case .answer: return "answer"
+        case .expired: return "expired"
+        case .notJudged(let why): return why
+        }
+    }
+
     /// The body as lines and JSON show it: the fields sent but the pending refund token.
     static func shown(_ a: PlayReviewAnswer) -> String {
         "{\"sampleContentProvided\":\(a.sampleContentProvided),\"refundPreference\":\"\(a.preference.rawValue)\""
@@ -200,11 +221,11 @@ struct PlayReviewAnswers {
             items[i].state = "sending"
             let review = Self.review(answer, token: items[i].pendingRefundToken)
             do {
-                let known = try caller.reviewRefund(package: items[i].package, orderID: items[i].order_id, review: review)
-                (items[i].state, items[i].http_status) = known ? ("sent", 200) : ("not_found", 404)
-                if !known { items[i].detail = "Google knows no such order" }
-            } catch let error as JobError where error.code == .usage {
-                (items[i].state, items[i].detail) = ("rejected", error.message)
+                switch try caller.reviewRefund(package: items[i].package, orderID: items[i].order_id, review: review) {
+                case .accepted: (items[i].state, items[i].http_status) = ("sent", 200)
+                case .refused(let status, let problem):
+                    (items[i].state, items[i].http_status, items[i].detail) = (status == 404 ? "not_found" : "rejected", status, problem)
+                }
             } catch let error as JobError {
                 return error.message
             }

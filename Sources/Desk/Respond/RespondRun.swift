@@ -102,9 +102,12 @@ public struct RespondRun {
     public mutating func run() throws -> RespondResult {
         if let list = settings.rootCertificateFiles { try settings.useRootCertificates(pemFiles: list) }
         try settings.configureServerAPI()
-        try settings.configurePlay()
+        // A bad Play setting must not cost Apple's 12 hours: said at the end, after Apple's part.
+        var playSettingsError: JobError?
+        do { try settings.configurePlay() } catch let error as JobError { playSettingsError = error }
         let api = settings.serverAPI
         let play = settings.transport.play
+        if api == nil, let playSettingsError { throw playSettingsError }
         guard api != nil || play?.subscription != nil else {
             throw JobError(
                 .configuration,
@@ -135,20 +138,34 @@ public struct RespondRun {
             }
             self.settings = settings
             result.apple = api != nil
+            // Each store's part on its own: Apple unreachable or refusing its key must not let
+            // Google's 24 hours pass unanswered, nor the reverse. The first failure is the exit.
+            var failure: Error?
             if let api {
-                let sources = RequestSources(settings: settings, logger: logger, now: now)
-                try sources.sweepHistory(db: db, api: api, share: options.sharePercent / 100, counts: &counts, pager: &pager)
-                (result.read, result.found, result.rejected) = (counts.read, counts.stored, counts.rejected)
-                var answers = ConsumptionAnswers(settings: settings, options: options, logger: logger, db: db)
-                result.decided = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
-                    try answers.decideOpen(now: now, source: source)
+                do {
+                    let sources = RequestSources(settings: settings, logger: logger, now: now)
+                    try sources.sweepHistory(db: db, api: api, share: options.sharePercent / 100, counts: &counts, pager: &pager)
+                    (result.read, result.found, result.rejected) = (counts.read, counts.stored, counts.rejected)
+                    var answers = ConsumptionAnswers(settings: settings, options: options, logger: logger, db: db)
+                    result.decided = try SourceDatabase.reading(settings, job: db, retry: false, logger: logger) { source in
+                        try answers.decideOpen(now: now, source: source)
+                    }
+                    if options.send {
+                        try answers.send(&result.decided, api: api)
+                    }
+                    try count(&result, db: db)
+                } catch {
+                    failure = error
+                    if play != nil {
+                        logger.error("Apple's refund requests: \(JobError.from(error, doing: "answering").message); Google Play's go on")
+                    }
                 }
-                if options.send {
-                    try answers.send(&result.decided, api: api)
-                }
-                try count(&result, db: db)
             }
-            if let play { result.google_play = try answerPlay(play, db: db) }
+            if let play {
+                do { result.google_play = try answerPlay(play, db: db) } catch { failure = failure ?? error }
+            }
+            if let failure { throw failure }
+            if let playSettingsError { throw playSettingsError }
             return result
         }.mapError { JobError.from($0, doing: "answering refund requests") }.get()
     }

@@ -51,6 +51,15 @@ extension VerifyStage {
                 }
             }
         }
+        if settings.transport.play != nil {
+            plan.add(
+                "the stores answered", "verify", .main,
+                reads: [.value(.verification), .value(.googlePlay), .value(.googlePlayVoided), .value(.sweeps)], writes: [],
+                note: "with Google Play configured: exit 75 when the App Store did not answer and Google Play did not either"
+            ) { _ in
+                try someStoreAnswered(values.summary)
+            }
+        }
         guard salesReports, let connect = settings.appStoreConnect else { return }
         // After the sweeps (their Apple traffic first), beside the decide stage on a session of its
         // own: it writes only its own tables, and never fails the night (a 401/403 or an
@@ -78,6 +87,15 @@ extension VerifyStage {
     /// receipts stay unresolved, its positions where they were, and Play's lists are written.
     static func appStoreMaySkip(_ error: JobError, _ settings: JobSettings) -> Bool {
         error.unreachableStore != nil && settings.transport.play != nil && settings.storeRows != nil
+    }
+
+    /// After every step that asks a store: the App Store's part skipped for an outage is fine only
+    /// when Google Play answered (its tokens asked and its voided purchases swept, neither skipped).
+    static func someStoreAnswered(_ s: RunSummary) throws {
+        guard let apple = s.appStoreUnreachable else { return }
+        let play = s.googlePlay == nil ? "not asked" : s.googlePlay?.skipped ?? s.googlePlayVoided?.skipped
+        guard let play else { return }
+        throw JobError(.temporary, "neither store answered tonight: \(apple); Google Play: \(play)")
     }
 
     /// Records the App Store's part skipped (`skipped_checks` `check (…)`, a warning).
@@ -130,9 +148,6 @@ extension VerifyStage {
             ? nil : try PlayNotificationPull(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
         var counts = try PlayPurchases(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
         counts.notifications = notifications
-        if let apple = values.summary.appStoreUnreachable, let play = counts.skipped {
-            throw JobError(.temporary, "neither store answered tonight: \(apple); Google Play: \(play)")
-        }
         if counts.skipped == nil {
             counts.orders = try PlayOrderMoney(settings: settings, play: play, runID: values.runID, logger: logger).run(db: db)
         }

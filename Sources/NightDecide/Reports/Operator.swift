@@ -195,7 +195,8 @@ package enum Metrics {
                 gauge(
                     "play_skipped",
                     "1 when the last run skipped Google Play (the service account refused, Google unreachable): its "
-                        + "tokens wait for the next night; the App Store's reports were written.", [([], play.skipped == nil ? 0 : 1)])
+                        + "tokens wait for the next night; the App Store's reports were written.",
+                    [([], play.skipped == nil && s.googlePlayVoided?.skipped == nil ? 0 : 1)])
                 gauge(
                     "play_acknowledge_next_deadline_timestamp_seconds",
                     "The nearest acknowledge_by of acknowledge.csv not passed yet (UNIX seconds; 0: none): Google refunds a "

@@ -157,7 +157,7 @@ public struct PlayPurchases {
                         known[package, default: 0] += 1
                         counts.unsettled += 1
                         try attempt(db, token: candidate.token, package: package, problem: "the token is no longer valid (HTTP 410)")
-                    case .refused(let problem), .gaveUp(let problem):
+                    case .refused(let problem, _), .gaveUp(let problem):
                         counts.unsettled += 1
                         try attempt(db, token: candidate.token, package: package, problem: problem)
                     }

@@ -47,6 +47,7 @@ package struct PlayCaller {
         case .body(let purchase): return .purchase(purchase)
         case .notFound: return .unknown
         case .gone: return .gone
+        case .refused(let problem, _): throw JobError(.usage, "Google refused the request (\(problem))")
         }
     }
 
@@ -69,14 +70,25 @@ package struct PlayCaller {
         _ = try ask(request) { _ in .success(()) }
     }
 
+    /// What Google did with an answer to a refund review.
+    package enum ReviewSent: Sendable, Equatable {
+        /// Accepted (200; Google keeps the first answer per token and says OK to the others).
+        case accepted
+        /// Refused, with Google's HTTP status (404: no such order) and its problem.
+        case refused(status: Int?, problem: String)
+    }
+
     /// Sends `review` for `orderID` of `package` (Google keeps the first answer per token).
-    /// false: Google knows no such order.
-    package mutating func reviewRefund(package: String, orderID: String, review: RefundReview) throws -> Bool {
+    package mutating func reviewRefund(package: String, orderID: String, review: RefundReview) throws -> ReviewSent {
         guard let request = PlayRows.reviewRefund(package: package, orderID: orderID, review: review) else {
             throw JobError(.usage, "\(shown(orderID)) of \(shown(package)) is not a Play order id of a package")
         }
-        if case .body = try ask(request, { _ in .success(()) }) { return true }
-        return false
+        switch try ask(request, refusals: true, { _ in .success(()) }) {
+        case .body: return .accepted
+        case .notFound: return .refused(status: 404, problem: "Google knows no such order (HTTP 404)")
+        case .gone: return .refused(status: 410, problem: "HTTP 410")
+        case .refused(let problem, let status): return .refused(status: status, problem: problem)
+        }
     }
 
     /// The line of a package Google refused the account for.
@@ -85,9 +97,13 @@ package struct PlayCaller {
     }
 
     /// The outcome of one request read by `read`.
-    private enum Asked<T> { case body(T), notFound, gone }
+    private enum Asked<T> { case body(T), notFound, gone, refused(String, Int?) }
 
-    private mutating func ask<T>(_ request: AppStoreRequest, _ read: @escaping ([UInt8]) -> Result<T, PlayGarbage>) throws -> Asked<T> {
+    /// `refusals`: a refusal of the request (a 4xx but 401, 403, 404, 410) is returned, not thrown
+    /// (exit 64).
+    private mutating func ask<T>(
+        _ request: AppStoreRequest, refusals: Bool = false, _ read: @escaping ([UInt8]) -> Result<T, PlayGarbage>
+    ) throws -> Asked<T> {
         let asking = PlayAsking(request, read: read)
         var feed = ListFeed([asking])
         var counts = TransportCounts()
@@ -100,7 +116,9 @@ package struct PlayCaller {
         case .read(let value): return .body(value)
         case .notFound: return .notFound
         case .gone: return .gone
-        case .refused(let problem): throw JobError(.usage, "Google refused the request (\(problem))")
+        case .refused(let problem, let status):
+            if refusals { return .refused(problem, status) }
+            throw JobError(.usage, "Google refused the request (\(problem))")
         case .gaveUp(let problem):
             throw JobError(
                 .temporary, "Google did not answer (\(problem)) after \(transport.policy.maxAttempts) attempts; run again later")
@@ -116,7 +134,7 @@ private func shown(_ text: String) -> String { Sanitized.text(text.utf8, limit: 
 package final class PlayAsking<T>: AppStoreExchange {
     /// What became of the request: a body read, 404 or 410 with Google's error body, another
     /// refusal, or no answer believed after the attempts.
-    package enum Outcome { case read(T), notFound, gone, refused(String), gaveUp(String) }
+    package enum Outcome { case read(T), notFound, gone, refused(String, Int?), gaveUp(String) }
     /// The one request.
     package let request: AppStoreRequest
     let reader: ([UInt8]) -> Result<T, PlayGarbage>
@@ -151,8 +169,8 @@ package final class PlayAsking<T>: AppStoreExchange {
         case .refused(_, 410?):
             outcome = .gone
             return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: "the token is no longer valid")
-        case .refused(let problem, _):
-            outcome = .refused(problem)
+        case .refused(let problem, let status):
+            outcome = .refused(problem, status)
             return Answer(status: nil, answerClass: .reject, rejection: .invalidReceipt, problem: problem)
         case .unauthorized:
             return Answer(status: nil, answerClass: .config, problem: "Google refused the service account")
