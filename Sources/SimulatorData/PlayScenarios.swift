@@ -135,13 +135,17 @@ struct PlayWorld {
                 id, p.type.rawValue, package, price.map(MoneyText.sqlNumeric), price == nil ? nil : PriceList.listCurrency, nil,
             ])
         }
+        // The world moves into each player and back, never copied: a copy shared while a player
+        // appends would copy every row so far, once per player.
+        var world = self
         for slot in 0..<users {
-            var player = PlayPlayer(world: self, slot: slot)
+            var player = PlayPlayer(world: consume world, slot: slot)
             let family = player.family
             player.play(family)
-            self = player.world
-            census[family.rawValue, default: 0] += 1
+            world = player.world
+            world.census[family.rawValue, default: 0] += 1
         }
+        self = world
     }
 
     /// The family of Play slot `slot`: the first slots play every family once, in order; the others
