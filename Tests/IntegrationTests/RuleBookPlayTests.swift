@@ -47,13 +47,8 @@ extension RuleBookTests {
         "Google Play: the facts PlayGather gives equal the facts gathered apart, the tokens asked are the contract's, and the rules over the facts apart give the night's Play rows"
     )
     func playFactsTokensAndRows() throws {
-        let night = try TwoStoreNight.seed("rule_play")
+        let (night, ran) = try TwoStoreNight.ranOnce("rule_play")
         defer { night.stop() }
-        #expect(night.missingFamilies.isEmpty, "\(night.missingFamilies) missing: \(night.census)")
-        let started = Int64(Date().timeIntervalSince1970 * 1000)
-        let ran = try night.run()
-        let ended = Int64(Date().timeIntervalSince1970 * 1000)
-        try #require(ran.status == 0, "\(ran.stderr)")
         let db = night.t.db
         var settings = JobSettings(asOf: try #require(UTC.parse(night.asOf)), jobSchema: try JobSchema("recon"))
         settings.databaseURL = "dbname=\(night.t.name)"
@@ -76,7 +71,8 @@ extension RuleBookTests {
         #expect(!(rejected["iap_receipts"] ?? []).isEmpty && !(rejected["iap_orders"] ?? []).isEmpty, "\(rejected)")
         let askedAt = try db.query("SELECT order_id, (extract(epoch FROM asked_at) * 1000)::bigint FROM recon.play_orders")
             .rows.reduce(into: [String: EpochMillis]()) { $0[$1[0]!] = $1[1].flatMap { Int64($0) } }
-        #expect(askedAt.values.allSatisfy { (started - 1000...ended + 1000).contains($0) }, "\(askedAt) not within \(started)…\(ended)")
+        #expect(
+            askedAt.values.allSatisfy { (ran.lowerBound - 1000...ran.upperBound + 1000).contains($0) }, "\(askedAt) not within \(ran)")
         let truth = try PlayTruth.read(path: night.truth.path)
         let apart = try PlayFactsApart(package: TwoStoreNight.package, truth: truth, db: db, rejected: rejected, askedAt: askedAt)
         #expect(

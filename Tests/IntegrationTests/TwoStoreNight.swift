@@ -76,6 +76,24 @@ struct TwoStoreNight {
         }
     }
 
+    /// Seeds the shop, checks that every Play family is played, and runs the night once (exit 0
+    /// required); with when it ran, Unix ms by the real clock (what the job stores of its own
+    /// clock lies within).
+    static func ranOnce(_ label: String) throws -> (night: TwoStoreNight, ran: ClosedRange<Int64>) {
+        let night = try seed(label)
+        do {
+            #expect(night.missingFamilies.isEmpty, "\(night.missingFamilies) missing: \(night.census)")
+            let started = Int64(Date().timeIntervalSince1970 * 1000)
+            let r = try night.run()
+            let ended = Int64(Date().timeIntervalSince1970 * 1000)
+            try #require(r.status == 0, "\(r.stderr)")
+            return (night, started...ended)
+        } catch {
+            night.stop()
+            throw error
+        }
+    }
+
     /// The Play families of the rule book the census does not name: every one must be played, so
     /// that what is checked over the night covers each.
     var missingFamilies: [String] {
