@@ -260,7 +260,8 @@ let package = Package(
             dependencies: [
                 "Desk", "NightReview", "NightDecide", "NightLearn", "StoreIO", "TransportCore", "JobStore",
                 "Postgres", "HTTP", "AppStoreSimulator", "SimulatorData", "Reconciliation", "AppStore", "XLSXReading",
-                "RuleOracles", "PlayStore", "PlaySimulator", .product(name: "_CryptoExtras", package: "swift-crypto"),
+                "RuleOracles", "PlayStore", "PlaySimulator", "PlayNight", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: v6
         ),
