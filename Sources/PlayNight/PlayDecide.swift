@@ -24,7 +24,7 @@ package struct PlayDecide: Sendable {
     package static let acknowledgeTable = "play_acknowledge"
     /// The beginning of a Play finding's key (`PlayRules.findingKeyPrefix`).
     package static let keyPrefix = PlayRules.findingKeyPrefix
-    static let batch = 1000
+    static let batch = 5000
 
     /// What the stage decided (the log's line).
     package struct Result: Sendable, Equatable {

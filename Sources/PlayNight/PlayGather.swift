@@ -30,7 +30,8 @@ package struct PlayGather {
                    \(SourceRelation.epochMilliseconds("completed_at")), test, account_id
             FROM \(S).play_purchases WHERE token > \(after) ORDER BY token LIMIT \(literal: .int(PlayDecide.batch))
             """)
-        return try facts(db, r)
+        guard r.rowCount > 0, let last = r.value(r.rowCount - 1, 0) else { return [] }
+        return try facts(db, r, of: .range(after: after, last: last))
     }
 
     /// The facts of the purchases Google answered for among `tokens`.
@@ -41,11 +42,28 @@ package struct PlayGather {
                    \(SourceRelation.epochMilliseconds("completed_at")), test, account_id
             FROM \(S).play_purchases WHERE token = ANY(\(tokens)::text[]) ORDER BY token
             """)
-        return try facts(db, r)
+        return try facts(db, r, of: .tokens(tokens))
+    }
+
+    /// Which tokens a gathering is of: a batch's range of tokens (every token after `after` up to
+    /// `last`, in the order of `batch`), read by range from the tables keyed by token, or tokens
+    /// named one by one.
+    enum Tokens {
+        case range(after: String, last: String)
+        case tokens([String])
+
+        /// `column` is one of these tokens. A range also takes tokens of no purchase in it: their
+        /// rows find no facts to join and are passed over.
+        func predicate(_ column: SQL) -> SQL {
+            switch self {
+            case .range(let after, let last): return "\(column) > \(after) AND \(column) <= \(last)"
+            case .tokens(let tokens): return "\(column) = ANY(\(tokens)::text[])"
+            }
+        }
     }
 
     /// The purchases of `r` (`play_purchases`' columns, as `batch` selects them) with all their facts.
-    private func facts(_ db: PGConnection, _ r: PGResult) throws -> [PlayFacts] {
+    private func facts(_ db: PGConnection, _ r: PGResult, of tokens: Tokens) throws -> [PlayFacts] {
         var facts: [PlayFacts] = []
         var accounts: [String: String] = [:]
         for row in r.rows {
@@ -59,10 +77,10 @@ package struct PlayGather {
             if let account = row[7] { accounts[token] = account }
         }
         guard !facts.isEmpty else { return [] }
-        try addLines(db, &facts)
-        try addVoids(db, &facts)
+        try addLines(db, &facts, tokens)
+        try addVoids(db, &facts, tokens)
         try addOrderMoney(db, &facts)
-        try addShopRows(db, &facts, accounts: accounts)
+        try addShopRows(db, &facts, tokens, accounts: accounts)
         return facts
     }
 
@@ -70,12 +88,12 @@ package struct PlayGather {
         Dictionary(facts.enumerated().map { ($0.element.purchase.token, $0.offset) }, uniquingKeysWith: { a, _ in a })
     }
 
-    private func addLines(_ db: PGConnection, _ facts: inout [PlayFacts]) throws {
+    private func addLines(_ db: PGConnection, _ facts: inout [PlayFacts], _ tokens: Tokens) throws {
         let at = index(facts)
         let r = try db.query(
             """
             SELECT token, product_id, quantity, consumption_state FROM \(S).play_purchase_lines
-            WHERE token = ANY(\(facts.map(\.purchase.token))::text[]) ORDER BY token, line
+            WHERE \(tokens.predicate("token")) ORDER BY token, line
             """)
         for row in r.rows {
             guard let i = row[0].flatMap({ at[$0] }), let product = row[1], let quantity = row[2].flatMap({ Int($0) }) else { continue }
@@ -83,12 +101,12 @@ package struct PlayGather {
         }
     }
 
-    private func addVoids(_ db: PGConnection, _ facts: inout [PlayFacts]) throws {
+    private func addVoids(_ db: PGConnection, _ facts: inout [PlayFacts], _ tokens: Tokens) throws {
         let at = index(facts)
         let r = try db.query(
             """
             SELECT token, voided_ms, voided_quantity, source, reason FROM \(S).play_voided
-            WHERE token = ANY(\(facts.map(\.purchase.token))::text[])
+            WHERE \(tokens.predicate("token"))
             """)
         for row in r.rows {
             guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }), let q = row[2].flatMap({ Int($0) })
@@ -124,7 +142,7 @@ package struct PlayGather {
     }
 
     /// The grants of each purchase's transaction id, its earliest upload, its orders, and whose it is.
-    private func addShopRows(_ db: PGConnection, _ facts: inout [PlayFacts], accounts: [String: String]) throws {
+    private func addShopRows(_ db: PGConnection, _ facts: inout [PlayFacts], _ tokens: Tokens, accounts: [String: String]) throws {
         // A grant or order names the purchase by its order id, or by its token: the contract asks
         // for the order id when there is one, and a mapping that keeps the token instead must not
         // make every purchase look unpaid.
@@ -152,7 +170,7 @@ package struct PlayGather {
         let u = try db.query(
             """
             SELECT DISTINCT ON (token) token, receipt_id, user_id, order_id FROM \(rows).play_r
-            WHERE token = ANY(\(facts.map(\.purchase.token))::text[]) ORDER BY token, submitted_ms, receipt_id COLLATE "C"
+            WHERE \(tokens.predicate("token")) ORDER BY token, submitted_ms, receipt_id COLLATE "C"
             """)
         var uploadOrder: [Int: String] = [:], uploader: [Int: String] = [:]
         for row in u.rows {
