@@ -24,6 +24,14 @@
 # of the two floors around it, and the ratio printed is the median of the rounds' ratios, with
 # each round's and the spread beside it (the figure to quote: docs/benchmarks.md). Every run's
 # reports are checked against the truth.
+# BENCH_PLAY_USERS=N (default 0): a shop selling on both stores, N Google Play players beside the
+# App Store's (iap-sim seed --play-users: every Play family, most players clean; about one purchase
+# a player). Play's tables are filled by the night's own verification, untimed, against the
+# simulator with Google's quota lifted (a minute of it per 70,000 tokens), then every timed night
+# runs with Play configured (PLAY_PACKAGE_NAMES…, nothing asked: --no-verify), and its reports,
+# acknowledge.csv too, are checked against the truth. Google lists voided purchases by its own
+# clock, so --as-of is ten minutes before now (iap-sim seed --help), not the fixed night. The floor
+# reads Play's tables too; the rows counted add Google's purchases, lines, voided records and orders.
 # BENCH_VS=DIR: the iap-reconcile of another build (e.g. main's release build, to compare a change
 # with it): each round also runs that job on the same data, the two in turn (this one first in odd
 # rounds, the other first in even ones), its reports checked too, and its figures and the ratio of
@@ -33,11 +41,21 @@ source "$(dirname "$0")/lib.sh"
 start_everything
 users=${BENCH_USERS:-600000}
 extra=${BENCH_EXTRA_FINDINGS:-0}
+play_users=${BENCH_PLAY_USERS:-0}
 as_of=2026-11-21T03:00:00Z
+play_seed=() play_tables=() reports=(compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv)
+if [ "$play_users" != 0 ]; then
+  as_of=$(date -u -d '-10 min' +%Y-%m-%dT%H:%M:%SZ)
+  play_package=com.example.game
+  play_seed=(--play-users "$play_users" --play-package "$play_package" --play-truth "$work/play-truth.tsv")
+  play_tables=(recon.play_purchases recon.play_purchase_lines recon.play_voided recon.play_orders)
+  reports+=(acknowledge.csv)
+fi
 
 echo "== generating $users users (extra findings per clean consumable user: $extra)"
+[ "$play_users" != 0 ] && echo "   and $play_users Google Play players ($play_package), as of $as_of"
 measure "$work/seed.time" "$bin/iap-sim" seed --users "$users" --seed 1 --as-of "$as_of" --truth-table \
-  --extra-findings "$extra" --refunds "$work/refunds.csv" --expected "$work/expected" >/dev/null
+  --extra-findings "$extra" --refunds "$work/refunds.csv" --expected "$work/expected" "${play_seed[@]}" >/dev/null
 "$bin/iap-reconcile" migrate
 echo "== filling the job's tables from the truth (as if verified)"
 psql -qX -v ON_ERROR_STOP=1 <<'SQL'
@@ -62,8 +80,27 @@ INSERT INTO recon.receipt_transactions (receipt_id, transaction_id, environment)
 SELECT DISTINCT receipt_id, transaction_id, environment FROM truth WHERE ok AND our_bundle AND transaction_id IS NOT NULL;
 VACUUM ANALYZE;
 SQL
+if [ "$play_users" != 0 ]; then
+  echo "== Google Play: the night's own verification asks the simulator for every token (untimed, Google's quota lifted)"
+  "$bin/iap-sim" play-key --out "$work/play-key.json" >/dev/null 2>&1
+  subscription=projects/iap-bench/subscriptions/iap-reconcile
+  start_sim --play-service-account "$work/play-key.json" --play-truth "$work/play-truth.tsv" \
+    --play-subscription "$subscription" --play-quota-per-minute 1000000
+  PLAY_SERVICE_ACCOUNT_FILE="$work/play-key.json" PLAY_PACKAGE_NAMES="$play_package" PLAY_API_URL="http://127.0.0.1:$port" \
+    PLAY_TOKEN_URL="http://127.0.0.1:$port/token" PLAY_PUBSUB_URL="http://127.0.0.1:$port" PLAY_PUBSUB_SUBSCRIPTION="$subscription" \
+    measure "$work/play-verify.time" "$bin/iap-reconcile" verify --as-of "$as_of" --no-progress \
+    --play-rate one_time_purchases=1000000 --play-rate orders=1000000 >"$work/play-verify.log" 2>&1 \
+    || { tail -5 "$work/play-verify.log"; exit 1; }
+  kill "$sim_pid" 2>/dev/null; wait "$sim_pid" 2>/dev/null || true; sim_pid=""
+  grep '^verify:' "$work/play-verify.log" || true
+  echo "   $(cut -d' ' -f1 "$work/play-verify.time") s; the simulator is stopped: the timed nights ask nothing"
+  # Play configured for every timed night: the service account names a token endpoint nobody answers.
+  export PLAY_SERVICE_ACCOUNT_FILE="$work/play-key.json" PLAY_PACKAGE_NAMES="$play_package"
+  psql -qX -c "VACUUM ANALYZE"
+fi
 psql -AtX -F' ' -c "SELECT (SELECT count(*) FROM iap_orders), (SELECT count(*) FROM iap_receipts),
-  (SELECT count(*) FROM iap_grants), (SELECT count(*) FROM recon.apple_transactions)" > "$work/sizes"
+  (SELECT count(*) FROM iap_grants), (SELECT count(*) FROM recon.apple_transactions)
+  $(for t in "${play_tables[@]}"; do echo " + (SELECT count(*) FROM $t)"; done)" > "$work/sizes"
 read -r orders receipts grants learned < "$work/sizes"
 split=${BENCH_SPLIT:-1}
 if [ "$split" = 1 ]; then
@@ -79,7 +116,7 @@ fi
 rounds=${BENCH_ROUNDS:-1}
 vs=${BENCH_VS:-}
 if [ -n "$vs" ] && [ ! -x "$vs/iap-reconcile" ]; then echo "BENCH_VS=$vs has no iap-reconcile"; exit 64; fi
-verdict="all six equal the generator's truth"
+verdict="all ${#reports[@]} equal the generator's truth"
 : > "$work/rounds"
 : > "$work/vs-rounds"
 : > "$work/split-rounds"
@@ -96,7 +133,7 @@ job() {
   rm -rf "$work/reports"
   # shellcheck disable=SC2046
   measure "$2" "$1/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" --out "$work/reports" $(holding "$1")
-  for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
+  for f in "${reports[@]}"; do
     cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $3 ($1): $f"
   done
   stages "single"
@@ -113,7 +150,7 @@ split_job() {
   # shellcheck disable=SC2046
   SOURCE_DATABASE_URL="dbname=iap_source" measure "$1" "$bin/iap-reconcile" run --no-verify --no-progress --as-of "$as_of" \
     --out "$work/reports" $(holding "$bin")
-  for f in compensate.csv duplicate_grants.csv clawback.csv refunds.csv unattributed.csv input_errors.csv; do
+  for f in "${reports[@]}"; do
     cmp -s "$work/expected/$f" "$work/reports"/*/"$f" || verdict="DIFFERS from the generator's truth in round $2 (split): $f"
   done
   stages "split"
@@ -144,7 +181,7 @@ floor() {
   start=$(date +%s.%N)
   for t in public.iap_products public.iap_orders public.iap_receipts public.iap_grants \
            recon.apple_transactions recon.receipt_transactions recon.receipt_state \
-           recon.notifications recon.history_customers; do
+           recon.notifications recon.history_customers "${play_tables[@]}"; do
     psql -qX -v ON_ERROR_STOP=1 -c "COPY (SELECT * FROM $t) TO STDOUT" > /dev/null
   done
   end=$(date +%s.%N)
@@ -193,7 +230,7 @@ done
 read -r pg_wall _ _ _ < "$work/postgres.time"
 rows=$((orders + receipts + grants + learned))
 rm -f "$work/figures.json"
-FIGURES_JSON="$work/figures.json" python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$work/rounds" \
+PLAY_USERS="$play_users" FIGURES_JSON="$work/figures.json" python3 - "$orders" "$receipts" "$grants" "$learned" "$pg_wall" "$work/rounds" \
   "$(ls "$work/reports"/*/ | tr '\n' ' ')" "$(wc -l "$work/reports"/*/*.csv | tail -1 | awk '{print $1}')" \
   "$(ls -d "$work/reports"/*/)" "$work/vs-rounds" "$work/split-rounds" <<'PY' | tee "$work/result.txt"
 import csv, json, os, statistics, sys
@@ -213,7 +250,10 @@ for name in ("compensate.csv", "duplicate_grants.csv", "clawback.csv", "refunds.
     with open(os.path.join(sys.argv[9], name), newline="") as f:
         findings += sum(1 for _ in csv.reader(f)) - 1
 rows = o + r + g + t
-print(f"input rows               {rows:,} ({o:,} orders, {r:,} receipts, {g:,} grants, {t:,} learned transactions)")
+play = int(os.environ.get("PLAY_USERS", "0"))
+learned = "learned: Apple's transactions, Google's purchases, their lines, voided records and orders" if play else "learned transactions"
+print(f"input rows               {rows:,} ({o:,} orders, {r:,} receipts, {g:,} grants, {t:,} {learned})"
+      + (f"; {play:,} of the users Google Play players" if play else ""))
 print(f"report lines written     {lines:,}")
 print(f"floor (every input row read once with COPY) {floor:.2f} s{spread(floors)}")
 print(f"postgres alone           {pg:.2f} s  (the job's own decide SQL, rows dropped: a diagnostic)")
@@ -245,11 +285,13 @@ if split:
           f" target <= 1.20)" + (f"; each round: {', '.join(f'{x:.2f}' for x in sratios)}" if len(sratios) > 1 else ""))
 # docs/figures.md's rows (scripts/figures.py), written below when the reports equal the truth.
 size = f"{rows / 1e6:.1f}M input rows, {len(runs)} round(s)"
+if play:
+    size = f"both stores ({play:,} Google Play players), " + size
 figures = [
     {"figure": f"the night without verification (decide and write), {size}", "value": f"{job:.2f} s",
      "floor": f"{statistics.median(ratios):.2f} × reading every row once ({floor:.2f} s); target ≤ 3"},
     {"figure": f"input rows per second, {size}", "value": f"{rows / job:,.0f}", "floor": ""},
-    {"figure": f"peak RSS of the night, {findings:,} findings", "value": f"{rss / 1024:.1f} MB", "floor": "target < 100 MB"},
+    {"figure": f"peak RSS of the night{', both stores' if play else ''}, {findings:,} findings", "value": f"{rss / 1024:.1f} MB", "floor": "target < 100 MB"},
 ]
 if split:
     figures.append({"figure": f"the night reading a second database (SOURCE_DATABASE_URL), {size}",
@@ -258,6 +300,8 @@ if split:
 json.dump(figures, open(os.environ["FIGURES_JSON"], "w"))
 PY
 echo "reports                  $verdict" | tee -a "$work/result.txt"
-if [ -z "$vs" ] && [ "$verdict" = "all six equal the generator's truth" ]; then
-  python3 "$(dirname "$0")/figures.py" "make bench" "$work/figures.json"
+if [ -z "$vs" ] && [ "$verdict" = "all ${#reports[@]} equal the generator's truth" ]; then
+  target="make bench"
+  [ "$play_users" != 0 ] && target="make bench BENCH_PLAY_USERS=$play_users"
+  python3 "$(dirname "$0")/figures.py" "$target" "$work/figures.json"
 fi

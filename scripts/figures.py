@@ -81,7 +81,12 @@ def main():
     stamp = [f"`{target}`", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), commit(), machine()]
     new = [[cell(f["figure"]), cell(f["value"]), cell(f.get("floor", ""))] + stamp for f in figures]
     order = ["`make bench`", "`make bench-verify`", "`make bench-sk2`", "`make bench-api`", "`make demo`"]
-    all_rows = sorted(kept + new, key=lambda r: order.index(r[3]) if r[3] in order else len(order))
+    # A target run with a variable (`make bench BENCH_PLAY_USERS=200000`) keeps rows of its own, after its target's.
+    def place(r):
+        base = "`" + " ".join(r[3].strip("`").split()[:2]) + "`"
+        return (order.index(base) if base in order else len(order), r[3] != base)
+
+    all_rows = sorted(kept + new, key=place)
     tmp = PAGE + ".tmp"
     with open(tmp, "w") as f:
         f.write(HEAD + "".join("| " + " | ".join(r) + " |\n" for r in all_rows))
