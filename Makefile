@@ -1,7 +1,7 @@
 # iap-reconcile — targets:
 #   make demo          the night end to end on generated data (App Store and Google Play): throwaway Postgres, simulator, reports
 #   make test          unit + integration + end-to-end tests against a real Postgres and the simulator
-#   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS
+#   make bench         decide/write at 1M rows: job time vs Postgres's own time, rows/s, peak RSS; BENCH_PLAY_USERS=N: with Google Play players
 #   make bench-verify  verification rate and CPU per 1,000 receipts against the simulator (50 ms, 64 in flight)
 #   make bench-sk2     StoreKit 2 uploads verified offline against the ES256 floor (swift-crypto on every core)
 #   make bench-receipts app receipts (PKCS#7) verified offline against the RSA-2048 floor and verifyReceipt
