@@ -24,7 +24,8 @@ package struct PlayDecide: Sendable {
     package static let acknowledgeTable = "play_acknowledge"
     /// The beginning of a Play finding's key (`PlayRules.findingKeyPrefix`).
     package static let keyPrefix = PlayRules.findingKeyPrefix
-    static let batch = 5000
+    /// Purchase tokens gathered and decided a round trip (memory holds one batch).
+    package static let batch = 5000
 
     /// What the stage decided (the log's line).
     package struct Result: Sendable, Equatable {
@@ -139,7 +140,7 @@ package struct PlayDecide: Sendable {
                 FROM \(clean(.grants)) x;
             CREATE \(new) \(S).play_r \(options) AS
                 SELECT x.receipt_id::text AS receipt_id, x.user_id::text AS user_id, x.order_id::text AS order_id,
-                       x.receipt_data::text AS token, \(ms("submitted_at")) AS submitted_ms
+                       x.receipt_data::text COLLATE "default" AS token, \(ms("submitted_at")) AS submitted_ms
                 FROM \(clean(.receipts)) x;
             CREATE \(new) \(S).play_o \(options) AS
                 SELECT x.order_id::text AS order_id, x.user_id::text AS user_id, x.product_id::text AS product_id,

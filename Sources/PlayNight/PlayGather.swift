@@ -23,12 +23,13 @@ package struct PlayGather {
     }
 
     /// The next tokens after `after`, in token order, with all their facts; empty at the end.
-    package func batch(_ db: PGConnection, after: String) throws -> [PlayFacts] {
+    /// `limit`: the batch's size (the night's `PlayDecide.batch`; a test takes a few, to cross many ranges).
+    package func batch(_ db: PGConnection, after: String, limit: Int = PlayDecide.batch) throws -> [PlayFacts] {
         let r = try db.query(
             """
             SELECT token, package, verdict, order_id, acknowledgement,
                    \(SourceRelation.epochMilliseconds("completed_at")), test, account_id
-            FROM \(S).play_purchases WHERE token > \(after) ORDER BY token LIMIT \(literal: .int(PlayDecide.batch))
+            FROM \(S).play_purchases WHERE token > \(after) ORDER BY token LIMIT \(literal: .int(limit))
             """)
         guard r.rowCount > 0, let last = r.value(r.rowCount - 1, 0) else { return [] }
         return try facts(db, r, of: .range(after: after, last: last))
@@ -52,12 +53,14 @@ package struct PlayGather {
         case range(after: String, last: String)
         case tokens([String])
 
-        /// `column` is one of these tokens. A range also takes tokens of no purchase in it: their
-        /// rows find no facts to join and are passed over.
-        func predicate(_ column: SQL) -> SQL {
+        /// The row `x`'s `token` is one of these tokens. A range takes only tokens of a purchase
+        /// (`purchases`): an upload or a voided record of a token never asked stays in the database,
+        /// so a batch's rows are bounded by its purchases, not by the shop's history.
+        func predicate(purchases: SQL) -> SQL {
             switch self {
-            case .range(let after, let last): return "\(column) > \(after) AND \(column) <= \(last)"
-            case .tokens(let tokens): return "\(column) = ANY(\(tokens)::text[])"
+            case .range(let after, let last):
+                return "x.token > \(after) AND x.token <= \(last) AND EXISTS (SELECT 1 FROM \(purchases) p WHERE p.token = x.token)"
+            case .tokens(let tokens): return "x.token = ANY(\(tokens)::text[])"
             }
         }
     }
@@ -92,8 +95,8 @@ package struct PlayGather {
         let at = index(facts)
         let r = try db.query(
             """
-            SELECT token, product_id, quantity, consumption_state FROM \(S).play_purchase_lines
-            WHERE \(tokens.predicate("token")) ORDER BY token, line
+            SELECT x.token, x.product_id, x.quantity, x.consumption_state FROM \(S).play_purchase_lines x
+            WHERE \(tokens.predicate(purchases: "\(S).play_purchases")) ORDER BY x.token, x.line
             """)
         for row in r.rows {
             guard let i = row[0].flatMap({ at[$0] }), let product = row[1], let quantity = row[2].flatMap({ Int($0) }) else { continue }
@@ -105,8 +108,8 @@ package struct PlayGather {
         let at = index(facts)
         let r = try db.query(
             """
-            SELECT token, voided_ms, voided_quantity, source, reason FROM \(S).play_voided
-            WHERE \(tokens.predicate("token"))
+            SELECT x.token, x.voided_ms, x.voided_quantity, x.source, x.reason FROM \(S).play_voided x
+            WHERE \(tokens.predicate(purchases: "\(S).play_purchases"))
             """)
         for row in r.rows {
             guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }), let q = row[2].flatMap({ Int($0) })
@@ -169,8 +172,8 @@ package struct PlayGather {
         let at = index(facts)
         let u = try db.query(
             """
-            SELECT DISTINCT ON (token) token, receipt_id, user_id, order_id FROM \(rows).play_r
-            WHERE \(tokens.predicate("token")) ORDER BY token, submitted_ms, receipt_id COLLATE "C"
+            SELECT DISTINCT ON (x.token) x.token, x.receipt_id, x.user_id, x.order_id FROM \(rows).play_r x
+            WHERE \(tokens.predicate(purchases: "\(S).play_purchases")) ORDER BY x.token, x.submitted_ms, x.receipt_id COLLATE "C"
             """)
         var uploadOrder: [Int: String] = [:], uploader: [Int: String] = [:]
         for row in u.rows {

@@ -60,6 +60,20 @@ extension RuleBookTests {
         let gather = PlayGather(settings: settings, products: try stage.products(db, rows: "pg_temp"), rows: "pg_temp")
         let tokens = try db.query("SELECT token FROM recon.play_purchases ORDER BY token").rows.compactMap { $0[0] }
         let gathered = Dictionary(try gather.facts(db, tokens: tokens).map { ($0.purchase.token, $0) }) { a, _ in a }
+        // The night's own path gives the same facts: batches in token order, each read by its range
+        // of tokens (seven a batch here, so that many ranges meet).
+        var viaBatches: [String: PlayFacts] = [:]
+        var after = "", batches = 0
+        while true {
+            let batch = try gather.batch(db, after: after, limit: 7)
+            guard let last = batch.last else { break }
+            after = last.purchase.token
+            batches += 1
+            for f in batch { viaBatches[f.purchase.token] = f }
+        }
+        #expect(batches > 3, "only \(batches) batches of \(tokens.count) tokens")
+        let batchDiffer = PlayFactsApart.differences(night: viaBatches, apart: gathered)
+        #expect(batchDiffer.isEmpty, "by batch and by token: \(batchDiffer.prefix(10).joined(separator: "\n"))")
 
         // The facts gathered apart. When the job asked for each order is its own clock: read from
         // play_orders, it must lie within the night.
