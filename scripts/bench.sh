@@ -27,7 +27,7 @@
 # BENCH_PLAY_USERS=N (default 0): a shop selling on both stores, N Google Play players beside the
 # App Store's (iap-sim seed --play-users: every Play family, most players clean; about one purchase
 # a player). Play's tables are filled by the night's own verification, untimed, against the
-# simulator with Google's quota lifted (a minute of it per 70,000 tokens), then every timed night
+# simulator with Google's quota lifted (100,000 players: about 4 minutes), then every timed night
 # runs with Play configured (PLAY_PACKAGE_NAMES…, nothing asked: --no-verify), and its reports,
 # acknowledge.csv too, are checked against the truth. Google lists voided purchases by its own
 # clock, so --as-of is ten minutes before now (iap-sim seed --help), not the fixed night. The floor
@@ -91,11 +91,13 @@ if [ "$play_users" != 0 ]; then
     measure "$work/play-verify.time" "$bin/iap-reconcile" verify --as-of "$as_of" --no-progress \
     --play-rate one_time_purchases=1000000 --play-rate orders=1000000 >"$work/play-verify.log" 2>&1 \
     || { tail -5 "$work/play-verify.log"; exit 1; }
-  kill "$sim_pid" 2>/dev/null; wait "$sim_pid" 2>/dev/null || true; sim_pid=""
+  kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; sim_pid=""
   grep '^verify:' "$work/play-verify.log" || true
   echo "   $(cut -d' ' -f1 "$work/play-verify.time") s; the simulator is stopped: the timed nights ask nothing"
-  # Play configured for every timed night: the service account names a token endpoint nobody answers.
-  export PLAY_SERVICE_ACCOUNT_FILE="$work/play-key.json" PLAY_PACKAGE_NAMES="$play_package"
+  # Play configured for every timed night, every Google address a closed port of this machine: a
+  # night that asked anything would fail, never reach Google.
+  export PLAY_SERVICE_ACCOUNT_FILE="$work/play-key.json" PLAY_PACKAGE_NAMES="$play_package" \
+    PLAY_API_URL="http://127.0.0.1:9" PLAY_TOKEN_URL="http://127.0.0.1:9/token" PLAY_PUBSUB_URL="http://127.0.0.1:9"
   psql -qX -c "VACUUM ANALYZE"
 fi
 psql -AtX -F' ' -c "SELECT (SELECT count(*) FROM iap_orders), (SELECT count(*) FROM iap_receipts),
@@ -253,7 +255,7 @@ rows = o + r + g + t
 play = int(os.environ.get("PLAY_USERS", "0"))
 learned = "learned: Apple's transactions, Google's purchases, their lines, voided records and orders" if play else "learned transactions"
 print(f"input rows               {rows:,} ({o:,} orders, {r:,} receipts, {g:,} grants, {t:,} {learned})"
-      + (f"; {play:,} of the users Google Play players" if play else ""))
+      + (f"; {play:,} Google Play players beside the App Store's users" if play else ""))
 print(f"report lines written     {lines:,}")
 print(f"floor (every input row read once with COPY) {floor:.2f} s{spread(floors)}")
 print(f"postgres alone           {pg:.2f} s  (the job's own decide SQL, rows dropped: a diagnostic)")
