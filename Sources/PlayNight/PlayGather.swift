@@ -59,7 +59,9 @@ package struct PlayGather {
         func predicate(purchases: SQL) -> SQL {
             switch self {
             case .range(let after, let last):
-                return "x.token > \(after) AND x.token <= \(last) AND EXISTS (SELECT 1 FROM \(purchases) p WHERE p.token = x.token)"
+                return
+                    "x.token > \(after) AND x.token <= \(last) "
+                    + "AND EXISTS (SELECT 1 FROM \(purchases) p WHERE p.token = x.token)"
             case .tokens(let tokens): return "x.token = ANY(\(tokens)::text[])"
             }
         }
@@ -70,7 +72,8 @@ package struct PlayGather {
         var facts: [PlayFacts] = []
         var accounts: [String: String] = [:]
         for row in r.rows {
-            guard let token = row[0], let package = row[1], let verdict = row[2].flatMap(GooglePurchase.Verdict.init(rawValue:))
+            guard let token = row[0], let package = row[1],
+                let verdict = row[2].flatMap(GooglePurchase.Verdict.init(rawValue:))
             else { continue }
             let purchase = GooglePurchase(
                 token: token, package: package, verdict: verdict, orderID: row[3],
@@ -99,8 +102,10 @@ package struct PlayGather {
             WHERE \(tokens.predicate(purchases: "\(S).play_purchases")) ORDER BY x.token, x.line
             """)
         for row in r.rows {
-            guard let i = row[0].flatMap({ at[$0] }), let product = row[1], let quantity = row[2].flatMap({ Int($0) }) else { continue }
-            facts[i].purchase.lines.append(GooglePurchase.Line(productID: product, quantity: quantity, consumptionState: row[3]))
+            guard let i = row[0].flatMap({ at[$0] }), let product = row[1], let quantity = row[2].flatMap({ Int($0) })
+            else { continue }
+            facts[i].purchase.lines.append(
+                GooglePurchase.Line(productID: product, quantity: quantity, consumptionState: row[3]))
         }
     }
 
@@ -112,7 +117,8 @@ package struct PlayGather {
             WHERE \(tokens.predicate(purchases: "\(S).play_purchases"))
             """)
         for row in r.rows {
-            guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }), let q = row[2].flatMap({ Int($0) })
+            guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }),
+                let q = row[2].flatMap({ Int($0) })
             else { continue }
             facts[i].voids.append(
                 PlayVoid(
@@ -135,7 +141,8 @@ package struct PlayGather {
         for row in r.rows {
             guard let i = row[0].flatMap({ byOrder[$0] }) else { continue }
             var money: Money?
-            if let currency = row[2], let units = row[3].flatMap({ Int64($0) }), let nanos = row[4].flatMap({ Int32($0) }),
+            if let currency = row[2], let units = row[3].flatMap({ Int64($0) }),
+                let nanos = row[4].flatMap({ Int32($0) }),
                 let milli = PlayOrderFacts.milliunits(units: units, nanos: nanos)
             {
                 money = Money(milliunits: milli, currency: currency)
@@ -145,7 +152,9 @@ package struct PlayGather {
     }
 
     /// The grants of each purchase's transaction id, its earliest upload, its orders, and whose it is.
-    private func addShopRows(_ db: PGConnection, _ facts: inout [PlayFacts], _ tokens: Tokens, accounts: [String: String]) throws {
+    private func addShopRows(
+        _ db: PGConnection, _ facts: inout [PlayFacts], _ tokens: Tokens, accounts: [String: String]
+    ) throws {
         // A grant or order names the purchase by its order id, or by its token: the contract asks
         // for the order id when there is one, and a mapping that keeps the token instead must not
         // make every purchase look unpaid.
@@ -161,19 +170,22 @@ package struct PlayGather {
             ORDER BY granted_ms, grant_id COLLATE "C"
             """)
         for row in g.rows {
-            guard let id = row[0], let user = row[1], let product = row[3], let tid = row[4], let i = byTransaction[tid],
+            guard let id = row[0], let user = row[1], let product = row[3], let tid = row[4],
+                let i = byTransaction[tid],
                 let quantity = row[6].flatMap({ Int($0) }), let granted = row[7].flatMap({ Int64($0) })
             else { continue }
             facts[i].grants.append(
                 Grant(
                     grantID: id, userID: user, orderID: row[2], productID: product, transactionID: tid,
-                    originalTransactionID: row[5], quantity: quantity, grantedAt: granted, revokedAt: row[8].flatMap { Int64($0) }))
+                    originalTransactionID: row[5], quantity: quantity, grantedAt: granted,
+                    revokedAt: row[8].flatMap { Int64($0) }))
         }
         let at = index(facts)
         let u = try db.query(
             """
             SELECT DISTINCT ON (x.token) x.token, x.receipt_id, x.user_id, x.order_id FROM \(rows).play_r x
-            WHERE \(tokens.predicate(purchases: "\(S).play_purchases")) ORDER BY x.token, x.submitted_ms, x.receipt_id COLLATE "C"
+            WHERE \(tokens.predicate(purchases: "\(S).play_purchases"))
+            ORDER BY x.token, x.submitted_ms, x.receipt_id COLLATE "C"
             """)
         var uploadOrder: [Int: String] = [:], uploader: [Int: String] = [:]
         for row in u.rows {
@@ -199,7 +211,8 @@ package struct PlayGather {
         /// What an account names: the order (by id or hash), or the user (by id or hash) of an order.
         var byAccount: [String: OrderRef] = [:], userOf: [String: String] = [:]
         for row in o.rows {
-            guard let id = row[0], let user = row[1], let product = row[2], let created = row[3].flatMap({ Int64($0) }) else { continue }
+            guard let id = row[0], let user = row[1], let product = row[2], let created = row[3].flatMap({ Int64($0) })
+            else { continue }
             let ref = OrderRef(orderID: id, userID: user, productID: product, createdAt: created)
             if let tid = row[4], let i = byTransaction[tid], ofTransaction[i] == nil { ofTransaction[i] = ref }
             byID[id] = ref
@@ -235,7 +248,8 @@ package struct PlayGather {
                                                                  \(candidates.map(\.transaction.productID))::text[]))
             """)
         return r.rows.compactMap { row in
-            guard let id = row[0], let user = row[1], let product = row[2], let created = row[6].flatMap({ Int64($0) }) else { return nil }
+            guard let id = row[0], let user = row[1], let product = row[2], let created = row[6].flatMap({ Int64($0) })
+            else { return nil }
             return Order(
                 orderID: id, userID: user, productID: product, quantity: row[3].flatMap { Int($0) } ?? 1,
                 status: row[4] ?? "", transactionID: row[5], createdAt: created)

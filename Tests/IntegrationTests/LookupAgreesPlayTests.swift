@@ -6,7 +6,8 @@ extension LookupAgreesTests {
     /// order id (`GPA.…`), or by token for a purchase without one.
     static func lookupPlay(_ night: TwoStoreNight, _ id: String) throws -> [String: Any] {
         let r = try runTool(
-            "iap-reconcile", ["lookup"] + (id.hasPrefix("GPA.") ? [id] : ["--token", id]) + ["--json", "--as-of", night.asOf],
+            "iap-reconcile",
+            ["lookup"] + (id.hasPrefix("GPA.") ? [id] : ["--token", id]) + ["--json", "--as-of", night.asOf],
             environment: night.env)
         #expect(r.status == 0, "lookup \(id): \(r.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
@@ -33,11 +34,15 @@ extension LookupAgreesTests {
             let tid = row["transaction_id"] ?? ""
             let item = try Self.lookupPlay(night, tid)
             #expect(item["verdict"] as? String == "compensate", "\(tid): \(item["text"] ?? "")")
-            #expect(item["user_id"] as? String == row["user_id"], "\(tid): user \(item["user_id"] ?? "nil") ≠ \(row["user_id"] ?? "")")
+            #expect(
+                item["user_id"] as? String == row["user_id"],
+                "\(tid): user \(item["user_id"] ?? "nil") ≠ \(row["user_id"] ?? "")")
             #expect(
                 (item["order_id"] as? String ?? "") == row["order_id"],
                 "\(tid) (\(row["match"] ?? "")): order \(item["order_id"] ?? "nil") ≠ \(row["order_id"] ?? "")")
-            #expect(item["owed"] as? Int == Int(row["quantity"] ?? ""), "\(tid): owed \(item["owed"] ?? "nil") ≠ \(row["quantity"] ?? "")")
+            #expect(
+                item["owed"] as? Int == Int(row["quantity"] ?? ""),
+                "\(tid): owed \(item["owed"] ?? "nil") ≠ \(row["quantity"] ?? "")")
             #expect(
                 item["report"] as? String == "compensate.csv" && item["first_seen"] as? String == row["first_seen"],
                 "\(tid): \(item["report"] ?? "nil") \(item["first_seen"] ?? "nil")")
@@ -48,10 +53,16 @@ extension LookupAgreesTests {
         let clawback = night.playRows("clawback.csv")
         for (tid, rows) in Dictionary(grouping: clawback, by: { $0["transaction_id"] ?? "" }) {
             let item = try Self.lookupPlay(night, tid)
-            let first = rows.min { ($0["granted_at"] ?? "", $0["grant_id"] ?? "") < ($1["granted_at"] ?? "", $1["grant_id"] ?? "") }
-            #expect(item["verdict"] as? String == "claw_back", "\(tid) (\(first?["reason"] ?? "")): \(item["text"] ?? "")")
-            #expect(Set(item["grant_ids"] as? [String] ?? []) == Set(rows.map { $0["grant_id"] ?? "" }), "\(tid): \(item)")
-            #expect(item["user_id"] as? String == first?["user_id"], "\(tid): \(item["user_id"] ?? "nil") ≠ \(first?["user_id"] ?? "")")
+            let first = rows.min {
+                ($0["granted_at"] ?? "", $0["grant_id"] ?? "") < ($1["granted_at"] ?? "", $1["grant_id"] ?? "")
+            }
+            #expect(
+                item["verdict"] as? String == "claw_back", "\(tid) (\(first?["reason"] ?? "")): \(item["text"] ?? "")")
+            #expect(
+                Set(item["grant_ids"] as? [String] ?? []) == Set(rows.map { $0["grant_id"] ?? "" }), "\(tid): \(item)")
+            #expect(
+                item["user_id"] as? String == first?["user_id"],
+                "\(tid): \(item["user_id"] ?? "nil") ≠ \(first?["user_id"] ?? "")")
         }
 
         // unattributed.csv: ask the customer, and the night listed it.
@@ -69,7 +80,10 @@ extension LookupAgreesTests {
         // Purchases with no finding: never a finding's verdict; granted ones name the shop's active
         // grants of the purchase (by order id or token) and their user.
         var listed = Set<String>()
-        for file in ["compensate.csv", "duplicate_grants.csv", "clawback.csv", "refunds.csv", "unattributed.csv", "acknowledge.csv"] {
+        for file in [
+            "compensate.csv", "duplicate_grants.csv", "clawback.csv", "refunds.csv", "unattributed.csv",
+            "acknowledge.csv",
+        ] {
             listed.formUnion(night.playRows(file).compactMap { $0["transaction_id"] })
         }
         let quiet = try night.t.db.query(

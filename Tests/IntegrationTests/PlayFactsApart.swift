@@ -31,7 +31,8 @@ struct PlayFactsApart {
 
     /// The shop's clean Play rows of `db` (rows whose key `rejected` lists per relation left out).
     init(
-        package: String, truth: PlayTruth, db: PGConnection, rejected: [String: Set<String>], askedAt: [String: EpochMillis]
+        package: String, truth: PlayTruth, db: PGConnection, rejected: [String: Set<String>],
+        askedAt: [String: EpochMillis]
     ) throws {
         self.package = package
         self.truth = truth
@@ -54,9 +55,12 @@ struct PlayFactsApart {
             products[r[0]!] = PlayProduct(type, listUnit: list)
         }
         self.products = products
-        orders = try rows("iap_orders", "order_id, user_id, product_id, quantity, status, transaction_id, \(ms("created_at"))").map {
+        orders = try rows(
+            "iap_orders", "order_id, user_id, product_id, quantity, status, transaction_id, \(ms("created_at"))"
+        ).map {
             Order(
-                orderID: $0[0]!, userID: $0[1]!, productID: $0[2]!, quantity: Int($0[3]!)!, status: $0[4]!, transactionID: $0[5],
+                orderID: $0[0]!, userID: $0[1]!, productID: $0[2]!, quantity: Int($0[3]!)!, status: $0[4]!,
+                transactionID: $0[5],
                 createdAt: Int64($0[6]!)!)
         }
         uploads = try rows("iap_receipts", "receipt_id, user_id, order_id, receipt_data, \(ms("submitted_at"))").map {
@@ -68,7 +72,8 @@ struct PlayFactsApart {
         ).map {
             Grant(
                 grantID: $0[0]!, userID: $0[1]!, orderID: $0[2], productID: $0[3]!, transactionID: $0[4]!,
-                originalTransactionID: $0[5], quantity: Int($0[6]!)!, grantedAt: Int64($0[7]!)!, revokedAt: $0[8].flatMap { Int64($0) })
+                originalTransactionID: $0[5], quantity: Int($0[6]!)!, grantedAt: Int64($0[7]!)!,
+                revokedAt: $0[8].flatMap { Int64($0) })
         }
         duplicatedKeys = duplicated.sorted()
     }
@@ -77,13 +82,17 @@ struct PlayFactsApart {
     /// zero; nil when it is not usable (contract §1 `price`: 0 or more, below 10^12).
     static func milliunits(_ price: String) -> Int64? {
         let parts = price.split(separator: ".", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let whole = Int64(parts[0]), whole >= 0, whole < 1_000_000_000_000 else { return nil }
+        guard (1...2).contains(parts.count), let whole = Int64(parts[0]), whole >= 0, whole < 1_000_000_000_000 else {
+            return nil
+        }
         let fraction = parts.count == 2 ? Array(parts[1]) + Array(repeating: "0", count: 4) : Array("0000")
         guard let milli = Int64(String(fraction[0..<3])), let next = fraction[3].wholeNumberValue else { return nil }
         return whole * 1000 + milli + (next >= 5 ? 1 : 0)
     }
 
-    static func isCurrency(_ text: String) -> Bool { text.utf8.count == 3 && text.utf8.allSatisfy { $0 >= 65 && $0 <= 90 } }
+    static func isCurrency(_ text: String) -> Bool {
+        text.utf8.count == 3 && text.utf8.allSatisfy { $0 >= 65 && $0 <= 90 }
+    }
 
     /// The lowercase hex SHA-256 of `text` (an `obfuscatedExternalAccountId` as Google asks apps to set it).
     static func sha256(_ text: String) -> String {
@@ -95,18 +104,25 @@ struct PlayFactsApart {
         let bought = truth.purchases.first { $0.purchaseToken == token && $0.packageName == package }
         var purchase = GooglePurchase(token: token, package: package, verdict: .unknown)
         if let p = bought {
-            let verdicts: [PlayTruth.State: GooglePurchase.Verdict] = [.purchased: .purchased, .pending: .pending, .cancelled: .cancelled]
+            let verdicts: [PlayTruth.State: GooglePurchase.Verdict] = [
+                .purchased: .purchased, .pending: .pending, .cancelled: .cancelled,
+            ]
             purchase = GooglePurchase(
-                token: token, package: package, verdict: verdicts[p.state]!, orderID: p.orderID, acknowledged: p.acknowledged,
+                token: token, package: package, verdict: verdicts[p.state]!, orderID: p.orderID,
+                acknowledged: p.acknowledged,
                 completedAt: p.completionTimeMs, test: p.isTest,
-                lines: [GooglePurchase.Line(productID: p.productID, quantity: p.quantity, consumptionState: p.consumptionState)])
+                lines: [
+                    GooglePurchase.Line(
+                        productID: p.productID, quantity: p.quantity, consumptionState: p.consumptionState)
+                ])
         }
         var facts = PlayFacts(purchase: purchase, products: products)
         // Every voided record of the token, each (voided time, quantity) once.
         var seen = Set<String>()
         for v in truth.voided where v.purchaseToken == token && v.packageName == package {
             guard seen.insert("\(v.voidedTimeMs) \(v.voidedQuantity ?? -1)").inserted else { continue }
-            facts.voids.append(PlayVoid(voidedAt: v.voidedTimeMs, quantity: v.voidedQuantity, source: v.source, reason: v.reason))
+            facts.voids.append(
+                PlayVoid(voidedAt: v.voidedTimeMs, quantity: v.voidedQuantity, source: v.source, reason: v.reason))
         }
         // The order's money, asked of Google for a purchased token with an order id.
         if let p = bought, purchase.verdict == .purchased, let orderID = p.orderID,
@@ -119,22 +135,29 @@ struct PlayFactsApart {
         }
         // The shop's rows name the purchase by its order id, or by its token.
         let names: Set<String> = [token, purchase.transactionID]
-        facts.grants = grants.filter { names.contains($0.transactionID) }.sorted { ($0.grantedAt, $0.grantID) < ($1.grantedAt, $1.grantID) }
-        let upload = uploads.filter { $0.token == token }.min { ($0.submittedAt, $0.receiptID) < ($1.submittedAt, $1.receiptID) }
+        facts.grants = grants.filter { names.contains($0.transactionID) }.sorted {
+            ($0.grantedAt, $0.grantID) < ($1.grantedAt, $1.grantID)
+        }
+        let upload = uploads.filter { $0.token == token }.min {
+            ($0.submittedAt, $0.receiptID) < ($1.submittedAt, $1.receiptID)
+        }
         facts.receiptID = upload?.receiptID
         // Our order: the one whose transaction_id is the purchase's, else the one its account id
         // names (`--play-account-id order`: the order id as it is, or hashed), else the order of its
         // token's earliest upload when of a product of the purchase.
         let earliest = orders.sorted { ($0.createdAt, $0.orderID) < ($1.createdAt, $1.orderID) }
         let ofTransaction = earliest.first { $0.transactionID.map(names.contains) ?? false }
-        let account = bought?.obfuscatedAccountID.flatMap { a in earliest.first { $0.orderID == a || Self.sha256($0.orderID) == a } }
+        let account = bought?.obfuscatedAccountID.flatMap { a in
+            earliest.first { $0.orderID == a || Self.sha256($0.orderID) == a }
+        }
         let uploaded = upload?.orderID.flatMap { id in earliest.first { $0.orderID == id } }.flatMap { o in
             purchase.lines.contains { $0.productID == o.productID } ? o : nil
         }
         facts.exactOrder = (ofTransaction ?? account ?? uploaded).map {
             OrderRef(orderID: $0.orderID, userID: $0.userID, productID: $0.productID, createdAt: $0.createdAt)
         }
-        facts.userID = PlayOwner.of(uploader: upload?.userID, accountUser: account?.userID, earliestGrantUser: facts.grants.first?.userID)
+        facts.userID = PlayOwner.of(
+            uploader: upload?.userID, accountUser: account?.userID, earliestGrantUser: facts.grants.first?.userID)
         return facts
     }
 
@@ -149,10 +172,14 @@ struct PlayFactsApart {
                 continue
             }
             func field<T: Equatable>(_ name: String, _ value: (PlayFacts) -> T) {
-                if value(n) != value(a) { out.append("token \(token): \(name): the night \(value(n)), apart \(value(a))") }
+                if value(n) != value(a) {
+                    out.append("token \(token): \(name): the night \(value(n)), apart \(value(a))")
+                }
             }
             func sortedVoids(_ f: PlayFacts) -> [PlayVoid] {
-                f.voids.sorted { ($0.voidedAt, $0.quantity ?? 0, $0.reason) < ($1.voidedAt, $1.quantity ?? 0, $1.reason) }
+                f.voids.sorted {
+                    ($0.voidedAt, $0.quantity ?? 0, $0.reason) < ($1.voidedAt, $1.quantity ?? 0, $1.reason)
+                }
             }
             field("package") { $0.purchase.package }
             field("verdict") { $0.purchase.verdict }

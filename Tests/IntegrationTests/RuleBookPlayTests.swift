@@ -20,7 +20,8 @@ extension RuleBookTests {
         var onlyNight = got, onlyCore = want
         for row in want { if let i = onlyNight.firstIndex(of: row) { onlyNight.remove(at: i) } }
         for row in got { if let i = onlyCore.firstIndex(of: row) { onlyCore.remove(at: i) } }
-        return onlyNight.map { "\(file.rawValue): the night only: \($0)" } + onlyCore.map { "\(file.rawValue): the core only: \($0)" }
+        return onlyNight.map { "\(file.rawValue): the night only: \($0)" }
+            + onlyCore.map { "\(file.rawValue): the core only: \($0)" }
     }
 
     /// Google Play on the generator's two-store night (every Play family played, its census
@@ -56,7 +57,8 @@ extension RuleBookTests {
 
         // The facts as the night gathers them, over its working tables made again.
         let stage = PlayDecide(settings: settings, logger: Logger(label: "rule-book-test"))
-        try db.execute(stage.copiesSQL(try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql, temporary: true))
+        try db.execute(
+            stage.copiesSQL(try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql, temporary: true))
         let gather = PlayGather(settings: settings, products: try stage.products(db, rows: "pg_temp"), rows: "pg_temp")
         let tokens = try db.query("SELECT token FROM recon.play_purchases ORDER BY token").rows.compactMap { $0[0] }
         let gathered = Dictionary(try gather.facts(db, tokens: tokens).map { ($0.purchase.token, $0) }) { a, _ in a }
@@ -83,14 +85,19 @@ extension RuleBookTests {
             rejected[row["relation"] ?? "", default: []].insert(row["key"] ?? "")
         }
         #expect(!(rejected["iap_receipts"] ?? []).isEmpty && !(rejected["iap_orders"] ?? []).isEmpty, "\(rejected)")
-        let askedAt = try db.query("SELECT order_id, (extract(epoch FROM asked_at) * 1000)::bigint FROM recon.play_orders")
-            .rows.reduce(into: [String: EpochMillis]()) { $0[$1[0]!] = $1[1].flatMap { Int64($0) } }
+        let askedAt = try db.query(
+            "SELECT order_id, (extract(epoch FROM asked_at) * 1000)::bigint FROM recon.play_orders"
+        )
+        .rows.reduce(into: [String: EpochMillis]()) { $0[$1[0]!] = $1[1].flatMap { Int64($0) } }
         #expect(
-            askedAt.values.allSatisfy { (ran.lowerBound - 1000...ran.upperBound + 1000).contains($0) }, "\(askedAt) not within \(ran)")
+            askedAt.values.allSatisfy { (ran.lowerBound - 1000...ran.upperBound + 1000).contains($0) },
+            "\(askedAt) not within \(ran)")
         let truth = try PlayTruth.read(path: night.truth.path)
-        let apart = try PlayFactsApart(package: TwoStoreNight.package, truth: truth, db: db, rejected: rejected, askedAt: askedAt)
+        let apart = try PlayFactsApart(
+            package: TwoStoreNight.package, truth: truth, db: db, rejected: rejected, askedAt: askedAt)
         #expect(
-            apart.duplicatedKeys.isEmpty, "Play rows whose key is duplicated (the first-row rule is not modelled): \(apart.duplicatedKeys)")
+            apart.duplicatedKeys.isEmpty,
+            "Play rows whose key is duplicated (the first-row rule is not modelled): \(apart.duplicatedKeys)")
         let facts = Dictionary(uniqueKeysWithValues: tokens.map { ($0, apart.facts($0)) })
 
         // 1. The facts, field by field.
@@ -100,7 +107,8 @@ extension RuleBookTests {
         let met: [(String, (PlayFacts) -> Bool)] = [
             ("an unknown token", { $0.purchase.verdict == .unknown }), ("voided records", { !$0.voids.isEmpty }),
             ("its order's money", { $0.order?.total != nil }), ("an exact order", { $0.exactOrder != nil }),
-            ("a user", { $0.userID != nil }), ("nobody's, purchased", { $0.userID == nil && $0.purchase.verdict == .purchased }),
+            ("a user", { $0.userID != nil }),
+            ("nobody's, purchased", { $0.userID == nil && $0.purchase.verdict == .purchased }),
             ("grants", { !$0.grants.isEmpty }), ("an upload", { $0.receiptID != nil }),
         ]
         for (kind, holds) in met {
@@ -119,20 +127,25 @@ extension RuleBookTests {
 
         // 2. The tokens asked.
         let windowStart = settings.decisionSettings.windowStart
-        let uploaded = apart.uploads.filter { $0.submittedAt >= windowStart && $0.submittedAt < settings.asOf }.map(\.token)
-        let notified = truth.notifications.filter { $0.packageName == TwoStoreNight.package && $0.publishTimeMs >= windowStart }
-            .compactMap { n -> String? in
-                switch n.kind {
-                case .oneTimeProduct(_, let token, _): return token
-                case .voidedPurchase(let token, _, let productType, _): return productType == 2 ? token : nil
-                case .pendingRefundReview, .test: return nil
-                }
+        let uploaded = apart.uploads.filter { $0.submittedAt >= windowStart && $0.submittedAt < settings.asOf }.map(
+            \.token)
+        let notified = truth.notifications.filter {
+            $0.packageName == TwoStoreNight.package && $0.publishTimeMs >= windowStart
+        }
+        .compactMap { n -> String? in
+            switch n.kind {
+            case .oneTimeProduct(_, let token, _): return token
+            case .voidedPurchase(let token, _, let productType, _): return productType == 2 ? token : nil
+            case .pendingRefundReview, .test: return nil
             }
+        }
         let expected = Set(uploaded + notified)
         let asked = Set(
-            try db.query("SELECT token FROM recon.play_purchases UNION SELECT token FROM recon.play_attempts").rows.compactMap { $0[0] })
+            try db.query("SELECT token FROM recon.play_purchases UNION SELECT token FROM recon.play_attempts").rows
+                .compactMap { $0[0] })
         #expect(
-            asked == expected, "asked only: \(asked.subtracting(expected).sorted()); expected only: \(expected.subtracting(asked).sorted())"
+            asked == expected,
+            "asked only: \(asked.subtracting(expected).sorted()); expected only: \(expected.subtracting(asked).sorted())"
         )
         #expect(!Set(notified).isSubset(of: Set(uploaded)), "no token known from a notification alone")
 

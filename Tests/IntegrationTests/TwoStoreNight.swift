@@ -50,7 +50,8 @@ struct TwoStoreNight {
             let seeded = try runTool(
                 "iap-sim",
                 [
-                    "seed", "--users", "150", "--seed", "42", "--as-of", asOf, "--bundle", N.bundle, "--refunds", refunds.path,
+                    "seed", "--users", "150", "--seed", "42", "--as-of", asOf, "--bundle", N.bundle, "--refunds",
+                    refunds.path,
                     "--expected", expected.path, "--pki", pki.path, "--play-users", "60", "--play-package", package,
                     "--play-truth", truth.path,
                 ], environment: t.environment())
@@ -65,7 +66,8 @@ struct TwoStoreNight {
                 sim.urls.merging([
                     "IAP_BUNDLE_IDS": N.bundle, "IAP_ROOT_CERTIFICATES": pki.appendingPathComponent("root.pem").path,
                     "PLAY_SERVICE_ACCOUNT_FILE": key.path, "PLAY_PACKAGE_NAMES": package, "PLAY_API_URL": base,
-                    "PLAY_TOKEN_URL": base + "/token", "PLAY_PUBSUB_URL": base, "PLAY_PUBSUB_SUBSCRIPTION": subscription,
+                    "PLAY_TOKEN_URL": base + "/token", "PLAY_PUBSUB_URL": base,
+                    "PLAY_PUBSUB_SUBSCRIPTION": subscription,
                 ]) { $1 })
             return TwoStoreNight(
                 t: t, sim: sim, asOf: asOf, expected: expected, truth: truth, census: census,
