@@ -50,6 +50,14 @@ import Testing
         for value in hostile {
             #expect(try t.scalar("SELECT \(literal: .text(value))") == value, "\(value)")
         }
+        // A list of texts: each element comes back as itself, in order, a quote followed by a
+        // combining mark (one Swift Character, not equal to a quote) included.
+        let list = hostile + ["\"\u{301}", "a\"\u{301},\"b", "", "\\\u{301}"]
+        for sent in [list, [], [""]] {
+            let r = try t.db.query("SELECT x FROM unnest(\(sent)::text[]) WITH ORDINALITY u(x, i) ORDER BY i")
+            #expect(r.rows.map { $0[0] ?? "(null)" } == sent, "\(sent)")
+            #expect(try t.scalar("SELECT \(literal: .textArray(sent)) = \(sent)::text[]") == "t")
+        }
         let at = Date(timeIntervalSince1970: 1_795_230_000.25)
         #expect(try t.scalar("SELECT \(literal: .timestamptz(at)) = to_timestamp(1795230000.25) AND \(at)::timestamptz = to_timestamp(1795230000.25)") == "t")
     }
