@@ -11,6 +11,7 @@ import Logging
 import NightLearn
 import Postgres
 import Reconciliation
+import Synchronization
 
 /// Decides every Google Play purchase token of `play_purchases` and writes what the rules find.
 package struct PlayDecide: Sendable {
@@ -44,48 +45,109 @@ package struct PlayDecide: Sendable {
     }
 
     /// Decides and writes. Without Play's rows mapped (no `store` column) only the empty
-    /// acknowledge table is made.
-    package func run(_ db: PGConnection) throws -> Result {
+    /// acknowledge table is made. The tokens are split into `workers` ranges of about as many
+    /// purchases, each gathered and decided on a session of its own (`connect`): one worker waits
+    /// for Postgres about two thirds of its time, so two keep both cores busy. Then the order match
+    /// of the compensations that name no order, across every range, on `db`.
+    package func run(_ db: PGConnection, workers: Int = Self.workers, connect: @Sendable () throws -> PGConnection) throws -> Result {
         try db.execute(acknowledgeTableSQL)
         guard settings.storeRows != nil else { return Result() }
-        let views = try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql
-        try db.execute(copiesSQL(views))
+        // The clean rows of the night's copies of Play's rows (NightDecide's OtherStoreRows.swift),
+        // checked once; the products, a handful, from Play's rows.
+        try db.execute(
+            copiesSQL(clean: { relation in
+                guard let copy = relation.playCopyTable else {
+                    return relation.cleanRows("\(S).\(ident: relation.playRowsTable)", jobSchema: settings.jobSchema, store: .googlePlay)
+                }
+                return "\(S).\(ident: copy)"
+            }))
         let gather = PlayGather(settings: settings, products: try products(db))
-        let rules = settings.decisionSettings
+        let ranges = try tokenRanges(db, count: workers)
+        let written = Mutex<Set<String>>([])
+        let outcomes = Mutex<[Int: Swift.Result<Worked, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: ranges.count) { i in
+            let outcome = Swift.Result<Worked, any Error> {
+                let session = try connect()
+                defer { session.close() }
+                return try decide(session, gather, after: ranges[i].after, through: ranges[i].through, once: written)
+            }
+            outcomes.withLock { $0[i] = outcome }
+        }
+        var result = Result(), candidates: [CompensationCandidate] = []
+        for i in ranges.indices {
+            guard let outcome = outcomes.withLock({ $0[i] }) else { continue }
+            let worked = try outcome.get()
+            result.tokens += worked.result.tokens
+            result.rows.merge(worked.result.rows, uniquingKeysWith: +)
+            if let next = worked.result.nextAcknowledgeBy { result.nextAcknowledgeBy = min(result.nextAcknowledgeBy ?? next, next) }
+            candidates += worked.candidates
+        }
+        let open = try gather.openOrders(db, of: candidates.filter { $0.exactOrder == nil })
+        let matched = Decide.matchOrders(candidates, openOrders: open)
+        try write(db, matched.map { (.compensate, PlayRules.compensationKey($0), $0.cells) }, into: &result, once: written)
+        logger.info(
+            "Google Play: \(result.tokens) purchase tokens decided: \(result.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))"
+        )
+        return result
+    }
+
+    /// Sessions deciding Play's tokens side by side (one per core of the machine the night was measured on).
+    package static let workers = 2
+
+    /// What one worker decided: its rows written, and the compensations waiting for the order match.
+    struct Worked: Sendable {
         var result = Result()
         var candidates: [CompensationCandidate] = []
-        var written = Set<String>()
-        var after = ""
+    }
+
+    /// The tokens after `after` up to `through` (nil: the last), a batch at a time: gathered,
+    /// decided, written on `db`.
+    func decide(
+        _ db: PGConnection, _ gather: PlayGather, after start: String, through: String?, once written: borrowing Mutex<Set<String>>
+    ) throws -> Worked {
+        let rules = settings.decisionSettings
+        var worked = Worked()
+        var after = start
         while true {
-            let facts = try gather.batch(db, after: after)
+            let facts = try gather.batch(db, after: after, through: through)
             guard let last = facts.last else { break }
             after = last.purchase.token
-            result.tokens += facts.count
+            worked.result.tokens += facts.count
             var rows: [(ReportFile, String, [String])] = []
             var acknowledge: [AcknowledgeRow] = []
             for f in facts {
                 let d = PlayRules.decide(f, settings: rules)
-                candidates += d.compensations
+                worked.candidates += d.compensations
                 rows += d.duplicates.map { (.duplicateGrants, $0.findingKey, $0.cells) }
                 rows += d.clawbacks.map { (.clawback, $0.findingKey, $0.cells) }
                 rows += d.refunds.map { (.refunds, $0.findingKey, $0.cells) }
                 rows += d.unattributed.map { (.unattributed, PlayRules.unattributedKey($0), $0.cells) }
                 acknowledge += d.acknowledge
             }
-            try write(db, rows, into: &result, once: &written)
+            try write(db, rows, into: &worked.result, once: written)
             try write(db, acknowledge)
-            result.rows["acknowledge.csv", default: 0] += acknowledge.count
+            worked.result.rows["acknowledge.csv", default: 0] += acknowledge.count
             for a in acknowledge where a.action != .overdue {
-                result.nextAcknowledgeBy = min(result.nextAcknowledgeBy ?? a.acknowledgeBy, a.acknowledgeBy)
+                worked.result.nextAcknowledgeBy = min(worked.result.nextAcknowledgeBy ?? a.acknowledgeBy, a.acknowledgeBy)
             }
         }
-        let open = try gather.openOrders(db, of: candidates.filter { $0.exactOrder == nil })
-        let matched = Decide.matchOrders(candidates, openOrders: open)
-        try write(db, matched.map { (.compensate, PlayRules.compensationKey($0), $0.cells) }, into: &result, once: &written)
-        logger.info(
-            "Google Play: \(result.tokens) purchase tokens decided: \(result.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))"
-        )
-        return result
+        return worked
+    }
+
+    /// `count` ranges of tokens (after, through] of about as many purchases each, in token order;
+    /// fewer when there are fewer than `batch` purchases a range. The first begins after "" and
+    /// the last ends with the last token (`through` nil).
+    func tokenRanges(_ db: PGConnection, count: Int) throws -> [(after: String, through: String?)] {
+        let n = Int(try db.query("SELECT count(*) FROM \(S).play_purchases").value(0, 0) ?? "") ?? 0
+        let parts = max(1, min(count, n / Self.batch))
+        var bounds: [String] = []
+        for k in 1..<parts {
+            let r = try db.query("SELECT token FROM \(S).play_purchases ORDER BY token OFFSET \(literal: .int(k * n / parts)) LIMIT 1")
+            // Strictly increasing in the database's order (the tokens are a key): compared there, never here.
+            if let token = r.value(0, 0), token != bounds.last { bounds.append(token) }
+        }
+        let starts = [""] + bounds
+        return starts.indices.map { (starts[$0], $0 + 1 < starts.count ? starts[$0 + 1] : nil) }
     }
 
     var acknowledgeTableSQL: SQL {
@@ -109,12 +171,22 @@ package struct PlayDecide: Sendable {
             """
     }
 
-    /// The clean Play rows the rules read, once a night (the views filter whole relations): the first
-    /// row of each key, without problems (input_errors.csv has the others). `lookup`: temporary
-    /// tables of its session (`pg_temp`), the job schema only read.
-    package func copiesSQL(_ views: SQL, temporary: Bool = false) -> SQL {
+    /// The clean Play rows the rules read, from the Play views in `views`, as temporary tables of
+    /// the session (`pg_temp`; `lookup`, `respond`: the job schema only read).
+    package func copiesSQL(_ views: SQL, temporary: Bool) -> SQL {
         let s = settings.jobSchema
-        func clean(_ r: SourceRelation) -> SQL { r.cleanRows("\(views).\(r.name)", jobSchema: s, store: .googlePlay) }
+        return copiesSQL(
+            clean: { $0.cleanRows("\(views).\($0.name)", jobSchema: s, store: .googlePlay) }, knownProducts: views, temporary: temporary)
+    }
+
+    /// The clean Play rows the rules read, once a night, from `clean` of each relation (a relation
+    /// or a subquery: the first row of each key, without problems; input_errors.csv has the
+    /// others). The night reads its copies of Play's rows, made once (the views filter whole
+    /// relations).
+    /// `temporary`: temporary tables of the session (`pg_temp`), the job schema only read.
+    /// `knownProducts`: the views `pg_temp.play_known_products` is made from (the night made its
+    /// own with its working tables).
+    package func copiesSQL(clean: (SourceRelation) -> SQL, knownProducts views: SQL? = nil, temporary: Bool = false) -> SQL {
         func ms(_ column: SQL) -> SQL { SourceRelation.epochMilliseconds("x.\(column)") }
         let new: SQL = temporary ? "TEMPORARY TABLE" : "UNLOGGED TABLE"
         let options: SQL = temporary ? "" : "WITH (autovacuum_enabled = false)"
@@ -124,7 +196,7 @@ package struct PlayDecide: Sendable {
         let hashed: SQL = settings.playAccountID == .order ? "x.order_id::text" : "x.user_id::text"
         // The night made play_known_products with its working tables; lookup makes its own.
         let known: SQL =
-            temporary ? SourceRelation.playKnownProductsSQL(views: views, table: "pg_temp.play_known_products", temporary: true) : ""
+            views.map { SourceRelation.playKnownProductsSQL(views: $0, table: "pg_temp.play_known_products", temporary: true) } ?? ""
         return """
             \(known)
             DROP TABLE IF EXISTS \(S).play_g, \(S).play_r, \(S).play_o, \(S).play_p;
@@ -169,13 +241,13 @@ package struct PlayDecide: Sendable {
     }
 
     /// Findings into `current_findings`, each key after `keyPrefix`, cells padded to the table's
-    /// width. A key already written tonight is written once (`once`): two tokens Google gave one
-    /// order id would name the same grants twice, and the history takes a key once.
+    /// width. A key already written tonight, by any worker, is written once (`once`): two tokens
+    /// Google gave one order id would name the same grants twice, and the history takes a key once.
     func write(
         _ db: PGConnection, _ rows: [(ReportFile, String, [String])], into result: inout Result,
-        once written: inout Set<String>
+        once written: borrowing Mutex<Set<String>>
     ) throws {
-        let rows = rows.filter { written.insert($0.1).inserted }
+        let rows = written.withLock { written in rows.filter { written.insert($0.1).inserted } }
         guard !rows.isEmpty else { return }
         let width = ReportFile.findingsCells
         try db.copyIn("COPY \(S).current_findings FROM STDIN") { w in

@@ -220,28 +220,47 @@ enum Conservation {
 
     /// The relation's own row count. With two stores (contract §1, "Two stores in one shop"), the
     /// relation whole, and its rows the App Store's views leave out: Play's (`google_play`, not
-    /// read by this night) and those of an unknown store (input errors).
+    /// read by this night) and those of an unknown store (input errors), from the night's tables
+    /// of them (OtherStoreRows.swift).
     static func rowCount(_ relation: SourceRelation, of table: SQL, settings: JobSettings) -> SQL {
         guard let rows = settings.storeRows else { return "SELECT '#rows', count(*) FROM \(table)" }
-        let whole: SQL = "\(ident: rows).\(relation.name)"
-        guard settings.storeColumns.contains(relation), let play = try? StoreViews.schema(of: settings.jobSchema, store: .googlePlay)
-        else { return "SELECT '#rows', count(*) FROM \(whole)" }
-        // Play's rows as its input errors take them (DecideStage.playInputErrors): the first row of
-        // each key, with or without a problem; a null key and the further rows of a duplicated key.
-        let table: SQL = "\(play.sql).\(relation.name)", key = relation.keySQL
-        let bad = relation.hasProblem(jobSchema: settings.jobSchema, store: .googlePlay)
-        return """
-            SELECT '#rows', count(*) FROM \(whole)
+        let whole: SQL = "SELECT '#rows', count(*) FROM \(ident: rows).\(relation.name)"
+        guard let other = otherStoreRows(relation, settings: settings) else { return whole }
+        return whole + "\nUNION ALL\n" + other
+    }
+
+    /// With two stores, the rows of a relation with the `store` column that the App Store's views
+    /// leave out, as the tally places them: the rows of no store are input errors; Google Play's
+    /// as the App Store's are placed, from their copy (`gp_o`, `gp_r`, `gp_g`: OtherStoreRows.swift):
+    /// its clean rows set aside (`otherStore`), its first rows with a problem and every further row
+    /// of a duplicated key input errors (the products, a handful of rows, from Play's rows
+    /// themselves). `counted`: also all of them, as `#elsewhere` (the hold check's: the tally
+    /// counts the relation whole). nil: no such rows.
+    static func otherStoreRows(_ relation: SourceRelation, settings: JobSettings, counted: Bool = false) -> SQL? {
+        guard settings.storeRows != nil, settings.storeColumns.contains(relation) else { return nil }
+        let S = settings.jobSchema.sql
+        let table: SQL = "\(S).\(ident: relation.playRowsTable)", none: SQL = "\(S).\(ident: relation.noStoreTable)"
+        let all: SQL = "SELECT '#elsewhere', (SELECT count(*) FROM \(table)) + (SELECT count(*) FROM \(none))\nUNION ALL\n"
+        let head: SQL = "\(counted ? all : "")SELECT 'input_error', count(*) FROM \(none)\nUNION ALL\n"
+        guard let copy = relation.copy(.googlePlay) else {
+            let key = relation.keySQL
+            let bad = relation.hasProblem(jobSchema: settings.jobSchema, store: .googlePlay)
+            return head + """
+                SELECT CASE WHEN \(bad) THEN 'input_error' ELSE \(literal: .text(otherStore)) END, count(*)
+                FROM \(relation.from(relation.firstRowPerKey(table), store: .googlePlay)) GROUP BY 1
+                UNION ALL
+                SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
+                UNION ALL
+                SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
+                    SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
+                """
+        }
+        return head + """
+            SELECT \(literal: .text(otherStore)), count(*) FROM \(S).\(ident: copy)
             UNION ALL
-            SELECT 'input_error', count(*) FROM \(whole) x WHERE \(StoreViews.unknownStore)
+            SELECT 'input_error', count(*) FROM \(S).\(ident: "bad_" + copy)
             UNION ALL
-            SELECT CASE WHEN \(bad) THEN 'input_error' ELSE \(literal: .text(otherStore)) END, count(*)
-            FROM \(relation.from(relation.firstRowPerKey(table), store: .googlePlay)) GROUP BY 1
-            UNION ALL
-            SELECT 'input_error', count(*) FROM \(table) WHERE \(key) IS NULL
-            UNION ALL
-            SELECT 'input_error', coalesce(sum(n - 1), 0) FROM (
-                SELECT count(*) AS n FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1) d
+            SELECT 'input_error', coalesce(sum(n - 1), 0) FROM \(S).\(ident: "dk_" + copy)
             """
     }
 

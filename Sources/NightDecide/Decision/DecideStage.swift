@@ -90,7 +90,8 @@ public final class DecideStage: Sendable {
     /// input_errors.csv's rows: the copies' bad rows and duplicated keys.
     func recordInputErrors(_ db: PGConnection) throws {
         try db.execute("DELETE FROM \(S).input_errors")
-        try db.run(inputErrorSQL(duplicated: try duplicatedRelations(db)))
+        let play = playViews == nil ? [] : try duplicatedRelations(db, store: .googlePlay)
+        try db.run(inputErrorSQL(duplicated: try duplicatedRelations(db), playDuplicated: play))
     }
 
     /// The families, decided: both kinds of family rows at once, each on a stream of its own

@@ -27,13 +27,18 @@ package struct HeldNight {
         (.orders, "o", "created_at"), (.receipts, "r", "submitted_at"), (.grants, "g", "granted_at"),
     ]
 
-    /// Tonight's figures, from the decide stage's copies alone (so the check runs beside the
-    /// tally, not after it): each relation's rows and input errors as the tally counts them (the
-    /// clean copy, its `bad_` rows, every further row of a duplicated key), its clean rows inside
-    /// the window; tonight's sample of keys, written to `held_key_digests` under this run (one
-    /// pass that hashes each key, digesting only the kept ones) and compared with the last
-    /// published night's; and each report's rows. `products`: the products' tally.
+    /// Tonight's figures: the relations' (`relationFigures`) with each report's rows (`reportRows`).
     func figures(_ db: PGConnection, products: RelationTally?) throws -> NightFigures {
+        NightFigures(relations: try relationFigures(db, products: products), reports: try reportRows(db))
+    }
+
+    /// Tonight's figures of the relations, from the decide stage's copies alone (so they are counted
+    /// beside the tally and the decisions, not after them): each relation's rows and input errors
+    /// as the tally counts them (the clean copy, its `bad_` rows, every further row of a duplicated
+    /// key), its clean rows inside the window; tonight's sample of keys, written to
+    /// `held_key_digests` under this run (one pass that hashes each key, digesting only the kept
+    /// ones) and compared with the last published night's. `products`: the products' tally.
+    func relationFigures(_ db: PGConnection, products: RelationTally?) throws -> [String: NightFigures.Relation] {
         var relations: [String: NightFigures.Relation] = [:]
         try db.query("DELETE FROM \(S).held_key_digests WHERE run_id = \(runID)")
         for (relation, copy, time) in Self.copies {
@@ -65,7 +70,7 @@ package struct HeldNight {
             let other = try otherStoreRows(db, relation, time: time)
             if let play = other.play { relations[NightHold.playPrefix + relation.rawValue] = play }
             relations[relation.rawValue] = NightFigures.Relation(
-                rows: other.whole ?? clean + errors, inputErrors: errors + other.inputErrors,
+                rows: clean + errors + other.elsewhere, inputErrors: errors + other.inputErrors,
                 inWindow: (Int(r.value(0, 1) ?? "") ?? 0) + (other.play?.inWindow ?? 0),
                 keysCompared: compared == 0 ? nil : compared, keysChanged: compared == 0 ? nil : Int(k.value(0, 1) ?? "") ?? 0)
         }
@@ -73,6 +78,11 @@ package struct HeldNight {
             relations[SourceRelation.products.rawValue] = NightFigures.Relation(
                 rows: products.rows, inputErrors: products.buckets["input_error"] ?? 0)
         }
+        return relations
+    }
+
+    /// Each report's rows tonight (every finding written), and with two stores Google Play's part.
+    func reportRows(_ db: PGConnection) throws -> [String: Int] {
         var reports: [String: Int] = [:]
         let r = try db.query(
             """
@@ -85,38 +95,39 @@ package struct HeldNight {
             if settings.storeRows != nil { reports[NightHold.playPrefix + file.name] = Int(r.value(i, 2) ?? "") ?? 0 }
         }
         for file in ReportFile.allCases where file.findingsReport && reports[file.name] == nil { reports[file.name] = 0 }
-        return NightFigures(relations: relations, reports: reports)
+        return reports
     }
 
     /// With two stores (contract §1, "Two stores in one shop") the copies hold the App Store's rows,
     /// while the tally, which the published nights' figures come from, counts each relation whole:
-    /// tonight's figures count the same rows. `whole`: the relation's rows (nil with one store);
-    /// `inputErrors`: the rows the App Store's views leave out that are input errors (Play's, and
-    /// those of no store), as the tally counts them (Conservation.rowCount); `play`: Play's rows
-    /// alone (their rows, input errors, clean rows inside the window), held to the same thresholds
-    /// (`NightHold.playPrefix`). So a shop selling mostly on Play is compared with itself, and a
-    /// Play mapping that loses or breaks its rows is held even beside many App Store rows.
+    /// tonight's figures count the same rows, from the night's tables of the rows the views leave
+    /// out (OtherStoreRows.swift). `elsewhere`: those rows (0 with one store, and for a relation
+    /// without the `store` column, the App Store's whole); `inputErrors`: those that are input
+    /// errors (Play's, and those of no store), as the tally counts them (Conservation.otherStoreRows);
+    /// `play`: Play's rows alone (their rows, input errors, clean rows inside the window: from their
+    /// copy, as the App Store's), held to
+    /// the same thresholds (`NightHold.playPrefix`). So a shop selling mostly on Play is compared
+    /// with itself, and a Play mapping that loses or breaks its rows is held even beside many App
+    /// Store rows.
     func otherStoreRows(_ db: PGConnection, _ relation: SourceRelation, time: String) throws
-        -> (whole: Int?, inputErrors: Int, play: NightFigures.Relation?)
+        -> (elsewhere: Int, inputErrors: Int, play: NightFigures.Relation?)
     {
-        guard settings.storeRows != nil else { return (nil, 0, nil) }
-        let r = try db.query(Conservation.rowCount(relation, of: "\(ident: settings.sourceSchema).\(relation.name)", settings: settings))
-        var whole = 0, errors = 0
-        for row in r.rows {
+        guard let query = Conservation.otherStoreRows(relation, settings: settings, counted: true) else { return (0, 0, nil) }
+        var elsewhere = 0, errors = 0
+        for row in try db.query(query).rows {
             let n = row[1].flatMap { Int($0) } ?? 0
-            if row[0] == "#rows" { whole += n } else if row[0] == "input_error" { errors += n }
+            if row[0] == "#elsewhere" { elsewhere += n } else if row[0] == "input_error" { errors += n }
         }
-        guard settings.storeColumns.contains(relation) else { return (whole, errors, nil) }
-        let views = try SourceStore.googlePlay.viewsSchema(of: settings.jobSchema).sql
-        let ms = SourceRelation.epochMilliseconds("x.\(ident: time)")
+        guard let copy = relation.copy(.googlePlay) else { return (elsewhere, errors, nil) }
+        let ms: SQL = "c.\(ident: String(time.dropLast(3)) + "_ms")"
         let w = try db.query(
             """
-            SELECT (SELECT count(*) FROM \(views).\(relation.name)), count(*),
+            SELECT (SELECT count(*) FROM \(S).\(ident: relation.playRowsTable)), count(*),
                    count(*) FILTER (WHERE \(ms) >= \(settings.windowStart) AND \(ms) <= \(settings.asOf))
-            FROM \(relation.cleanRows("\(views).\(relation.name)", jobSchema: settings.jobSchema, store: .googlePlay)) x
+            FROM \(S).\(ident: copy) c
             """)
         let rows = Int(w.value(0, 0) ?? "") ?? 0, clean = Int(w.value(0, 1) ?? "") ?? 0
-        return (whole, errors, NightFigures.Relation(rows: rows, inputErrors: rows - clean, inWindow: Int(w.value(0, 2) ?? "") ?? 0))
+        return (elsewhere, errors, NightFigures.Relation(rows: rows, inputErrors: rows - clean, inWindow: Int(w.value(0, 2) ?? "") ?? 0))
     }
 
     /// What a key holds, whose change means the key now names another row: an order's user and

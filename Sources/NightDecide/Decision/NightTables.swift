@@ -14,6 +14,7 @@
 
 import Foundation
 import JobStore
+import NightLearn
 import PlayNight
 import Postgres
 
@@ -24,7 +25,8 @@ enum NightTables {
             "p", "known_products", "o", "r", "g", "bad_o", "bad_r", "bad_g", "dk_o", "dk_r", "dk_g",
             "token_orders", "who", "crowded_keys", "unknown", Conservation.unresolvedTable, "closing_reasons",
             "play_known_products",
-        ] + PlayDecide.tables
+        ] + PlayDecide.tables + SourceRelation.allCases.flatMap { [$0.playRowsTable, $0.noStoreTable] }
+        + SourceRelation.allCases.compactMap(\.playCopyTable).flatMap { [$0, "bad_" + $0, "dk_" + $0] }
 
     /// No working table of an earlier run, and this session finds the new ones by name.
     static func create(_ db: PGConnection, schema: JobSchema) throws {

@@ -20,6 +20,15 @@ extension SourceRelation {
         }
     }
 
+    /// The night's copy of the relation's rows of `store`: the App Store's `o`, `r`, `g`, Google
+    /// Play's `gp_o`, `gp_r`, `gp_g` (made from `playRowsTable`: OtherStoreRows.swift).
+    func copy(_ store: SourceStore) -> String? { store == .appStore ? copy : playCopyTable }
+
+    /// The columns of the copy of `store`'s rows: Play's receipts keep their purchase token.
+    func copyColumns(_ store: SourceStore) -> SQL {
+        store == .googlePlay && self == .receipts ? copyColumns + ", x.receipt_data" : copyColumns
+    }
+
     /// The columns of the copy, over the source row `x` (times also in epoch milliseconds).
     var copyColumns: SQL {
         func ms(_ c: String) -> SQL {
@@ -72,12 +81,13 @@ extension SourceRelation {
     /// database counts them there, in the copy's snapshot, from the source's indexes:
     /// `SourceCopy`), read instead of counting again.
     /// Autovacuum is off on these tables, as on every working table (NightTables.swift).
+    /// `store`: the copy of Play's rows (`copy(_:)`), checked as Play's rows are.
     func copySQL(
-        source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false, counted: SQL? = nil,
+        source: SQL, jobSchema: JobSchema, keyIndexed: Bool = false, counted: SQL? = nil, store: SourceStore = .appStore,
         newTable: (SQL) -> SQL
     ) -> SQL {
-        guard let copyName = copy else { return "" }
-        let checks = checks(jobSchema: jobSchema)
+        guard let copyName = copy(store) else { return "" }
+        let checks = checks(jobSchema: jobSchema, store: store)
         let problems = checks.map { "(\($0.problem)) AS \($0.problemColumn)" as SQL }.joined(separator: ",\n       ")
         let bad = checks.map { "y.\($0.problemColumn) IS NOT NULL" as SQL }.joined(separator: " OR ")
         let copy: SQL = "\(ident: copyName)", dk: SQL = "\(ident: "dk_" + copyName)", badCopy: SQL = "\(ident: "bad_" + copyName)"
@@ -90,14 +100,14 @@ extension SourceRelation {
             ANALYZE \(dk);
             CREATE \(newTable(copy)) AS
             SELECT y.*, (\(bad)) AS bad FROM (
-                SELECT \(copyColumns), x.dup_key,
+                SELECT \(copyColumns(store)), x.dup_key,
                        \(problems)
                 FROM (
                     SELECT x.*, false AS dup_key FROM \(source) x WHERE x.\(key) IS NULL OR x.\(key) NOT IN (SELECT k FROM \(dk))
                     UNION ALL
                     (SELECT DISTINCT ON (\(key)) x.*, true FROM \(source) x WHERE x.\(key) IN (SELECT k FROM \(dk))
                      ORDER BY \(key), \(firstRowOrder))
-                ) x\(productJoin)
+                ) x\(productJoin(store))
                 OFFSET 0  -- a fence: each check runs once per row, not again inside `bad`
             ) y;
             CREATE \(newTable(badCopy)) AS SELECT * FROM \(copy) WITH NO DATA;
@@ -142,11 +152,12 @@ extension DecideStage {
         try relation.indexLed(by: column, schema: settings.sourceSchema, db)
     }
 
-    /// The relations with a duplicated key tonight (their rows are read again for input_errors).
-    func duplicatedRelations(_ db: PGConnection) throws -> Set<SourceRelation> {
+    /// The relations with a duplicated key tonight among `store`'s rows (their rows are read again
+    /// for input_errors).
+    func duplicatedRelations(_ db: PGConnection, store: SourceStore = .appStore) throws -> Set<SourceRelation> {
         var found: Set<SourceRelation> = []
         for relation in SourceRelation.allCases {
-            guard let copy = relation.copy else { continue }
+            guard let copy = relation.copy(store) else { continue }
             if try db.query("SELECT EXISTS (SELECT 1 FROM \(ident: "dk_" + copy))").value(0, 0) == "t" { found.insert(relation) }
         }
         return found

@@ -57,7 +57,8 @@ extension DecideStage {
     /// duplicated key, and the products (a handful of rows) straight from the source.
     /// Fixed text but for the run id: one statement, its values bound (the copies' checks are
     /// literals, as the copies themselves run as several statements in one text).
-    func inputErrorSQL(duplicated: Set<SourceRelation>) -> SQL {
+    /// `playDuplicated`: the same of Google Play's rows (`playInputErrors`).
+    func inputErrorSQL(duplicated: Set<SourceRelation>, playDuplicated: Set<SourceRelation> = []) -> SQL {
         let parts = SourceRelation.allCases.flatMap { relation -> [SQL] in
             let key = relation.keySQL
             let table: SQL = "\(src).\(relation.name)"
@@ -91,41 +92,58 @@ extension DecideStage {
             return parts
         }
         return "INSERT INTO \(S).input_errors (relation, key, column_name, problem, run_id) SELECT e.*, \(runID)::bigint FROM ("
-            + (parts + unknownStoreErrors + playInputErrors).joined(separator: "\nUNION ALL ") + ") e"
+            + (parts + unknownStoreErrors + playInputErrors(duplicated: playDuplicated)).joined(separator: "\nUNION ALL ") + ") e"
     }
 
     /// Google Play's rows that break §1 as Play's rows are checked (`SourceRelation.checks`,
-    /// `store: .googlePlay`), and their duplicated keys, from the Play views. Each problem begins
-    /// `google_play: `.
-    var playInputErrors: [SQL] {
-        guard let play = playViews else { return [] }
+    /// `store: .googlePlay`), and their duplicated keys, as the App Store's are listed: from the
+    /// copies of Play's rows (the problems of each key's first row, every row of a duplicated key
+    /// read again from Play's rows: `duplicated` names those relations) and, for the products,
+    /// from Play's rows themselves (OtherStoreRows.swift). Each problem begins `google_play: `.
+    func playInputErrors(duplicated: Set<SourceRelation>) -> [SQL] {
+        guard playViews != nil else { return [] }
         return SourceRelation.allCases.filter(settings.storeColumns.contains).flatMap { relation -> [SQL] in
-            let key = relation.keySQL, table: SQL = "\(play).\(relation.name)"
-            let values = relation.checks(jobSchema: settings.jobSchema, store: .googlePlay)
-                .map { "(\(literal: .text($0.column)), \($0.problem))" as SQL }.joined(separator: ", ")
-            return [
-                """
-                SELECT \(literal: .text(relation.rawValue)), coalesce(x.\(key)::text, ''), v.col, v.problem
-                FROM \(relation.from(table, store: .googlePlay))
-                CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem) WHERE v.problem IS NOT NULL
-                """,
-                """
-                SELECT \(literal: .text(relation.rawValue)), \(key)::text, \(literal: .text(relation.key)),
-                       'google_play: duplicate key (' || count(*) || ' rows)'
-                FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
-                """,
-            ]
+            let key = relation.keySQL, table: SQL = "\(S).\(ident: relation.playRowsTable)"
+            let checks = relation.checks(jobSchema: settings.jobSchema, store: .googlePlay)
+            let name = SQLLiteral.text(relation.rawValue), keyName = SQLLiteral.text(relation.key)
+            func rows(from: SQL, _ problem: (SourceRelation.Check) -> SQL, where condition: SQL) -> SQL {
+                let values = checks.map { "(\(literal: .text($0.column)), \(problem($0)))" as SQL }.joined(separator: ", ")
+                return """
+                    SELECT \(literal: name), coalesce(x.\(key)::text, ''), v.col, v.problem
+                    FROM \(from) CROSS JOIN LATERAL (VALUES \(values)) AS v(col, problem)
+                    WHERE v.problem IS NOT NULL AND \(condition)
+                    """
+            }
+            guard let copy = relation.copy(.googlePlay) else {
+                return [
+                    rows(from: relation.from(table, store: .googlePlay), \.problem, where: "true"),
+                    """
+                    SELECT \(literal: name), \(key)::text, \(literal: keyName), 'google_play: duplicate key (' || count(*) || ' rows)'
+                    FROM \(table) WHERE \(key) IS NOT NULL GROUP BY \(key) HAVING count(*) > 1
+                    """,
+                ]
+            }
+            let dk: SQL = "\(S).\(ident: "dk_" + copy)"
+            var parts = [rows(from: "\(S).\(ident: "bad_" + copy) x", { "x.\($0.problemColumn)" }, where: "NOT x.dup_key")]
+            if duplicated.contains(relation) {
+                parts.append(
+                    rows(from: relation.from(table, store: .googlePlay), \.problem, where: "x.\(key) IN (SELECT k FROM \(dk))"))
+            }
+            parts.append(
+                "SELECT \(literal: name), k::text, \(literal: keyName), 'google_play: duplicate key (' || n || ' rows)' FROM \(dk)")
+            return parts
         }
     }
 
-    /// Contract §1, "Two stores in one shop": the rows whose `store` names neither store, read
-    /// from the relations whole (the App Store's views leave them out, as they leave out Play's).
+    /// Contract §1, "Two stores in one shop": the rows whose `store` names neither store, set
+    /// aside by the night (OtherStoreRows.swift: the App Store's views leave them out, as they
+    /// leave out Play's).
     var unknownStoreErrors: [SQL] {
-        guard let rows = settings.storeRows else { return [] }
+        guard settings.storeRows != nil, scope == .night else { return [] }
         return SourceRelation.allCases.filter(settings.storeColumns.contains).map { relation in
             """
             SELECT \(literal: .text(relation.rawValue)), coalesce(x.\(relation.keySQL)::text, ''), 'store', \(StoreViews.storeProblem)
-            FROM \(ident: rows).\(relation.name) x WHERE \(StoreViews.unknownStore)
+            FROM \(S).\(ident: relation.noStoreTable) x WHERE \(StoreViews.unknownStore)
             """
         }
     }

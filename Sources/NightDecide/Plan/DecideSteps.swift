@@ -30,9 +30,17 @@ extension DecideStage {
             }
             return
         }
+        // Not in the floor: the floor's copies read the App Store's rows only, as the night's do.
+        plan.add(
+            "other stores' rows", "decide", .pool, reads: [.source(nil), .value(.settings)], writes: [.night(.otherStores)],
+            note: "with two stores: each relation's Google Play rows and rows of no store, set aside from one scan of it "
+                + "for the steps that read them"
+        ) { c in
+            if let sql = try decide().otherStoreRowsSQL { try c.db.run(sql) }
+        }
         plan.add(
             "input errors", "decide", .pool,
-            reads: [NightTable.badR, .badO, .badG, .dkR, .dkO, .dkG].map { .night($0) }, writes: [.job(.inputErrors)]
+            reads: [NightTable.badR, .badO, .badG, .dkR, .dkO, .dkG, .otherStores].map { .night($0) }, writes: [.job(.inputErrors)]
         ) { c in
             try decide().recordInputErrors(c.db)
         }
@@ -60,14 +68,20 @@ extension DecideStage {
         if values.base.playReports {
             plan.add(
                 "Google Play's purchases", "decide", .pool,
-                reads: [.job(.playPurchases), .job(.playPurchaseLines), .job(.playVoided), .job(.playOrders), .source(nil)],
-                writes: [
-                    .findings(.compensate), .findings(.duplicateGrants), .findings(.clawback), .findings(.refunds),
-                    .findings(.unattributed), .night(.play), .value(.playAcknowledge),
+                reads: [
+                    .job(.playPurchases), .job(.playPurchaseLines), .job(.playVoided), .job(.playOrders), .night(.otherStores),
                 ],
+                writes: [ReportFile.compensate, .duplicateGrants, .clawback, .refunds, .unattributed].map { .playFindings($0) }
+                    + [.night(.play), .value(.playAcknowledge)],
+                after: ["families: merged"],
                 note: "what Google said of each purchase token, with the shop's Play rows, decided by the rule book's Play rules"
             ) { c in
-                let result = try PlayDecide(settings: try values.settings(), logger: logger).run(c.db)
+                let settings = try values.settings()
+                let result = try PlayDecide(settings: settings, logger: logger).run(c.db) {
+                    let db = try JobDatabase.connect(settings)
+                    try NightTables.use(db, schema: settings.jobSchema)
+                    return db
+                }
                 values.with { $0.summary.playAcknowledgeNext = result.nextAcknowledgeBy }
             }
         }
@@ -128,14 +142,14 @@ extension DecideStage {
         let tallyReads: [SourceRelation: [Resource]] = [
             .receipts: [
                 .night(.r), .night(.badR), .night(.dkR), .job(.receiptState), .job(.receiptTransactions),
-                .job(.appleTransactions), .source(.grants),
+                .job(.appleTransactions), .source(.grants), .night(.otherStores),
             ],
             .orders: [
                 .night(.o), .night(.badO), .night(.dkO), .night(.g), .job(.appleTransactions),
-                .findings(.compensate), .findings(.unattributed),
+                .findings(.compensate), .findings(.unattributed), .night(.otherStores),
             ],
-            .grants: [.night(.g), .night(.badG), .night(.dkG), .value(.families)],
-            .products: [.night(.p), .source(.products)],
+            .grants: [.night(.g), .night(.badG), .night(.dkG), .value(.families), .night(.otherStores)],
+            .products: [.night(.p), .source(.products), .night(.otherStores)],
         ]
         let dropOne = settings.faultDropTallyRow
         plan.add(
@@ -173,18 +187,30 @@ extension DecideStage {
     fileprivate static func historySteps(
         _ plan: PlanSteps, values: NightValues, decide: @escaping @Sendable () throws -> DecideStage
     ) {
+        // The relations' figures read no finding: beside Google Play's decisions, which leave a core idle.
+        plan.add(
+            "hold figures", "write", .own,
+            reads: [.job(.keyDigests), .value(.runID), .value(.tally(.products))]
+                + [NightTable.o, .badO, .dkO, .r, .badR, .dkR, .g, .badG, .dkG, .otherStores].map { .night($0) },
+            writes: [.value(.relationFigures), .job(.heldKeyDigests)], after: ["families: merged"],
+            note: "tonight's rows, input errors and rows in the window of each relation, and its sample of keys "
+                + "compared with the last published night's"
+        ) { c in
+            let settings = try values.settings()
+            let (runID, products) = values.with { ($0.summary.runID, $0.summary.tally[SourceRelation.products.rawValue]) }
+            values.relationFigures.set(try HeldNight(settings: settings, runID: runID).relationFigures(c.db, products: products))
+        }
         plan.add(
             "hold check", "write", .own,
-            reads: [.job(.currentFindings), .job(.runs), .job(.keyDigests), .value(.runID), .value(.tally(.products))]
-                + [NightTable.o, .badO, .dkO, .r, .badR, .dkR, .g, .badG, .dkG].map { .night($0) },
-            writes: [.value(.held), .job(.heldKeyDigests)],
+            reads: [.job(.currentFindings), .job(.runs), .value(.runID), .value(.relationFigures)],
+            writes: [.value(.held)],
             note: "tonight's rows, input errors and findings against the thresholds and the last published nights; "
                 + "a night that looks wrong is held (exit 65, its reports under <out>/held/)"
         ) { c in
             let settings = try values.settings()
-            let (runID, products) = values.with { ($0.summary.runID, $0.summary.tally[SourceRelation.products.rawValue]) }
+            let runID = values.with { $0.summary.runID }
             let held = HeldNight(settings: settings, runID: runID)
-            let tonight = try held.figures(c.db, products: products)
+            let tonight = NightFigures(relations: try values.relationFigures.get(), reports: try held.reportRows(c.db))
             let reasons = NightHold.reasons(tonight: tonight, published: try held.published(c.db), thresholds: settings.hold)
             values.with {
                 $0.summary.held = reasons

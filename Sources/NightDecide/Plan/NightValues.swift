@@ -71,6 +71,7 @@ final class NightValues: Sendable {
     let source = StepOutput<SourceFound>(.settings)
     let prepared = StepOutput<DecideStage.Prepared>(.catalog)
     let decided = StepOutput<DecideStage.Result>(.families)
+    let relationFigures = StepOutput<[String: NightFigures.Relation]>(.relationFigures)
     let oldest = StepOutput<SummaryPage.OldestFinding?>(.oldest)
     let nights = StepOutput<[SummaryPage.Night]>(.nights)
 

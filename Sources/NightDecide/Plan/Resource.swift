@@ -8,8 +8,11 @@ import Reconciliation
 enum Resource: Hashable, Sendable, CustomStringConvertible {
     /// A table of the job schema; nil: all of them.
     case job(JobTable?)
-    /// tonight's findings of one report (part of `job.current_findings`).
+    /// tonight's findings of one report (part of `job.current_findings`): the App Store's.
     case findings(ReportFile)
+    /// tonight's Google Play findings of one report (part of `job.current_findings`; their keys
+    /// are Play's own, so they are written beside the App Store's).
+    case playFindings(ReportFile)
     /// A source relation (or its copy, with SOURCE_DATABASE_URL); nil: all of them.
     case source(SourceRelation?)
     /// The database SOURCE_DATABASE_URL names.
@@ -27,6 +30,7 @@ enum Resource: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .job(let table): return "job" + (table.map { "." + $0.rawValue } ?? "")
         case .findings(let file): return "job.current_findings: " + file.rawValue
+        case .playFindings(let file): return "job.current_findings: " + file.rawValue + " of google_play"
         case .source(let relation): return "source" + (relation.map { "." + $0.rawValue } ?? "")
         case .sourceDatabase: return "source database"
         case .night(let table): return "night" + (table.map { "." + $0.rawValue } ?? "")
@@ -37,11 +41,12 @@ enum Resource: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `part` is a part of this whole (`night` covers `night.g`, `job` every job table and
-    /// tonight's findings of each report, `job.current_findings` the latter, `value: tally` each
+    /// tonight's findings of each report and store, `job.current_findings` the latter, `value: tally` each
     /// relation's tally); a resource does not cover itself.
     func covers(_ part: Resource) -> Bool {
         switch (self, part) {
         case (.job(nil), .job(.some)), (.job(nil), .findings), (.job(.currentFindings), .findings): return true
+        case (.job(nil), .playFindings), (.job(.currentFindings), .playFindings): return true
         case (.source(nil), .source(.some)), (.night(nil), .night(.some)), (.folder(nil), .folder(.some)): return true
         case (.value(.tally(nil)), .value(.tally(.some))): return true
         default: return false
@@ -96,6 +101,9 @@ enum NightTable: String, Sendable {
     case who
     case knownProducts = "known_products"
     case unresolvedIDs = "unresolved_ids"
+    /// The rows the App Store's views leave out, each relation's set aside once, and the copies of
+    /// Play's (OtherStoreRows.swift).
+    case otherStores = "play_rows_*, no_store_*, gp_*"
     /// Google Play's clean rows and acknowledge.csv's rows (PlayDecide).
     case play = "play_g, play_r, play_o, play_p, play_acknowledge"
 
@@ -142,6 +150,8 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     case families
     /// The tally of one relation; nil: the whole tally.
     case tally(SourceRelation?)
+    /// Tonight's figures of the source relations, for the hold check.
+    case relationFigures
     case held
     case coverage
     case counts
@@ -153,7 +163,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
     /// their writer when the plan has one (the sweeps, the sales reports, the coverage).
     var handed: Bool {
         switch self {
-        case .settings, .runID, .catalog, .families, .held, .counts, .oldest, .nights: return true
+        case .settings, .runID, .catalog, .families, .relationFigures, .held, .counts, .oldest, .nights: return true
         case .verification, .sweeps, .salesReports, .googlePlay, .googlePlayVoided, .playAcknowledge, .tally, .coverage: return false
         }
     }
@@ -174,6 +184,7 @@ enum NightValue: Hashable, Sendable, CustomStringConvertible {
         // The receipts' part has always been printed by its short name (the plans of earlier builds compare equal).
         case .tally(.receipts): return "tally: receipts"
         case .tally(let relation?): return "tally: " + relation.rawValue
+        case .relationFigures: return "relation figures"
         case .held: return "held"
         case .coverage: return "coverage"
         case .counts: return "counts"

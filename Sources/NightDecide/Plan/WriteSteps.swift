@@ -30,7 +30,7 @@ extension ReportWriter {
             .acknowledge: [.night(.play)],
         ]
         for file in files {
-            var reads = fileReads[file] ?? [.findings(file)]
+            var reads = fileReads[file] ?? [.findings(file), .playFindings(file)]
             // Apple's proceeds of its rows, from the sales reports held (Proceeds.swift).
             if file.layout.names.contains("proceeds") { reads += [.job(.salesReportRows), .job(.appleTransactions)] }
             plan.add(file.rawValue, "write", .pool, reads: reads, writes: [.folder(.report(file))]) { c in

@@ -53,6 +53,28 @@ package enum SourceRelation: String, CaseIterable, Sendable {
         }
     }
 
+    /// The night's table of the relation's Google Play rows, every one of them, as the Play view
+    /// holds them (contract §1, "Two stores in one shop"): made once a night by the decide stage
+    /// from one scan of the relation, and read by each step that reads Play's rows.
+    package var playRowsTable: String { "play_rows_" + rawValue }
+
+    /// The night's copy of the relation's Google Play rows, made from `playRowsTable` as the App
+    /// Store's copies are made (NightDecide's SourceCopies.swift): the first row of each key with
+    /// its problems, the rows with one moved to `bad_<copy>`, the duplicated keys in `dk_<copy>`.
+    /// The products, a handful of rows, have none.
+    package var playCopyTable: String? {
+        switch self {
+        case .products: return nil
+        case .orders: return "gp_o"
+        case .receipts: return "gp_r"
+        case .grants: return "gp_g"
+        }
+    }
+
+    /// The night's table of the relation's rows of no store (`store` null, or neither store):
+    /// input errors, made beside `playRowsTable`.
+    package var noStoreTable: String { "no_store_" + rawValue }
+
     /// The key column as an identifier.
     package var keySQL: SQL { "\(ident: key)" }
 
