@@ -225,7 +225,9 @@ package struct PlayDecide: Sendable {
             CREATE INDEX ON \(S).play_o (order_id);
             CREATE INDEX ON \(S).play_o (user_id, product_id);
             CREATE INDEX ON \(S).play_o (account_hash);
-            ANALYZE \(S).play_g; ANALYZE \(S).play_r; ANALYZE \(S).play_o; ANALYZE \(S).play_p
+            SET default_statistics_target = 10;
+            ANALYZE \(S).play_g; ANALYZE \(S).play_r; ANALYZE \(S).play_o; ANALYZE \(S).play_p;
+            RESET default_statistics_target
             """
     }
 

@@ -33,14 +33,17 @@ extension DecideStage {
                     """
             }
             // One scan of the relation takes every row not of the App Store (into a table of this
-            // session), then each table takes its share of them.
+            // session), then each table takes its share of them. Statistics from 3,000 rows, as
+            // the copies' (SourceCopies.swift): a fifth of a second less per table.
             return """
                 DROP TABLE IF EXISTS \(play), \(none), pg_temp.other_store_rows;
                 CREATE TEMPORARY TABLE other_store_rows AS SELECT * FROM \(whole) WHERE store IS DISTINCT FROM 'app_store';
                 CREATE \(newTable(play)) AS SELECT * FROM pg_temp.other_store_rows WHERE store = 'google_play';
                 CREATE \(newTable(none)) AS SELECT * FROM pg_temp.other_store_rows WHERE store IS DISTINCT FROM 'google_play';
                 DROP TABLE pg_temp.other_store_rows;
-                ANALYZE \(play); ANALYZE \(none)
+                SET default_statistics_target = 10;
+                ANALYZE \(play); ANALYZE \(none);
+                RESET default_statistics_target
                 """
         }.joined(separator: ";\n") + ";\n" + copies.joined(separator: "\n")
     }
