@@ -73,7 +73,7 @@ package struct PlayGather {
     private func facts(_ db: PGConnection, _ r: PGResult, of tokens: Tokens) throws -> [PlayFacts] {
         var facts: [PlayFacts] = []
         var accounts: [String: String] = [:]
-        for row in r.rows {
+        for row in r.eachRow {
             guard let token = row[0], let package = row[1],
                 let verdict = row[2].flatMap(GooglePurchase.Verdict.init(rawValue:))
             else { continue }
@@ -108,7 +108,7 @@ package struct PlayGather {
             SELECT x.token, x.product_id, x.quantity, x.consumption_state FROM \(S).play_purchase_lines x
             WHERE \(tokens.predicate(purchases: "\(S).play_purchases")) ORDER BY x.token, x.line
             """)
-        for row in r.rows {
+        for row in r.eachRow {
             guard let i = row[0].flatMap({ at[$0] }), let product = row[1], let quantity = row[2].flatMap({ Int($0) })
             else { continue }
             facts[i].purchase.lines.append(
@@ -123,7 +123,7 @@ package struct PlayGather {
             SELECT x.token, x.voided_ms, x.voided_quantity, x.source, x.reason FROM \(S).play_voided x
             WHERE \(tokens.predicate(purchases: "\(S).play_purchases"))
             """)
-        for row in r.rows {
+        for row in r.eachRow {
             guard let i = row[0].flatMap({ at[$0] }), let at = row[1].flatMap({ Int64($0) }),
                 let q = row[2].flatMap({ Int($0) })
             else { continue }
@@ -145,7 +145,7 @@ package struct PlayGather {
             FROM \(S).play_orders
             WHERE order_id = ANY(\(orders)::text[]) AND NOT unknown
             """)
-        for row in r.rows {
+        for row in r.eachRow {
             guard let i = row[0].flatMap({ byOrder[$0] }) else { continue }
             var money: Money?
             if let currency = row[2], let units = row[3].flatMap({ Int64($0) }),
@@ -176,7 +176,7 @@ package struct PlayGather {
             FROM \(rows).play_g WHERE transaction_id = ANY(\(Array(byTransaction.keys))::text[])
             ORDER BY granted_ms, grant_id COLLATE "C"
             """)
-        for row in g.rows {
+        for row in g.eachRow {
             guard let id = row[0], let user = row[1], let product = row[3], let tid = row[4],
                 let i = byTransaction[tid],
                 let quantity = row[6].flatMap({ Int($0) }), let granted = row[7].flatMap({ Int64($0) })
@@ -195,7 +195,7 @@ package struct PlayGather {
             ORDER BY x.token, x.submitted_ms, x.receipt_id COLLATE "C"
             """)
         var uploadOrder: [Int: String] = [:], uploader: [Int: String] = [:]
-        for row in u.rows {
+        for row in u.eachRow {
             guard let i = row[0].flatMap({ at[$0] }) else { continue }
             facts[i].receiptID = row[1]
             uploader[i] = row[2]
@@ -217,7 +217,7 @@ package struct PlayGather {
         var ofTransaction: [Int: OrderRef] = [:], byID: [String: OrderRef] = [:]
         /// What an account names: the order (by id or hash), or the user (by id or hash) of an order.
         var byAccount: [String: OrderRef] = [:], userOf: [String: String] = [:]
-        for row in o.rows {
+        for row in o.eachRow {
             guard let id = row[0], let user = row[1], let product = row[2], let created = row[3].flatMap({ Int64($0) })
             else { continue }
             let ref = OrderRef(orderID: id, userID: user, productID: product, createdAt: created)

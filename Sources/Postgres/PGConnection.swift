@@ -186,8 +186,20 @@ public final class PGResult {
     /// Every row, each as its columns' text (NULL as nil): for results of a handful of rows.
     public var rows: [[String?]] { (0..<rowCount).map { row in (0..<columnCount).map { value(row, $0) } } }
 
+    /// Every row, each reading a column's text when asked (`row[2]`, as of `rows`): for results of
+    /// thousands of rows, where `rows` made an array of every column of every row first.
+    public var eachRow: LazyMapSequence<Range<Int>, PGRow> { (0..<rowCount).lazy.map { PGRow(result: self, index: $0) } }
+
     /// Rows affected by an INSERT/UPDATE/DELETE.
     public var affectedRows: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+}
+
+/// One row of a result (`PGResult.eachRow`): its columns' text read on demand, NULL as nil.
+public struct PGRow {
+    let result: PGResult
+    let index: Int
+
+    public subscript(_ column: Int) -> String? { result.value(index, column) }
 }
 
 // A connection, its results and its COPY writer belong to one thread: never Sendable, so handing
