@@ -25,7 +25,8 @@ package struct PlayDecide: Sendable {
     package static let acknowledgeTable = "play_acknowledge"
     /// The beginning of a Play finding's key (`PlayRules.findingKeyPrefix`).
     package static let keyPrefix = PlayRules.findingKeyPrefix
-    /// Purchase tokens gathered and decided a round trip (memory holds one batch).
+    /// Purchase tokens gathered and decided at once, shared by the sessions deciding side by side
+    /// (each takes its share a round trip): memory holds one batch whatever their number.
     package static let batch = 5000
 
     /// What the stage decided (the log's line).
@@ -69,7 +70,9 @@ package struct PlayDecide: Sendable {
             let outcome = Swift.Result<Worked, any Error> {
                 let session = try connect()
                 defer { session.close() }
-                return try decide(session, gather, after: ranges[i].after, through: ranges[i].through, once: written)
+                return try decide(
+                    session, gather, after: ranges[i].after, through: ranges[i].through, limit: max(1, Self.batch / ranges.count),
+                    once: written)
             }
             outcomes.withLock { $0[i] = outcome }
         }
@@ -100,16 +103,17 @@ package struct PlayDecide: Sendable {
         var candidates: [CompensationCandidate] = []
     }
 
-    /// The tokens after `after` up to `through` (nil: the last), a batch at a time: gathered,
+    /// The tokens after `after` up to `through` (nil: the last), `limit` at a time: gathered,
     /// decided, written on `db`.
     func decide(
-        _ db: PGConnection, _ gather: PlayGather, after start: String, through: String?, once written: borrowing Mutex<Set<String>>
+        _ db: PGConnection, _ gather: PlayGather, after start: String, through: String?, limit: Int,
+        once written: borrowing Mutex<Set<String>>
     ) throws -> Worked {
         let rules = settings.decisionSettings
         var worked = Worked()
         var after = start
         while true {
-            let facts = try gather.batch(db, after: after, through: through)
+            let facts = try gather.batch(db, after: after, through: through, limit: limit)
             guard let last = facts.last else { break }
             after = last.purchase.token
             worked.result.tokens += facts.count
