@@ -5,27 +5,29 @@
 // relation, most twice (once for the duplicated keys, once for the rows): about twenty scans of
 // each relation a night, where these tables take one (docs/benchmarks.md, "Two stores").
 
-import NightLearn
+import JobStore
 import Postgres
 
-extension DecideStage {
-    /// The statements that make both tables of every relation, then the copies of Play's rows
-    /// (`gp_o`, `gp_r`, `gp_g`, with their `bad_` and `dk_` tables, as the App Store's copies are
-    /// made: SourceCopies.swift) that the tally, the hold check, the input errors and Play's
-    /// decisions read: Play's rows are checked once. nil with one store. A relation without the
-    /// `store` column is the App Store's, all of it: its tables are made empty, so that the
-    /// readers read four of each.
-    var otherStoreRowsSQL: SQL? {
-        guard let rows = settings.storeRows, scope == .night else { return nil }
+/// The statements of the night's tables of the rows the App Store's views leave out.
+package enum OtherStoreRows {
+    /// The statements that make both tables of every relation of `rows` (the schema of the
+    /// relations whole), then the copies of Play's rows (`gp_o`, `gp_r`, `gp_g`, with their `bad_`
+    /// and `dk_` tables, as the App Store's copies are made: SourceCopySQL.swift) that the tally,
+    /// the hold check, the input errors and Play's decisions read: Play's rows are checked once.
+    /// A relation without the `store` column (not in `storeColumns`) is the App Store's, all of
+    /// it: its tables are made empty, so that the readers read four of each. `newTable`: the
+    /// night's `CREATE` of a working table.
+    package static func sql(
+        rows: String, jobSchema: JobSchema, storeColumns: Set<SourceRelation>, newTable: (SQL) -> SQL
+    ) -> SQL {
+        let S = jobSchema.sql
         let copies = [SourceRelation.orders, .receipts, .grants].map {
-            $0.copySQL(
-                source: "\(S).\(ident: $0.playRowsTable)", jobSchema: settings.jobSchema, store: .googlePlay,
-                newTable: { newTable($0) })
+            $0.copySQL(source: "\(S).\(ident: $0.playRowsTable)", jobSchema: jobSchema, store: .googlePlay, newTable: newTable)
         }
         return SourceRelation.allCases.map { relation -> SQL in
             let play: SQL = "\(S).\(ident: relation.playRowsTable)", none: SQL = "\(S).\(ident: relation.noStoreTable)"
             let whole: SQL = "\(ident: rows).\(relation.name)"
-            guard settings.storeColumns.contains(relation) else {
+            guard storeColumns.contains(relation) else {
                 return """
                     DROP TABLE IF EXISTS \(play), \(none);
                     CREATE \(newTable(play)) AS SELECT * FROM \(whole) WHERE false;
