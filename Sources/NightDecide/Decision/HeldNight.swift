@@ -27,11 +27,6 @@ package struct HeldNight {
         (.orders, "o", "created_at"), (.receipts, "r", "submitted_at"), (.grants, "g", "granted_at"),
     ]
 
-    /// Tonight's figures: the relations' (`relationFigures`) with each report's rows (`reportRows`).
-    func figures(_ db: PGConnection, products: RelationTally?) throws -> NightFigures {
-        NightFigures(relations: try relationFigures(db, products: products), reports: try reportRows(db))
-    }
-
     /// Tonight's figures of the relations, from the decide stage's copies alone (so they are counted
     /// beside the tally and the decisions, not after them): each relation's rows and input errors
     /// as the tally counts them (the clean copy, its `bad_` rows, every further row of a duplicated
